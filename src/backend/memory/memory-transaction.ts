@@ -1,0 +1,42 @@
+import type { ClientLike } from '../../db/driver.js';
+
+/**
+ * A stand-in for a caller's database transaction when the in-memory backend is used:
+ * `enqueueWithConn(tx, …)` buffers the job, `commit()` makes it visible, `rollback()` drops it —
+ * the same observable behaviour as a Postgres transaction for TaskQ's writes.
+ */
+export class MemoryTransaction implements ClientLike {
+  private pending: (() => void)[] = [];
+  private state: 'open' | 'committed' | 'rolledBack' = 'open';
+
+  /** Not a SQL connection: calling `query` is a mistake in a test using the in-memory backend. */
+  async query(): Promise<{ rows: unknown[]; rowCount: number | null }> {
+    throw new TypeError('MemoryTransaction does not run SQL; it only scopes in-memory enqueues');
+  }
+
+  /** Registers work to apply at commit. */
+  defer(apply: () => void): void {
+    if (this.state !== 'open') throw new TypeError(`transaction already ${this.state}`);
+    this.pending.push(apply);
+  }
+
+  /** True while neither committed nor rolled back. */
+  get isOpen(): boolean {
+    return this.state === 'open';
+  }
+
+  /** Applies the buffered writes. */
+  async commit(): Promise<void> {
+    if (this.state !== 'open') throw new TypeError(`transaction already ${this.state}`);
+    this.state = 'committed';
+    for (const apply of this.pending) apply();
+    this.pending = [];
+  }
+
+  /** Drops the buffered writes. */
+  async rollback(): Promise<void> {
+    if (this.state !== 'open') throw new TypeError(`transaction already ${this.state}`);
+    this.state = 'rolledBack';
+    this.pending = [];
+  }
+}

@@ -1,0 +1,242 @@
+import { executorFromClient, type ClientLike, type Driver, type Executor } from '../../db/driver.js';
+import { MaxPendingExceededError, SingletonCollisionError } from '../../errors/backpressure-errors.js';
+import { SchemaNotMigratedError } from '../../errors/schema-errors.js';
+import type { Logger } from '../../obs/logger.js';
+import { silentLogger } from '../../obs/logger.js';
+import { eventsChannel, quoteSchema, renderSql, validateSchemaName, wakeChannel } from '../../schema-name.js';
+import { BACKEND_PROTOCOL_VERSION, type Backend, type JobPage } from '../backend.js';
+import type { NormalizedJobFilter } from '../job-filter.js';
+import type { AttemptRow, EnqueueArgs, EventRow, JobRow } from '../types.js';
+import { cursorForRow, listQuery } from './filter-sql.js';
+import { JOB_COLUMNS } from './job-columns.js';
+import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
+import * as SQL from './sql.generated.js';
+
+type Raw = Record<string, unknown>;
+type StatementName = keyof typeof SQL;
+
+/** Options of {@link PostgresBackend}. */
+export interface PostgresBackendOptions {
+  /** Schema holding TaskQ's tables. Default `taskq`. */
+  schema?: string;
+  /** Logger for warnings. */
+  logger?: Logger;
+}
+
+const SCHEMA_MISSING_CODES = new Set(['42P01', '3F000', '42704']);
+
+/** True for a Postgres error raised because TaskQ's tables (or schema, or enum type) are missing. */
+export function isSchemaMissingError(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && SCHEMA_MISSING_CODES.has((err as { code?: string }).code ?? '');
+}
+
+/**
+ * The Backend over Postgres. Every statement lives in `sql/*.sql`; this class binds parameters,
+ * maps rows and translates errors. Time predicates use the database clock.
+ */
+export class PostgresBackend implements Backend {
+  readonly protocolVersion = BACKEND_PROTOCOL_VERSION;
+  readonly kind = 'postgres' as const;
+  readonly schema: string;
+  readonly driver: Driver;
+  protected readonly logger: Logger;
+  private readonly sql: Record<StatementName, string>;
+  private readonly quoted: string;
+  private readonly wake: string;
+  private readonly events: string;
+
+  constructor(driver: Driver, options: PostgresBackendOptions = {}) {
+    this.driver = driver;
+    this.schema = validateSchemaName(options.schema ?? 'taskq');
+    this.quoted = quoteSchema(this.schema);
+    this.logger = options.logger ?? silentLogger;
+    this.wake = wakeChannel(this.schema);
+    this.events = eventsChannel(this.schema);
+    const rendered = {} as Record<StatementName, string>;
+    for (const [name, text] of Object.entries(SQL) as [StatementName, string][]) {
+      rendered[name] = renderSql(text, this.schema).replaceAll('{job_columns}', JOB_COLUMNS);
+    }
+    this.sql = rendered;
+  }
+
+  /** The rendered text of a named statement (for diagnostics and tests). */
+  statement(name: StatementName): string {
+    return this.sql[name];
+  }
+
+  /** Runs a named statement on `ex` (the pool by default), translating a missing schema. */
+  protected async run<R = Raw>(name: StatementName, values: readonly unknown[], ex: Executor = this.driver): Promise<R[]> {
+    try {
+      const res = await ex.query<R>(this.sql[name], values, `taskq_${name}_${this.schema}`);
+      return res.rows;
+    } catch (err) {
+      throw this.translate(err);
+    }
+  }
+
+  protected translate(err: unknown): unknown {
+    if (isSchemaMissingError(err)) return new SchemaNotMigratedError(this.schema, { cause: err });
+    return err;
+  }
+
+  async enqueue(args: EnqueueArgs): Promise<JobRow> {
+    return this.enqueueOn(this.driver, args);
+  }
+
+  async enqueueWithConn(conn: ClientLike, args: EnqueueArgs): Promise<JobRow> {
+    return this.enqueueOn(executorFromClient(conn), args);
+  }
+
+  private async enqueueOn(ex: Executor, a: EnqueueArgs): Promise<JobRow> {
+    let rows: Raw[];
+    try {
+      rows = await this.run('enqueue', [
+        a.id, a.actor, a.queue, a.identityKey, a.fairnessKey, a.payloadJson, a.payloadSchemaVer, a.priority,
+        a.maxAttempts, a.retryKind, a.scheduledAt, a.scheduleToClose, a.scheduleToCloseIntervalMs, a.startToCloseMs,
+        a.heartbeatTimeoutMs, a.idempotencyKey, a.idempotencyScope, a.traceId, a.spanId, JSON.stringify(a.metadata),
+        a.tags, a.maxPending, a.singleton, a.uniqueForMs, a.uniqueStates, this.wake, a.scheduledDelayMs,
+      ], ex);
+    } catch (err) {
+      throw this.translateUnique(err, a.actor);
+    }
+    const r = rows[0] as Raw;
+    switch (r.verdict) {
+      case 'singleton': {
+        const deadline = r.singleton_deadline_ms === null ? null : Number(r.singleton_deadline_ms);
+        throw new SingletonCollisionError(a.actor, r.singleton_job_id as string, deadline === null ? null : Math.max(0, deadline - Date.now()));
+      }
+      case 'max_pending':
+        throw new MaxPendingExceededError(a.actor, Number(r.pending_count), a.maxPending as number);
+      default:
+        break;
+    }
+    if (r.id !== null && r.id !== undefined) return toJobRow(r);
+    // ON CONFLICT met a row committed after this statement's snapshot: read it with a fresh one.
+    const existing = await this.run('getByIdempotencyKey', [a.idempotencyScope, a.idempotencyKey], ex);
+    if (existing[0]) return toJobRow(existing[0]);
+    throw new Error(`enqueue of ${a.id} neither inserted nor found an existing row; retry the enqueue`);
+  }
+
+  private translateUnique(err: unknown, actor: string): unknown {
+    const e = err as { code?: string; constraint?: string };
+    if (e.code === '23505' && e.constraint === 'jobs_singleton_active_uniq') return new SingletonCollisionError(actor);
+    return err;
+  }
+
+  async enqueueBatch(list: readonly EnqueueArgs[], options: { connection?: ClientLike } = {}): Promise<JobRow[]> {
+    if (list.length === 0) return [];
+    const ex = options.connection ? executorFromClient(options.connection) : this.driver;
+    const col = <T>(f: (a: EnqueueArgs) => T): T[] => list.map(f);
+    let rows: Raw[];
+    try {
+      rows = await this.run('enqueueBatch', [
+        col((a) => a.id), col((a) => a.actor), col((a) => a.queue), col((a) => a.identityKey), col((a) => a.fairnessKey),
+        col((a) => a.payloadJson), col((a) => a.payloadSchemaVer), col((a) => a.priority), col((a) => a.maxAttempts),
+        col((a) => a.retryKind), col((a) => a.scheduledAt), col((a) => a.scheduleToClose),
+        col((a) => a.scheduleToCloseIntervalMs), col((a) => a.startToCloseMs), col((a) => a.heartbeatTimeoutMs),
+        col((a) => a.idempotencyKey), col((a) => a.idempotencyScope), col((a) => a.traceId), col((a) => a.spanId),
+        col((a) => JSON.stringify(a.metadata)), col((a) => JSON.stringify(a.tags)), this.wake,
+        col((a) => a.scheduledDelayMs),
+      ], ex);
+    } catch (err) {
+      throw this.translateUnique(err, list[0]?.actor ?? '');
+    }
+    const byId = new Map<string, JobRow>();
+    for (const r of rows) byId.set(r.id as string, toJobRow(r));
+    const missing = list.filter((a) => !byId.has(a.id));
+    const byKey = new Map<string, JobRow>();
+    if (missing.length > 0) {
+      const existing = await this.run(
+        'getByIdempotencyKeys',
+        [missing.map((a) => a.idempotencyScope), missing.map((a) => a.idempotencyKey)],
+        ex,
+      );
+      for (const r of existing) {
+        const row = toJobRow(r);
+        byKey.set(`${row.idempotencyScope}\u0000${row.idempotencyKey}`, row);
+      }
+    }
+    return list.map((a) => {
+      const row = byId.get(a.id) ?? byKey.get(`${a.idempotencyScope}\u0000${a.idempotencyKey}`);
+      if (!row) throw new Error(`enqueueBatch: item ${a.id} was neither inserted nor matched an existing row`);
+      return row;
+    });
+  }
+
+  async get(jobId: string): Promise<JobRow | null> {
+    const rows = await this.run('getJob', [jobId]);
+    return rows[0] ? toJobRow(rows[0]) : null;
+  }
+
+  async listJobs(filter: NormalizedJobFilter): Promise<JobPage> {
+    if (filter.limit === 0) return { jobs: [], nextCursor: null };
+    const q = listQuery(filter, this.quoted, JOB_COLUMNS);
+    let rows: Raw[];
+    try {
+      rows = (await this.driver.query<Raw>(q.text, q.values)).rows;
+    } catch (err) {
+      throw this.translate(err);
+    }
+    const more = rows.length > filter.limit;
+    const page = more ? rows.slice(0, filter.limit) : rows;
+    const last = page[page.length - 1];
+    return {
+      jobs: page.map(toJobRow),
+      nextCursor:
+        more && last ? cursorForRow(filter, { id: last.id as string, priority: Number(last.priority), _cursor_us: last._cursor_us as string | null }) : null,
+    };
+  }
+
+  async countPendingJobs(actors: readonly string[]): Promise<Map<string, number>> {
+    if (actors.length === 0) return new Map();
+    const rows = await this.run<{ actor: string; n: number }>('countPendingJobs', [actors]);
+    return new Map(rows.map((r) => [r.actor, Number(r.n)]));
+  }
+
+  async countActiveJobs(queues: readonly string[]): Promise<number> {
+    if (queues.length === 0) return 0;
+    const rows = await this.run<{ n: number }>('countActiveJobs', [queues]);
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async getActorMaxPending(): Promise<Map<string, number | null>> {
+    const rows = await this.run<{ actor: string; max_pending: number | null }>('getActorMaxPending', []);
+    return new Map(rows.map((r) => [r.actor, r.max_pending === null ? null : Number(r.max_pending)]));
+  }
+
+  async writeCancelRequest(jobId: string, reason: string | null): Promise<boolean> {
+    const rows = await this.run<{ cancelled: number; requested: number }>('writeCancelRequest', [jobId, reason, this.events, this.schema]);
+    const r = rows[0];
+    return Number(r?.cancelled ?? 0) + Number(r?.requested ?? 0) > 0;
+  }
+
+  async retryJob(jobId: string): Promise<boolean> {
+    let rows: { retried: number }[];
+    try {
+      rows = await this.run<{ retried: number }>('retryJob', [jobId, this.wake]);
+    } catch (err) {
+      const row = await this.get(jobId);
+      throw this.translateUnique(err, row?.actor ?? '');
+    }
+    return Number(rows[0]?.retried ?? 0) > 0;
+  }
+
+  async writeAttempt(a: AttemptRow): Promise<void> {
+    await this.run('writeAttempt', [
+      a.jobId, a.attempt, a.workerId, a.startedAt, a.finishedAt, a.durationMs, a.outcome, a.errorClass, a.errorMessage,
+      a.errorTraceback,
+    ]);
+  }
+
+  async getAttempts(jobId: string): Promise<AttemptRow[]> {
+    return (await this.run('getAttempts', [jobId])).map(toAttemptRow);
+  }
+
+  async getEvents(jobId: string): Promise<EventRow[]> {
+    return (await this.run('getEvents', [jobId])).map(toEventRow);
+  }
+
+  async close(): Promise<void> {
+    await this.driver.close();
+  }
+}

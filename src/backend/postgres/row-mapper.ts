@@ -1,0 +1,80 @@
+import type { AttemptOutcome, AttemptRow, CancelPhase, EventKind, EventRow, JobRow, JobStatus, RetryKind } from '../types.js';
+
+type Raw = Record<string, unknown>;
+
+const date = (v: unknown): Date => (v instanceof Date ? v : new Date(v as string));
+const dateOrNull = (v: unknown): Date | null => (v === null || v === undefined ? null : date(v));
+const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+const json = (v: unknown): unknown => (typeof v === 'string' ? (JSON.parse(v) as unknown) : v);
+
+/** Maps a row selected with `JOB_COLUMNS` to a {@link JobRow}. */
+export function toJobRow(r: Raw): JobRow {
+  return {
+    id: r.id as string,
+    actor: r.actor as string,
+    queue: r.queue as string,
+    identityKey: strOrNull(r.identity_key),
+    fairnessKey: strOrNull(r.fairness_key),
+    payload: json(r.payload),
+    payloadSchemaVer: Number(r.payload_schema_ver),
+    status: r.status as JobStatus,
+    priority: Number(r.priority),
+    attempt: Number(r.attempt),
+    maxAttempts: Number(r.max_attempts),
+    retryKind: r.retry_kind as RetryKind,
+    scheduleToClose: dateOrNull(r.schedule_to_close),
+    startToCloseMs: numOrNull(r.start_to_close_ms),
+    heartbeatTimeoutMs: numOrNull(r.heartbeat_timeout_ms),
+    createdAt: date(r.created_at),
+    scheduledAt: date(r.scheduled_at),
+    startedAt: dateOrNull(r.started_at),
+    finishedAt: dateOrNull(r.finished_at),
+    lastHeartbeatAt: dateOrNull(r.last_heartbeat_at),
+    lockedByWorker: strOrNull(r.locked_by_worker),
+    lockExpiresAt: dateOrNull(r.lock_expires_at),
+    cancelRequestedAt: dateOrNull(r.cancel_requested_at),
+    cancelPhase: Number(r.cancel_phase) as CancelPhase,
+    errorClass: strOrNull(r.error_class),
+    errorMessage: strOrNull(r.error_message),
+    errorTraceback: strOrNull(r.error_traceback),
+    progressState: (json(r.progress_state) ?? {}) as Record<string, unknown>,
+    progressSeq: Number(r.progress_seq),
+    result: r.result === undefined ? null : json(r.result),
+    resultSizeBytes: numOrNull(r.result_size_bytes),
+    resultExpiresAt: dateOrNull(r.result_expires_at),
+    idempotencyKey: strOrNull(r.idempotency_key),
+    idempotencyScope: (r.idempotency_scope as string | null) ?? '',
+    traceId: strOrNull(r.trace_id),
+    spanId: strOrNull(r.span_id),
+    metadata: (json(r.metadata) ?? {}) as Record<string, unknown>,
+    tags: (r.tags as string[] | null) ?? [],
+  };
+}
+
+/** Maps a `job_attempts` row. */
+export function toAttemptRow(r: Raw): AttemptRow {
+  return {
+    jobId: r.job_id as string,
+    attempt: Number(r.attempt),
+    workerId: strOrNull(r.worker_id),
+    startedAt: dateOrNull(r.started_at),
+    finishedAt: date(r.finished_at),
+    durationMs: numOrNull(r.duration_ms),
+    outcome: r.outcome as AttemptOutcome,
+    errorClass: strOrNull(r.error_class),
+    errorMessage: strOrNull(r.error_message),
+    errorTraceback: strOrNull(r.error_traceback),
+  };
+}
+
+/** Maps a `job_events` row (id selected as text). */
+export function toEventRow(r: Raw): EventRow {
+  return {
+    eventId: String(r.event_id),
+    jobId: r.job_id as string,
+    occurredAt: date(r.occurred_at),
+    kind: r.kind as EventKind,
+    detail: (json(r.detail) ?? {}) as Record<string, unknown>,
+  };
+}

@@ -1,0 +1,73 @@
+-- name: writeCancelRequest
+-- Pending and scheduled jobs end cancelled at once. A running job is flagged (cancel_phase 1) and
+-- its worker is told through NOTIFY on the events channel and on its own channel; the worker's
+-- heartbeat turns the flag into an aborted AbortSignal. Each change writes its job_events row.
+-- $1 job id, $2 reason, $3 events channel, $4 schema name (for the per-worker channel)
+WITH target AS (
+  SELECT id, status, locked_by_worker FROM {schema}.jobs WHERE id = $1 FOR UPDATE
+),
+direct AS (
+  UPDATE {schema}.jobs AS j
+  SET status = 'cancelled', finished_at = clock_timestamp(), cancel_requested_at = clock_timestamp(),
+      error_class = 'CancelRequested', error_message = coalesce($2, 'cancelled by request')
+  FROM target t
+  WHERE j.id = t.id AND t.status IN ('pending', 'scheduled')
+  RETURNING j.id, t.status::text AS from_status
+),
+flag AS (
+  UPDATE {schema}.jobs AS j
+  SET cancel_requested_at = clock_timestamp(), cancel_phase = 1
+  FROM target t
+  WHERE j.id = t.id AND t.status = 'running' AND j.cancel_requested_at IS NULL
+  RETURNING j.id, j.locked_by_worker
+),
+ev AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT id, 'state_change',
+    jsonb_build_object('from_state', from_status, 'to_state', 'cancelled', 'reason', 'cancel_requested', 'message', $2)
+  FROM direct
+  UNION ALL
+  SELECT id, 'cancel_request', jsonb_build_object('phase', 1, 'message', $2, 'worker_id', locked_by_worker)
+  FROM flag
+  RETURNING 1
+),
+notify AS (
+  SELECT pg_notify($3, json_build_object('type', 'cancel', 'worker_id', locked_by_worker, 'job_id', id)::text),
+         pg_notify('taskq_worker_' || substr(md5($4 || ':' || locked_by_worker::text), 1, 24),
+                   json_build_object('type', 'cancel', 'worker_id', locked_by_worker, 'job_id', id)::text)
+  FROM flag
+)
+SELECT (SELECT count(*) FROM direct)::int AS cancelled,
+       (SELECT count(*) FROM flag)::int AS requested,
+       (SELECT count(*) FROM ev)::int AS events,
+       (SELECT count(*) FROM notify)::int AS notified;
+
+-- name: retryJob
+-- Admin retry: a failed, crashed, cancelled or abandoned job goes back to pending with a fresh
+-- attempt budget; error, result and cancel state are cleared. The deadline is kept.
+WITH target AS (
+  SELECT id, status FROM {schema}.jobs
+  WHERE id = $1 AND status IN ('failed', 'crashed', 'cancelled', 'abandoned')
+  FOR UPDATE
+),
+upd AS (
+  UPDATE {schema}.jobs AS j
+  SET status = 'pending', attempt = 0, scheduled_at = clock_timestamp(), started_at = NULL, finished_at = NULL,
+      last_heartbeat_at = NULL, locked_by_worker = NULL, lock_expires_at = NULL, cancel_requested_at = NULL,
+      cancel_phase = 0, error_class = NULL, error_message = NULL, error_traceback = NULL, result = NULL,
+      result_size_bytes = NULL, result_expires_at = NULL
+  FROM target t
+  WHERE j.id = t.id
+  RETURNING j.id, t.status::text AS from_status
+),
+ev AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT id, 'state_change', jsonb_build_object('from_state', from_status, 'to_state', 'pending', 'reason', 'admin_retry')
+  FROM upd
+  RETURNING 1
+),
+notify AS (
+  SELECT pg_notify($2, '') FROM upd
+)
+SELECT (SELECT count(*) FROM upd)::int AS retried, (SELECT count(*) FROM ev)::int AS events,
+       (SELECT count(*) FROM notify)::int AS notified;

@@ -1,0 +1,53 @@
+-- name: enqueueBatch
+-- Inserts many jobs in one statement from parallel arrays. Items whose idempotency key already
+-- exists (or repeats earlier in the same batch) are skipped by ON CONFLICT; the caller maps them
+-- to the existing rows. The database clock decides pending vs scheduled for every item.
+WITH now_ AS (
+  SELECT clock_timestamp() AS ts
+),
+items AS (
+  SELECT * FROM unnest(
+    $1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::int[],
+    $9::int[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::float8[], $14::float8[],
+    $15::float8[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $23::float8[]
+  ) WITH ORDINALITY AS t(
+    id, actor, queue, identity_key, fairness_key, payload, payload_schema_ver, priority,
+    max_attempts, retry_kind, scheduled_at, schedule_to_close, stc_interval_ms, start_to_close_ms,
+    heartbeat_timeout_ms, idempotency_key, idempotency_scope, trace_id, span_id, metadata, tags, delay_ms, ord
+  )
+),
+timed AS (
+  SELECT i.*, greatest(coalesce(i.scheduled_at, now_.ts + coalesce(i.delay_ms, 0) * interval '1 millisecond'), now_.ts) AS run_at
+  FROM items i, now_
+),
+ins AS (
+  INSERT INTO {schema}.jobs AS j (
+    id, actor, queue, identity_key, fairness_key, payload, payload_schema_ver, status, priority,
+    max_attempts, retry_kind, schedule_to_close, start_to_close, heartbeat_timeout, created_at,
+    scheduled_at, idempotency_key, idempotency_scope, trace_id, span_id, metadata, tags
+  )
+  SELECT i.id, i.actor, i.queue, i.identity_key, i.fairness_key, i.payload::jsonb, i.payload_schema_ver,
+    (CASE WHEN i.run_at > now_.ts THEN 'scheduled' ELSE 'pending' END)::{schema}.job_status,
+    i.priority, i.max_attempts, i.retry_kind,
+    CASE
+      WHEN i.stc_interval_ms IS NULL THEN i.schedule_to_close
+      WHEN i.schedule_to_close IS NULL THEN now_.ts + i.stc_interval_ms * interval '1 millisecond'
+      ELSE least(i.schedule_to_close, now_.ts + i.stc_interval_ms * interval '1 millisecond')
+    END,
+    i.start_to_close_ms * interval '1 millisecond', i.heartbeat_timeout_ms * interval '1 millisecond', now_.ts,
+    i.run_at, i.idempotency_key, i.idempotency_scope,
+    i.trace_id, i.span_id, i.metadata::jsonb,
+    ARRAY(SELECT jsonb_array_elements_text(i.tags::jsonb))
+  FROM timed i, now_
+  ORDER BY i.ord
+  ON CONFLICT (idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+  RETURNING {job_columns}
+),
+notify AS (
+  SELECT pg_notify($22, '') WHERE EXISTS (SELECT 1 FROM ins)
+)
+SELECT ins.*, (SELECT count(*) FROM notify)::int AS notified FROM ins;
+
+-- name: getByIdempotencyKeys
+SELECT {job_columns} FROM {schema}.jobs j
+JOIN unnest($1::text[], $2::text[]) AS k(scope, key) ON j.idempotency_scope = k.scope AND j.idempotency_key = k.key;

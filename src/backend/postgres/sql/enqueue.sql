@@ -1,0 +1,91 @@
+-- name: enqueue
+-- One round trip per enqueue. The gates run in the order the reference fixes:
+--   1. uniqueFor dedup (a hit returns the existing job and skips every later check)
+--   2. singleton pre-flight
+--   3. maxPending count
+--   4. INSERT ... ON CONFLICT on (idempotency_scope, idempotency_key)
+-- $1 id, $2 actor, $3 queue, $4 identity_key, $5 fairness_key, $6 payload (json text),
+-- $7 payload_schema_ver, $8 priority, $9 max_attempts, $10 retry_kind, $11 scheduled_at,
+-- $12 schedule_to_close, $13 schedule_to_close interval ms, $14 start_to_close ms,
+-- $15 heartbeat_timeout ms, $16 idempotency_key, $17 idempotency_scope, $18 trace_id, $19 span_id,
+-- $20 metadata (json text), $21 tags, $22 max_pending, $23 singleton, $24 unique_for ms,
+-- $25 unique_states, $26 wake channel, $27 scheduled delay ms
+WITH now_ AS (
+  SELECT clock_timestamp() AS ts
+),
+sched AS (
+  SELECT greatest(coalesce($11::timestamptz, now_.ts + coalesce($27::float8, 0) * interval '1 millisecond'), now_.ts) AS at
+  FROM now_
+),
+uniq AS (
+  SELECT u.id FROM {schema}.jobs u, now_
+  WHERE $24::float8 IS NOT NULL AND $4::text IS NOT NULL
+    AND u.actor = $2 AND u.identity_key = $4
+    AND u.status::text = ANY ($25::text[])
+    AND u.created_at >= now_.ts - $24::float8 * interval '1 millisecond'
+  ORDER BY u.created_at DESC
+  LIMIT 1
+),
+single AS (
+  SELECT s.id, s.schedule_to_close FROM {schema}.jobs s
+  WHERE $23::boolean AND NOT EXISTS (SELECT 1 FROM uniq)
+    AND s.actor = $2 AND s.status IN ('pending', 'scheduled', 'running')
+  LIMIT 1
+),
+pend AS (
+  SELECT count(*)::int AS n FROM {schema}.jobs p
+  WHERE $22::int IS NOT NULL AND p.actor = $2 AND p.status IN ('pending', 'scheduled')
+),
+gate AS (
+  SELECT CASE
+    WHEN EXISTS (SELECT 1 FROM uniq) THEN 'unique'
+    WHEN EXISTS (SELECT 1 FROM single) THEN 'singleton'
+    WHEN $22::int IS NOT NULL AND (SELECT n FROM pend) >= $22::int THEN 'max_pending'
+    ELSE 'insert'
+  END AS verdict
+),
+ins AS (
+  INSERT INTO {schema}.jobs AS j (
+    id, actor, queue, identity_key, fairness_key, payload, payload_schema_ver, status, priority,
+    max_attempts, retry_kind, schedule_to_close, start_to_close, heartbeat_timeout, created_at,
+    scheduled_at, idempotency_key, idempotency_scope, trace_id, span_id, metadata, tags
+  )
+  SELECT $1, $2, $3, $4, $5, $6::jsonb, $7, 
+    (CASE WHEN sched.at > now_.ts THEN 'scheduled' ELSE 'pending' END)::{schema}.job_status,
+    $8, $9, $10,
+    CASE
+      WHEN $13::float8 IS NULL THEN $12::timestamptz
+      WHEN $12::timestamptz IS NULL THEN now_.ts + $13::float8 * interval '1 millisecond'
+      ELSE least($12::timestamptz, now_.ts + $13::float8 * interval '1 millisecond')
+    END,
+    $14::float8 * interval '1 millisecond', $15::float8 * interval '1 millisecond', now_.ts,
+    sched.at, $16, $17, $18, $19, $20::jsonb, $21::text[]
+  FROM now_, sched, gate
+  WHERE gate.verdict = 'insert'
+  ON CONFLICT (idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+  RETURNING {job_columns}
+),
+notify AS (
+  SELECT pg_notify($26, '') FROM ins
+)
+SELECT g.verdict,
+  (SELECT count(*) FROM notify)::int AS notified,
+  (SELECT n FROM pend) AS pending_count,
+  (SELECT id FROM single) AS singleton_job_id,
+  (extract(epoch FROM (SELECT schedule_to_close FROM single)) * 1000)::float8 AS singleton_deadline_ms,
+  r.*
+FROM gate g
+LEFT JOIN LATERAL (
+  SELECT * FROM ins
+  UNION ALL
+  SELECT {job_columns} FROM {schema}.jobs j JOIN uniq ON j.id = uniq.id
+  UNION ALL
+  SELECT {job_columns} FROM {schema}.jobs j
+  WHERE g.verdict = 'insert' AND $16::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ins)
+    AND j.idempotency_scope = $17 AND j.idempotency_key = $16
+  LIMIT 1
+) r ON true;
+
+-- name: getByIdempotencyKey
+-- Read after an ON CONFLICT that found a row committed after the INSERT's snapshot began.
+SELECT {job_columns} FROM {schema}.jobs j WHERE j.idempotency_scope = $1 AND j.idempotency_key = $2;

@@ -1,0 +1,23 @@
+/** Where a command writes: injected so commands can be run and checked in-process. */
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+  env: NodeJS.ProcessEnv;
+}
+
+/** The process's own stdout/stderr/env. */
+export const processIo: CliIo = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+  env: process.env,
+};
+
+/** Raised by a command to end with a message and exit code (no stack trace for the user). */
+export class CliExit extends Error {
+  constructor(
+    readonly exitCode: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}

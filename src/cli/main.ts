@@ -1,0 +1,40 @@
+import { Command, CommanderError } from 'commander';
+
+import { TaskQError } from '../errors/taskq-error.js';
+import { CliExit, processIo, type CliIo } from './io.js';
+import { migrateCommand } from './migrate-command.js';
+
+/** Builds the `taskq` command tree. */
+export function buildProgram(io: CliIo): Command {
+  const program = new Command('taskq')
+    .description('TaskQ: Postgres-backed background jobs for Node.js')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
+  program.addCommand(migrateCommand(io));
+  for (const sub of program.commands) {
+    sub.exitOverride();
+    for (const leaf of sub.commands) leaf.exitOverride();
+  }
+  return program;
+}
+
+/** Runs the CLI with `argv` (without node and script) and returns the exit code. */
+export async function runCli(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  try {
+    await buildProgram(io).parseAsync([...argv], { from: 'user' });
+    return 0;
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
+    if (err instanceof CliExit) {
+      io.err(`taskq: ${err.message}`);
+      return err.exitCode;
+    }
+    if (err instanceof TaskQError) {
+      io.err(`taskq: ${err.message}`);
+      return 1;
+    }
+    const e = err as { message?: string; code?: string };
+    io.err(`taskq: ${e.code ? `[${e.code}] ` : ''}${e.message ?? String(err)}`);
+    return 1;
+  }
+}

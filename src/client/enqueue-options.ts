@@ -1,0 +1,163 @@
+import type { ActorRef } from '../actor.js';
+import type { JobStatus } from '../backend/types.js';
+import type { ClientLike } from '../db/driver.js';
+import { toMsOrNull, type Duration } from '../duration.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { newJobId } from '../ids.js';
+import { checkInt, checkQueueName, checkText, isPlainObject } from '../text-checks.js';
+import type { EnqueueArgs } from '../backend/types.js';
+
+/** Per-job options of `enqueue()`. Every field is optional. */
+export interface EnqueueOptions {
+  /** Queue override (default: the actor's home queue). */
+  queue?: string;
+  /** Run at this time; a future time makes the job `scheduled` (decided by the database clock). */
+  scheduledAt?: Date;
+  /** Run after this delay, measured on the database clock. Exclusive with `scheduledAt`. */
+  delay?: Duration;
+  /** Priority override (higher runs first). */
+  priority?: number;
+  /**
+   * Absolute overall deadline. Deprecated: it compares this process's clock with the database's;
+   * prefer the actor's `retry.timeBudget`, which the database anchors itself.
+   */
+  scheduleToClose?: Date;
+  /** Per-attempt timeout (overrides the actor's and the worker's default). */
+  startToClose?: Duration;
+  /** The handler must heartbeat at least this often (overrides the actor's). */
+  heartbeatTimeout?: Duration;
+  /** Business key: at most one running job per `(actor, identityKey)`; the key of `uniqueFor`. */
+  identityKey?: string;
+  /** Cohort for round-robin queues. */
+  fairnessKey?: string;
+  /** Deduplicates within `idempotencyScope` until the job is pruned; a repeat returns the existing job. */
+  idempotencyKey?: string;
+  /** Namespace of `idempotencyKey`; `''` (default) is the global scope. */
+  idempotencyScope?: string;
+  /** W3C trace id to link the job to (default: the active span's). */
+  traceId?: string;
+  /** Span id to link the job to (default: the active span's). */
+  spanId?: string;
+  /** Free-form JSON object; `singleton` and `batch_id` are reserved for the library. */
+  metadata?: Record<string, unknown>;
+  /** Tags for filtering (`list({ tags })` matches jobs carrying all given tags). */
+  tags?: readonly string[];
+  /**
+   * Your own `pg` connection, already inside a transaction you manage: the job is inserted on it
+   * and commits or rolls back with your transaction (transactional outbox).
+   */
+  connection?: ClientLike;
+}
+
+/** Bounds decided for fields the reference leaves open (see docs/configuration.md). */
+export const KEY_MAX_BYTES = 1024;
+export const MAX_TAGS = 64;
+export const TAG_MAX_BYTES = 256;
+const RESERVED_METADATA_KEYS = ['singleton', 'batch_id'] as const;
+const ENQUEUE_OPTION_KEYS = new Set<string>([
+  'queue', 'scheduledAt', 'delay', 'priority', 'scheduleToClose', 'startToClose', 'heartbeatTimeout', 'identityKey',
+  'fairnessKey', 'idempotencyKey', 'idempotencyScope', 'traceId', 'spanId', 'metadata', 'tags', 'connection',
+]);
+
+function optionalDate(value: unknown, field: string): Date | null {
+  if (value === undefined || value === null) return null;
+  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new InvalidArgumentError(field, value, 'must be a valid Date');
+  return value;
+}
+
+function optionalText(value: unknown, field: string, maxBytes: number, notBlank = false): string | null {
+  if (value === undefined || value === null) return null;
+  return checkText(value, field, { maxBytes, notBlank });
+}
+
+/** Context the client resolves before building args. */
+export interface BuildContext {
+  /** Effective max pending (stored override, else the actor literal). */
+  maxPending: number | null;
+  /** Byte bound of idempotency keys and scopes. */
+  idempotencyMaxBytes: number;
+  /** Ambient trace ids, used when the options carry none. */
+  traceId?: string | null;
+  spanId?: string | null;
+  /** Field prefix for error messages (e.g. `items[3].`). */
+  fieldPrefix?: string;
+  /** Stamped into metadata.batch_id by batch enqueues. */
+  batchId?: string | null;
+}
+
+/**
+ * Validates enqueue options against an actor and builds the backend arguments. Throws
+ * `InvalidArgumentError` naming the field; nothing has been written when it does.
+ */
+export function buildEnqueueArgs(
+  ref: ActorRef<unknown, unknown>,
+  payloadJson: string,
+  opts: EnqueueOptions,
+  ctx: BuildContext,
+): EnqueueArgs {
+  const f = (name: string): string => `${ctx.fieldPrefix ?? 'enqueue.'}${name}`;
+  if (opts === null || typeof opts !== 'object') throw new InvalidArgumentError(f('options'), opts, 'must be an object');
+  for (const key of Object.keys(opts)) {
+    if (!ENQUEUE_OPTION_KEYS.has(key)) throw new InvalidArgumentError(f(key), (opts as Record<string, unknown>)[key], 'is not an enqueue option');
+  }
+  const queue = checkQueueName(opts.queue ?? ref.queue, f('queue'));
+  const scheduledAt = optionalDate(opts.scheduledAt, f('scheduledAt'));
+  const delayMs = toMsOrNull(opts.delay, f('delay'), 'nonNegative');
+  if (scheduledAt !== null && delayMs !== null) {
+    throw new InvalidArgumentError(f('delay'), opts.delay, 'scheduledAt and delay are mutually exclusive');
+  }
+  const priority = opts.priority === undefined ? ref.priority : checkInt(opts.priority, f('priority'), -2_147_483_648, 2_147_483_647);
+  const metadata = opts.metadata ?? {};
+  if (!isPlainObject(metadata)) throw new InvalidArgumentError(f('metadata'), metadata, 'must be a plain object');
+  for (const key of RESERVED_METADATA_KEYS) {
+    if (key in metadata) {
+      throw new InvalidArgumentError(f(`metadata.${key}`), metadata[key], `is reserved for TaskQ (${key === 'singleton' ? 'set singleton on the actor' : 'use enqueueBatch'})`);
+    }
+  }
+  let metaOut: Record<string, unknown> = metadata;
+  try {
+    metaOut = JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>;
+  } catch {
+    throw new InvalidArgumentError(f('metadata'), metadata, 'must be JSON-serialisable');
+  }
+  if (ref.singleton) metaOut.singleton = true;
+  if (ctx.batchId) metaOut.batch_id = ctx.batchId;
+  const tags = opts.tags ?? [];
+  if (!Array.isArray(tags)) throw new InvalidArgumentError(f('tags'), tags, 'must be an array of strings');
+  if (tags.length > MAX_TAGS) throw new InvalidArgumentError(f('tags'), tags, `must hold at most ${MAX_TAGS} tags`);
+  const tagList = tags.map((t, i) => checkText(t, f(`tags[${i}]`), { maxBytes: TAG_MAX_BYTES }));
+  const idempotencyKey = optionalText(opts.idempotencyKey, f('idempotencyKey'), ctx.idempotencyMaxBytes, true);
+  let idempotencyScope = '';
+  if (opts.idempotencyScope !== undefined && opts.idempotencyScope !== null) {
+    idempotencyScope = checkText(opts.idempotencyScope, f('idempotencyScope'), { allowEmpty: true, maxBytes: ctx.idempotencyMaxBytes });
+  }
+  const scheduleToClose = optionalDate(opts.scheduleToClose, f('scheduleToClose'));
+  return {
+    id: newJobId(),
+    actor: ref.name,
+    queue,
+    identityKey: optionalText(opts.identityKey, f('identityKey'), KEY_MAX_BYTES),
+    fairnessKey: optionalText(opts.fairnessKey, f('fairnessKey'), KEY_MAX_BYTES),
+    payloadJson,
+    payloadSchemaVer: ref.payloadSchemaVersion,
+    priority,
+    maxAttempts: ref.retry.maxAttempts,
+    retryKind: ref.retry.kind,
+    scheduledAt,
+    scheduledDelayMs: delayMs,
+    scheduleToClose,
+    scheduleToCloseIntervalMs: ref.retry.timeBudgetMs,
+    startToCloseMs: toMsOrNull(opts.startToClose, f('startToClose')) ?? ref.startToCloseMs,
+    heartbeatTimeoutMs: toMsOrNull(opts.heartbeatTimeout, f('heartbeatTimeout')) ?? ref.heartbeatTimeoutMs,
+    idempotencyKey,
+    idempotencyScope,
+    traceId: optionalText(opts.traceId, f('traceId'), 128) ?? ctx.traceId ?? null,
+    spanId: optionalText(opts.spanId, f('spanId'), 128) ?? ctx.spanId ?? null,
+    metadata: metaOut,
+    tags: tagList,
+    maxPending: ctx.maxPending,
+    singleton: ref.singleton,
+    uniqueForMs: ref.uniqueForMs,
+    uniqueStates: ref.uniqueStates as readonly JobStatus[],
+  };
+}

@@ -1,0 +1,155 @@
+import type pg from 'pg';
+
+import type { ActorRef } from '../actor.js';
+import type { JobPage } from '../backend/backend.js';
+import type { JobFilter } from '../backend/job-filter.js';
+import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
+import type { CancelResult, JobRow } from '../backend/types.js';
+import type { Driver } from '../db/driver.js';
+import { PgDriver } from '../db/pg-driver.js';
+import { toMs, type Duration } from '../duration.js';
+import { TaskQStateError } from '../errors/client-errors.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import type { Logger } from '../obs/logger.js';
+import { silentLogger } from '../obs/logger.js';
+import { validateSchemaName } from '../schema-name.js';
+import type { EnqueueOptions } from './enqueue-options.js';
+import type { JobHandle } from './job-handle.js';
+import { JobsClient, type BatchHandle, type EnqueueItem } from './jobs-client.js';
+
+/** Where `TaskQ.open()` gets its database connections. Give exactly one of `dsn`, `pool`, `poolFactory`, `driver`. */
+export interface TaskQOptions {
+  /** Connection string; TaskQ builds and owns a pool (closed by `close()`). */
+  dsn?: string;
+  /** Your own `pg.Pool`; TaskQ never closes it. */
+  pool?: pg.Pool;
+  /** Builds a pool (e.g. with rotating credentials); the pool is TaskQ-owned. */
+  poolFactory?: () => Promise<pg.Pool>;
+  /** A ready driver (advanced: the embedded PGlite driver). Owned by TaskQ. */
+  driver?: Driver;
+  /** Schema holding TaskQ's tables. Default `taskq`. */
+  schema?: string;
+  /** Size of the pool TaskQ builds from `dsn`. Default 5. */
+  maxPoolSize?: number;
+  /** Byte bound of idempotency keys and scopes. Default 1024. */
+  idempotencyKeyMaxBytes?: number;
+  /** Staleness bound of stored `max_pending` values. Default 5 s. */
+  capacityCacheTtl?: Duration;
+  /** Logger (pino-compatible). Default: silent. */
+  logger?: Logger;
+}
+
+/**
+ * The Postgres-backed entry point: enqueue, read, cancel. Open one per process and share it.
+ *
+ * ```ts
+ * await using tq = await TaskQ.open({ dsn: process.env.TASKQ_PG_DSN });
+ * const h = await tq.enqueue(sendEmail, { to: 'a@example.com' });
+ * ```
+ */
+export class TaskQ implements AsyncDisposable {
+  /** The client doing the work (also usable directly). */
+  readonly client: JobsClient;
+  /** The Postgres backend. */
+  readonly backend: PostgresBackend;
+  private closed = false;
+
+  private constructor(backend: PostgresBackend, client: JobsClient) {
+    this.backend = backend;
+    this.client = client;
+  }
+
+  /** Opens a client. Connections are made lazily, on the first call that needs one. */
+  static async open(options: TaskQOptions): Promise<TaskQ> {
+    if (options === null || typeof options !== 'object') throw new InvalidArgumentError('TaskQ.open', options, 'options must be an object');
+    const sources = (['dsn', 'pool', 'poolFactory', 'driver'] as const).filter((k) => options[k] !== undefined && options[k] !== null);
+    if (sources.length !== 1) {
+      throw new InvalidArgumentError(
+        'TaskQ.open',
+        sources.join(', ') || 'none',
+        'give exactly one of dsn, pool, poolFactory or driver',
+      );
+    }
+    if (options.dsn !== undefined && (typeof options.dsn !== 'string' || options.dsn.trim() === '')) {
+      throw new InvalidArgumentError('TaskQ.open.dsn', options.dsn, 'must be a non-empty connection string');
+    }
+    const schema = validateSchemaName(options.schema ?? 'taskq', 'TaskQ.open.schema');
+    const logger = options.logger ?? silentLogger;
+    let driver: Driver;
+    if (options.driver) driver = options.driver;
+    else if (options.pool) driver = new PgDriver({ pool: options.pool });
+    else if (options.poolFactory) {
+      if (typeof options.poolFactory !== 'function') throw new InvalidArgumentError('TaskQ.open.poolFactory', options.poolFactory, 'must be a function returning a pg.Pool');
+      const pool = await options.poolFactory();
+      driver = new PgDriver({ pool, ownPool: true });
+    } else driver = new PgDriver({ connection: options.dsn as string, maxPoolSize: options.maxPoolSize ?? 5, applicationName: 'taskq' });
+    const backend = new PostgresBackend(driver, { schema, logger });
+    const client = new JobsClient(backend, {
+      logger,
+      idempotencyKeyMaxBytes: options.idempotencyKeyMaxBytes,
+      capacityCacheTtlMs: options.capacityCacheTtl === undefined ? undefined : toMs(options.capacityCacheTtl, 'TaskQ.open.capacityCacheTtl', 'nonNegative'),
+    });
+    return new TaskQ(backend, client);
+  }
+
+  private live(): JobsClient {
+    if (this.closed) throw new TaskQStateError('this TaskQ is closed; open a new one with TaskQ.open()');
+    return this.client;
+  }
+
+  /** Schema this client works in. */
+  get schema(): string {
+    return this.backend.schema;
+  }
+
+  /** See {@link JobsClient.enqueue}. */
+  enqueue<P, R>(ref: ActorRef<P, R>, payload: P, options?: EnqueueOptions): Promise<JobHandle<R>> {
+    return this.live().enqueue(ref, payload, options);
+  }
+
+  /** See {@link JobsClient.enqueueBatch}. */
+  enqueueBatch(items: readonly EnqueueItem[], options?: { batchId?: string; connection?: EnqueueOptions['connection'] }): Promise<BatchHandle> {
+    return this.live().enqueueBatch(items, options);
+  }
+
+  /** See {@link JobsClient.get}. */
+  get<R = unknown>(jobId: string, ref?: ActorRef<unknown, R>): Promise<JobHandle<R> | null> {
+    return this.live().get(jobId, ref);
+  }
+
+  /** See {@link JobsClient.getRow}. */
+  getRow(jobId: string): Promise<JobRow | null> {
+    return this.live().getRow(jobId);
+  }
+
+  /** See {@link JobsClient.list}. */
+  list(filter?: JobFilter): Promise<JobPage> {
+    return this.live().list(filter);
+  }
+
+  /** See {@link JobsClient.cancel}. */
+  cancel(jobId: string, reason?: string | null): Promise<CancelResult> {
+    return this.live().cancel(jobId, reason);
+  }
+
+  /** See {@link JobsClient.retryJob}. */
+  retryJob(jobId: string): Promise<boolean> {
+    return this.live().retryJob(jobId);
+  }
+
+  /** See {@link JobsClient.countActiveJobs}. */
+  countActiveJobs(queues: readonly string[]): Promise<number> {
+    return this.live().countActiveJobs(queues);
+  }
+
+  /** Closes TaskQ-owned connections (never a caller's pool). Safe to call twice. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.backend.close();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}

@@ -1,0 +1,156 @@
+import pg from 'pg';
+
+import type { DedicatedConnection, Driver, Executor, QueryResult } from './driver.js';
+
+/** How to reach a Postgres server: a connection string or node-postgres client config. */
+export type PgConnectionConfig = string | pg.ClientConfig;
+
+/** Options of {@link PgDriver}. */
+export interface PgDriverOptions {
+  /** Existing pool. Caller-owned (never closed by TaskQ) unless `ownPool` is true. */
+  pool?: pg.Pool;
+  /** The driver closes `pool` on `close()` (pools built by a factory for TaskQ). Default false. */
+  ownPool?: boolean;
+  /** Connection string or config: TaskQ builds and owns a pool. */
+  connection?: PgConnectionConfig;
+  /** Pool size when TaskQ builds the pool. Default 5. */
+  maxPoolSize?: number;
+  /** Application name reported to the server. */
+  applicationName?: string;
+}
+
+function toConfig(connection: PgConnectionConfig): pg.ClientConfig {
+  return typeof connection === 'string' ? { connectionString: connection } : { ...connection };
+}
+
+class PgDedicatedConnection implements DedicatedConnection {
+  private readonly handlers = new Map<string, (payload: string) => void>();
+  private closed = false;
+  private closeCallbacks: ((err: Error | undefined) => void)[] = [];
+
+  constructor(
+    private readonly client: pg.Client,
+    readonly backendPid: number | null,
+    private readonly release: (err?: Error) => void,
+  ) {
+    client.on('notification', (msg) => {
+      this.handlers.get(msg.channel)?.(msg.payload ?? '');
+    });
+    const onGone = (err?: Error): void => {
+      if (this.closed) return;
+      this.closed = true;
+      for (const cb of this.closeCallbacks) cb(err);
+      this.closeCallbacks = [];
+    };
+    client.on('error', (err) => onGone(err));
+    client.on('end', () => onGone(undefined));
+  }
+
+  async query<R>(text: string, values?: readonly unknown[]): Promise<QueryResult<R>> {
+    const res = await this.client.query(text, values ? [...values] : undefined);
+    return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+  }
+
+  async listen(channel: string, onNotify: (payload: string) => void): Promise<void> {
+    this.handlers.set(channel, onNotify);
+    await this.client.query(`LISTEN "${channel}"`);
+  }
+
+  async unlisten(channel: string): Promise<void> {
+    this.handlers.delete(channel);
+    if (!this.closed) await this.client.query(`UNLISTEN "${channel}"`);
+  }
+
+  onClose(cb: (err: Error | undefined) => void): void {
+    if (this.closed) cb(undefined);
+    else this.closeCallbacks.push(cb);
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.closeCallbacks = [];
+    this.release();
+  }
+}
+
+/** node-postgres driver: a pool for statements, plain clients for dedicated connections. */
+export class PgDriver implements Driver {
+  readonly kind = 'pg' as const;
+  readonly pool: pg.Pool;
+  private readonly owned: boolean;
+  private readonly config: pg.ClientConfig | null;
+
+  constructor(options: PgDriverOptions) {
+    if (options.pool) {
+      this.pool = options.pool;
+      this.owned = options.ownPool ?? false;
+      this.config = null;
+    } else if (options.connection !== undefined) {
+      this.config = { ...toConfig(options.connection) };
+      if (options.applicationName && !this.config.application_name) this.config.application_name = options.applicationName;
+      this.pool = new pg.Pool({ ...this.config, max: options.maxPoolSize ?? 5 });
+      // An idle client that errors (server restart) must not crash the process; the pool drops it.
+      this.pool.on('error', () => undefined);
+      this.owned = true;
+    } else {
+      throw new TypeError('PgDriver needs a pool or a connection');
+    }
+  }
+
+  async query<R>(text: string, values?: readonly unknown[], name?: string): Promise<QueryResult<R>> {
+    const res = name
+      ? await this.pool.query({ name, text, values: values ? [...values] : undefined })
+      : await this.pool.query(text, values ? [...values] : undefined);
+    return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+  }
+
+  async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const tx: Executor = {
+        async query<R>(text: string, values?: readonly unknown[], name?: string): Promise<QueryResult<R>> {
+          const res = name
+            ? await client.query({ name, text, values: values ? [...values] : undefined })
+            : await client.query(text, values ? [...values] : undefined);
+          return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+        },
+      };
+      const out = await fn(tx);
+      await client.query('COMMIT');
+      return out;
+    } catch (err) {
+      try {
+        await client.query('ROLLBACK');
+      } catch (rollbackErr) {
+        // The connection is unusable (it died mid-transaction): do not return it to the pool.
+        broken = rollbackErr as Error;
+      }
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async dedicated(): Promise<DedicatedConnection> {
+    if (this.config) {
+      const client = new pg.Client({ ...this.config, keepAlive: true });
+      client.on('error', () => undefined);
+      await client.connect();
+      const pid = (client as unknown as { processID?: number }).processID ?? null;
+      return new PgDedicatedConnection(client, pid, () => {
+        void client.end().catch(() => undefined);
+      });
+    }
+    // A caller-owned pool gives us no way to open a fresh client: hold one of its connections.
+    const client = await this.pool.connect();
+    const pid = (client as unknown as { processID?: number }).processID ?? null;
+    return new PgDedicatedConnection(client, pid, (err) => client.release(err ?? true));
+  }
+
+  async close(): Promise<void> {
+    if (this.owned) await this.pool.end();
+  }
+}

@@ -1,0 +1,96 @@
+import type { PGlite } from '@electric-sql/pglite';
+
+import type { DedicatedConnection, Driver, Executor, QueryResult } from './driver.js';
+
+interface PGliteLike {
+  query<R>(text: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }>;
+  exec(text: string): Promise<{ rows: unknown[]; affectedRows?: number }[]>;
+  transaction<T>(fn: (tx: { query<R>(text: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }> }) => Promise<T>): Promise<T>;
+  listen(channel: string, cb: (payload: string) => void): Promise<(() => Promise<void>) | unknown>;
+  unlisten(channel: string): Promise<void>;
+  close(): Promise<void>;
+  readonly closed?: boolean;
+}
+
+function toResult<R>(res: { rows: R[]; affectedRows?: number }): QueryResult<R> {
+  return { rows: res.rows, rowCount: res.affectedRows ?? res.rows.length };
+}
+
+/**
+ * PGlite driver: real Postgres compiled to WebAssembly, one connection in-process. PGlite serialises
+ * statements and transactions itself; "dedicated" connections share the one session, so session
+ * advisory locks always succeed — the single process is always the maintenance leader.
+ */
+export class PgliteDriver implements Driver {
+  readonly kind = 'pglite' as const;
+  private readonly db: PGliteLike;
+
+  constructor(
+    db: PGlite,
+    private readonly owned = true,
+  ) {
+    this.db = db as unknown as PGliteLike;
+  }
+
+  /** Opens (creating if needed) an embedded database stored in `dataDir`, or in memory when omitted. */
+  static async open(dataDir?: string): Promise<PgliteDriver> {
+    const { PGlite: PGliteCtor } = await import('@electric-sql/pglite');
+    const db = dataDir ? new PGliteCtor(dataDir) : new PGliteCtor();
+    await db.waitReady;
+    return new PgliteDriver(db, true);
+  }
+
+  async query<R>(text: string, values?: readonly unknown[]): Promise<QueryResult<R>> {
+    if (!values || values.length === 0) {
+      // Parameterless text may hold several statements (migrations); exec runs them all.
+      const results = await this.db.exec(text);
+      const last = results[results.length - 1];
+      return last ? toResult(last as { rows: R[]; affectedRows?: number }) : { rows: [], rowCount: 0 };
+    }
+    return toResult(await this.db.query<R>(text, [...values]));
+  }
+
+  async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+    return this.db.transaction(async (tx) =>
+      fn({
+        async query<R>(text: string, values?: readonly unknown[]): Promise<QueryResult<R>> {
+          return toResult(await tx.query<R>(text, values ? [...values] : undefined));
+        },
+      }),
+    );
+  }
+
+  async dedicated(): Promise<DedicatedConnection> {
+    const db = this.db;
+    // PGlite's own unlisten(channel) drops every listener of the channel in the process; the
+    // unsubscribe function returned by listen() drops only ours.
+    const channels = new Map<string, () => Promise<void>>();
+    let closed = false;
+    return {
+      backendPid: null,
+      query: (text, values) => this.query(text, values),
+      async listen(channel, onNotify) {
+        const unsub = await db.listen(channel, onNotify);
+        channels.set(channel, typeof unsub === 'function' ? (unsub as () => Promise<void>) : () => db.unlisten(channel));
+      },
+      async unlisten(channel) {
+        const unsub = channels.get(channel);
+        channels.delete(channel);
+        if (unsub && !closed) await unsub();
+      },
+      onClose() {
+        // The embedded database only closes with the process.
+      },
+      async close() {
+        if (closed) return;
+        closed = true;
+        for (const unsub of channels.values()) await unsub().catch(() => undefined);
+        channels.clear();
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.owned && !this.db.closed) await this.db.close();
+  }
+}

@@ -1,0 +1,19 @@
+import { TaskQError } from './taskq-error.js';
+
+/** `cancelWhere` was called with a filter that matches every job. */
+export class EmptyFilterError extends TaskQError {
+  constructor() {
+    super(
+      'TASKQ_EMPTY_FILTER',
+      'cancelWhere() needs at least one predicate (queue, status, actor, identityKey, batchId, tags or active); ' +
+        'pass { allowEmptyFilter: true } to cancel every job on purpose',
+    );
+  }
+}
+
+/** An object was used in a state that does not allow the call (closed client, handle without client, …). */
+export class TaskQStateError extends TaskQError {
+  constructor(message: string) {
+    super('TASKQ_INVALID_STATE', message);
+  }
+}

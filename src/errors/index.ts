@@ -1,0 +1,15 @@
+export { TaskQError } from './taskq-error.js';
+export { InvalidArgumentError } from './invalid-argument-error.js';
+export { PayloadValidationError, type ValidationIssue } from './payload-validation-error.js';
+export { BackpressureError, MaxPendingExceededError, SingletonCollisionError } from './backpressure-errors.js';
+export { SchemaNotMigratedError, SchemaTooNewError, ScopedIdempotencyMigrationPendingError } from './schema-errors.js';
+export {
+  JobNotFoundError,
+  IllegalStateTransition,
+  WorkerOwnershipMismatch,
+  JobFailed,
+  ResultUnavailable,
+  ResultTooLarge,
+  WaitTimeoutError,
+} from './job-errors.js';
+export { EmptyFilterError, TaskQStateError } from './client-errors.js';

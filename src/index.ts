@@ -1,0 +1,63 @@
+// Public API of `taskq`. Only re-exports live here.
+export { actor } from './actor.js';
+export type {
+  ActorOptions,
+  ActorRef,
+  ActorHandler,
+  ActorDefinition,
+  PayloadOf,
+  ResultOf,
+  RetryOverride,
+  RetryClassifierHook,
+  OnSuccessHook,
+  OnRetryExhaustedHook,
+  LimitEntry,
+  ErrorClass,
+} from './actor.js';
+export type { JobContext } from './context.js';
+export { TaskQ, type TaskQOptions } from './client/taskq.js';
+export {
+  JobsClient,
+  MAX_BATCH_SIZE,
+  DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES,
+  type JobsClientOptions,
+  type EnqueueItem,
+  type BatchHandle,
+} from './client/jobs-client.js';
+export { JobHandle } from './client/job-handle.js';
+export type { EnqueueOptions } from './client/enqueue-options.js';
+export { RetryPolicy, type RetryPolicyOptions, type BackoffKind } from './retry/retry-policy.js';
+export { JobSortField } from './backend/cursor.js';
+export type { JobFilter } from './backend/job-filter.js';
+export type { Backend, JobPage } from './backend/backend.js';
+export { BACKEND_PROTOCOL_VERSION } from './backend/backend.js';
+export { PostgresBackend, type PostgresBackendOptions } from './backend/postgres/postgres-backend.js';
+export { TERMINAL_STATUSES, ACTIVE_STATUSES, VALID_TRANSITIONS, isTerminal, assertValidTransition } from './backend/state-machine.js';
+export {
+  JOB_STATUSES,
+  RETRY_KINDS,
+  type JobStatus,
+  type JobRow,
+  type RetryKind,
+  type CancelPhase,
+  type QueueMode,
+  type AttemptOutcome,
+  type AttemptRow,
+  type EventRow,
+  type EventKind,
+  type CancelResult,
+  type BulkCancelResult,
+  type ActorConfigRow,
+  type EnqueueArgs,
+} from './backend/types.js';
+export type { Duration } from './duration.js';
+export type { JobId } from './ids.js';
+export type { Clock } from './clock.js';
+export { SystemClock } from './clock.js';
+export type { Logger } from './obs/logger.js';
+export type { Schema } from './schema-validation.js';
+export { Migrator, type MigratorOptions, type MigrationStatus, type MigrationPhase } from './migrations/migrator.js';
+export { PgDriver, type PgDriverOptions } from './db/pg-driver.js';
+export { PgliteDriver } from './db/pglite-driver.js';
+export type { Driver, Executor, DedicatedConnection, ClientLike } from './db/driver.js';
+export * from './errors/index.js';

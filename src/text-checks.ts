@@ -1,0 +1,74 @@
+import { InvalidArgumentError } from './errors/invalid-argument-error.js';
+
+/**
+ * Postgres text cannot hold NUL characters (it raises SQLSTATE 22021 deep inside the driver). We
+ * reject them at the boundary so both backends fail identically and with a clear message.
+ */
+export function checkNoNul(value: string, field: string): string {
+  if (value.includes('\u0000')) throw new InvalidArgumentError(field, value, 'must not contain NUL (\\u0000) characters');
+  return value;
+}
+
+/** Validates a non-empty string without NUL characters, optionally bounded in UTF-8 bytes. */
+export function checkText(
+  value: unknown,
+  field: string,
+  opts: { allowEmpty?: boolean; maxBytes?: number; notBlank?: boolean } = {},
+): string {
+  if (typeof value !== 'string') throw new InvalidArgumentError(field, value, 'must be a string');
+  if (!opts.allowEmpty && value.length === 0) throw new InvalidArgumentError(field, value, 'must not be empty');
+  if (opts.notBlank && value.trim().length === 0) {
+    throw new InvalidArgumentError(field, value, 'must not be empty or whitespace only');
+  }
+  checkNoNul(value, field);
+  if (opts.maxBytes !== undefined) {
+    const bytes = Buffer.byteLength(value, 'utf8');
+    if (bytes > opts.maxBytes) {
+      throw new InvalidArgumentError(field, value, `must be at most ${opts.maxBytes} UTF-8 bytes (got ${bytes})`);
+    }
+  }
+  return value;
+}
+
+/** Queue names: 1–128 characters of letters, digits and `_ - . :`, starting with a letter or digit. */
+export const QUEUE_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+
+/** Validates a queue name (decided here, as the reference leaves the rule open; see docs/configuration.md). */
+export function checkQueueName(value: unknown, field = 'queue'): string {
+  if (typeof value !== 'string' || !QUEUE_NAME_RE.test(value)) {
+    throw new InvalidArgumentError(
+      field,
+      value,
+      'must be 1-128 characters of letters, digits, "_", "-", "." or ":", starting with a letter or digit',
+    );
+  }
+  return value;
+}
+
+/** Actor names follow the queue-name rule. */
+export function checkActorName(value: unknown, field = 'actor.name'): string {
+  if (typeof value !== 'string' || !QUEUE_NAME_RE.test(value)) {
+    throw new InvalidArgumentError(
+      field,
+      value,
+      'must be 1-128 characters of letters, digits, "_", "-", "." or ":", starting with a letter or digit',
+    );
+  }
+  return value;
+}
+
+/** Integer check within an inclusive range. */
+export function checkInt(value: unknown, field: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `>= ${min}` : `between ${min} and ${max}`;
+    throw new InvalidArgumentError(field, value, `must be an integer ${range}`);
+  }
+  return value;
+}
+
+/** True for `{}`-style objects (not arrays, class instances, Maps, …). */
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== 'object') return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
