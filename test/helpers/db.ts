@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+
+import pg from 'pg';
+
+import { PgDriver } from '../../src/db/pg-driver.js';
+import { Migrator } from '../../src/migrations/migrator.js';
+
+/** The test database (real Postgres; DESIGN.md §7). */
+export const TEST_DSN = process.env.TASKQ_TEST_DSN ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** A fresh, uniquely named schema name for one test file or case. */
+export function uniqueSchemaName(prefix = 't'): string {
+  return `${prefix}_${randomBytes(5).toString('hex')}`;
+}
+
+/** A migrated schema of its own, with a driver; `drop()` removes it. */
+export interface TestSchema {
+  schema: string;
+  driver: PgDriver;
+  /** A plain pool for assertions and raw SQL. */
+  pool: pg.Pool;
+  drop(): Promise<void>;
+}
+
+/** Creates and migrates a schema for one test file. */
+export async function migratedSchema(prefix = 't'): Promise<TestSchema> {
+  const schema = uniqueSchemaName(prefix);
+  const driver = new PgDriver({ connection: TEST_DSN, maxPoolSize: 6 });
+  await new Migrator(driver, { schema }).up();
+  const pool = new pg.Pool({ connectionString: TEST_DSN, max: 4 });
+  return {
+    schema,
+    driver,
+    pool,
+    async drop() {
+      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await pool.end();
+      await driver.close();
+    },
+  };
+}
