@@ -44,7 +44,9 @@ function statementsOf(file) {
 const outputs = new Map();
 
 for (const dir of walk(join(root, 'src'))) {
-  const files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
   const seen = new Map();
   let body = HEADER + '/* eslint-disable */\n\n';
   for (const f of files) {
@@ -59,9 +61,12 @@ for (const dir of walk(join(root, 'src'))) {
 
 const migDir = join(root, 'src', 'migrations');
 if (existsSync(migDir)) {
-  const files = readdirSync(migDir).filter((f) => f.endsWith('.sql')).sort();
+  const files = readdirSync(migDir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
   let body = HEADER + '/* eslint-disable */\n\n';
-  body += "export interface BundledMigration {\n  /** File name without extension, e.g. `0001_pre_initial`. */\n  readonly id: string;\n  readonly version: number;\n  readonly phase: 'pre' | 'post';\n  readonly name: string;\n  /** False when the file starts with the `-- taskq:no-transaction` directive. */\n  readonly transactional: boolean;\n  /** SQL with the `{schema}` placeholder. */\n  readonly sql: string;\n  /** SHA-256 of the SQL text as shipped (before the placeholder is rendered). */\n  readonly sourceChecksum: string;\n}\n\n";
+  body +=
+    "export interface BundledMigration {\n  /** File name without extension, e.g. `0001_pre_initial`. */\n  readonly id: string;\n  readonly version: number;\n  readonly phase: 'pre' | 'post';\n  readonly name: string;\n  /** False when the file starts with the `-- taskq:no-transaction` directive. */\n  readonly transactional: boolean;\n  /** SQL with the `{schema}` placeholder. */\n  readonly sql: string;\n  /** SHA-256 of the SQL text as shipped (before the placeholder is rendered). */\n  readonly sourceChecksum: string;\n}\n\n";
   body += 'export const MIGRATIONS: readonly BundledMigration[] = [\n';
   for (const f of files) {
     const m = /^(\d{4})_(pre|post)_([a-z0-9_]+)\.sql$/.exec(f);
@@ -86,7 +91,9 @@ for (const [file, content] of outputs) {
   }
 }
 if (check && stale.length > 0) {
-  console.error(`generated SQL modules are stale: ${stale.join(', ')}\nrun \`npm run generate\` and commit the result`);
+  console.error(
+    `generated SQL modules are stale: ${stale.join(', ')}\nrun \`npm run generate\` and commit the result`,
+  );
   process.exit(1);
 }
 if (check) console.log('generated SQL modules are fresh');

@@ -131,16 +131,40 @@ export interface ActorRef<P = unknown, R = unknown> extends ActorDefinition {
   readonly __types?: { payload: P; result: R };
 }
 
+/** Any actor, whatever its payload and result types (for collections of actors). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- handler parameters are contravariant; `any` is the only top type here.
+export type AnyActor = ActorRef<any, any>;
+
 /** Payload type of an actor ref. */
 export type PayloadOf<A> = A extends ActorRef<infer P, unknown> ? P : never;
 /** Result type of an actor ref. */
 export type ResultOf<A> = A extends ActorRef<unknown, infer R> ? R : never;
 
 const OPTION_KEYS = new Set<string>([
-  'name', 'queue', 'payload', 'result', 'payloadSchemaVersion', 'retry', 'resultTtl', 'singleton', 'maxConcurrent',
-  'maxPending', 'metadata', 'uniqueFor', 'uniqueStates', 'startToClose', 'heartbeatTimeout', 'rateLimits',
-  'reservations', 'nonRetryableErrors', 'retryClassifier', 'onRetryExhausted', 'onRetryExhaustedTimeout',
-  'onSuccess', 'onSuccessTimeout', 'priority',
+  'name',
+  'queue',
+  'payload',
+  'result',
+  'payloadSchemaVersion',
+  'retry',
+  'resultTtl',
+  'singleton',
+  'maxConcurrent',
+  'maxPending',
+  'metadata',
+  'uniqueFor',
+  'uniqueStates',
+  'startToClose',
+  'heartbeatTimeout',
+  'rateLimits',
+  'reservations',
+  'nonRetryableErrors',
+  'retryClassifier',
+  'onRetryExhausted',
+  'onRetryExhaustedTimeout',
+  'onSuccess',
+  'onSuccessTimeout',
+  'priority',
 ]);
 
 function nullableInt(value: number | null | undefined, field: string, min: number): number | null {
@@ -158,11 +182,16 @@ function limitEntries(value: readonly LimitEntry[] | undefined, field: string): 
   if (!Array.isArray(value)) throw new InvalidArgumentError(field, value, 'must be an array');
   return value.map((entry: unknown, i) => {
     if (typeof entry === 'string') {
-      if (entry.trim().length === 0) throw new InvalidArgumentError(`${field}[${i}]`, entry, 'must not be empty');
+      if (entry.trim().length === 0)
+        throw new InvalidArgumentError(`${field}[${i}]`, entry, 'must not be empty');
       return entry;
     }
     if (entry === null || typeof entry !== 'object') {
-      throw new InvalidArgumentError(`${field}[${i}]`, entry, 'must be a name, a rate-limit primitive or a keyed ref');
+      throw new InvalidArgumentError(
+        `${field}[${i}]`,
+        entry,
+        'must be a name, a rate-limit primitive or a keyed ref',
+      );
     }
     return entry as LimitEntry;
   });
@@ -179,23 +208,42 @@ function limitEntries(value: readonly LimitEntry[] | undefined, field: string): 
  * );
  * ```
  */
-export function actor<P = unknown, R = unknown>(options: ActorOptions<P, R>, handler: ActorHandler<P, R>): ActorRef<P, R> {
-  if (options === null || typeof options !== 'object') throw new InvalidArgumentError('actor', options, 'options must be an object');
+export function actor<P = unknown, R = unknown>(
+  options: ActorOptions<P, R>,
+  handler: ActorHandler<P, R>,
+): ActorRef<P, R> {
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError('actor', options, 'options must be an object');
   for (const key of Object.keys(options)) {
-    if (!OPTION_KEYS.has(key)) throw new InvalidArgumentError(`actor.${key}`, (options as unknown as Record<string, unknown>)[key], 'is not an actor option');
+    if (!OPTION_KEYS.has(key))
+      throw new InvalidArgumentError(
+        `actor.${key}`,
+        (options as unknown as Record<string, unknown>)[key],
+        'is not an actor option',
+      );
   }
   const name = checkActorName(options.name);
   const f = (k: string): string => `actor(${name}).${k}`;
-  if (typeof handler !== 'function') throw new InvalidArgumentError(f('handler'), handler, 'must be a function');
+  if (typeof handler !== 'function')
+    throw new InvalidArgumentError(f('handler'), handler, 'must be a function');
   const queue = checkQueueName(options.queue ?? 'default', f('queue'));
   if (options.payload !== undefined && !isStandardSchema(options.payload)) {
-    throw new InvalidArgumentError(f('payload'), options.payload, 'must be a Standard Schema validator (Zod, Valibot, ArkType, ...)');
+    throw new InvalidArgumentError(
+      f('payload'),
+      options.payload,
+      'must be a Standard Schema validator (Zod, Valibot, ArkType, ...)',
+    );
   }
   if (options.result !== undefined && !isStandardSchema(options.result)) {
-    throw new InvalidArgumentError(f('result'), options.result, 'must be a Standard Schema validator (Zod, Valibot, ArkType, ...)');
+    throw new InvalidArgumentError(
+      f('result'),
+      options.result,
+      'must be a Standard Schema validator (Zod, Valibot, ArkType, ...)',
+    );
   }
   const metadata = options.metadata ?? {};
-  if (!isPlainObject(metadata)) throw new InvalidArgumentError(f('metadata'), metadata, 'must be a plain object');
+  if (!isPlainObject(metadata))
+    throw new InvalidArgumentError(f('metadata'), metadata, 'must be a plain object');
   try {
     JSON.stringify(metadata);
   } catch {
@@ -206,11 +254,16 @@ export function actor<P = unknown, R = unknown>(options: ActorOptions<P, R>, han
     throw new InvalidArgumentError(f('uniqueStates'), uniqueStates, 'must be a non-empty array of statuses');
   }
   for (const s of uniqueStates) {
-    if (!(JOB_STATUSES as readonly string[]).includes(s)) throw new InvalidArgumentError(f('uniqueStates'), s, `must be one of ${JOB_STATUSES.join(', ')}`);
+    if (!(JOB_STATUSES as readonly string[]).includes(s))
+      throw new InvalidArgumentError(f('uniqueStates'), s, `must be one of ${JOB_STATUSES.join(', ')}`);
   }
   const nonRetryableErrors = options.nonRetryableErrors ?? [];
   if (!Array.isArray(nonRetryableErrors) || nonRetryableErrors.some((c) => typeof c !== 'function')) {
-    throw new InvalidArgumentError(f('nonRetryableErrors'), nonRetryableErrors, 'must be an array of error classes');
+    throw new InvalidArgumentError(
+      f('nonRetryableErrors'),
+      nonRetryableErrors,
+      'must be an array of error classes',
+    );
   }
   const priority = options.priority ?? 0;
   checkInt(priority, f('priority'), -2_147_483_648, 2_147_483_647);
@@ -223,7 +276,12 @@ export function actor<P = unknown, R = unknown>(options: ActorOptions<P, R>, han
     queue,
     payloadSchema: options.payload ?? null,
     resultSchema: options.result ?? null,
-    payloadSchemaVersion: checkInt(options.payloadSchemaVersion ?? 1, f('payloadSchemaVersion'), 1, 2_147_483_647),
+    payloadSchemaVersion: checkInt(
+      options.payloadSchemaVersion ?? 1,
+      f('payloadSchemaVersion'),
+      1,
+      2_147_483_647,
+    ),
     retry: RetryPolicy.from(options.retry, f('retry')),
     resultTtlMs: toMsOrNull(options.resultTtl, f('resultTtl'), 'nonNegative'),
     singleton: options.singleton ?? false,
@@ -239,7 +297,10 @@ export function actor<P = unknown, R = unknown>(options: ActorOptions<P, R>, han
     nonRetryableErrors: Object.freeze([...nonRetryableErrors]),
     retryClassifier: optionalFn(options.retryClassifier, f('retryClassifier')),
     onRetryExhausted: optionalFn(options.onRetryExhausted, f('onRetryExhausted')),
-    onRetryExhaustedTimeoutMs: toMsOrNull(options.onRetryExhaustedTimeout ?? 3000, f('onRetryExhaustedTimeout')) as number,
+    onRetryExhaustedTimeoutMs: toMsOrNull(
+      options.onRetryExhaustedTimeout ?? 3000,
+      f('onRetryExhaustedTimeout'),
+    ) as number,
     onSuccess: optionalFn(options.onSuccess, f('onSuccess')),
     onSuccessTimeoutMs: toMsOrNull(options.onSuccessTimeout ?? 3000, f('onSuccessTimeout')) as number,
     priority,

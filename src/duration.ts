@@ -22,14 +22,19 @@ export function toMs(value: Duration, field: string, rule: 'positive' | 'nonNega
   } else if (typeof value === 'string') {
     const m = DURATION_RE.exec(value);
     if (!m) {
-      throw new InvalidArgumentError(field, value, "must be milliseconds or a number with a unit: '250ms', '30s', '5m', '2h', '1d'");
+      throw new InvalidArgumentError(
+        field,
+        value,
+        "must be milliseconds or a number with a unit: '250ms', '30s', '5m', '2h', '1d'",
+      );
     }
     ms = Number(m[1]) * (UNIT_MS[m[2] as string] as number);
   } else {
     throw new InvalidArgumentError(field, value, 'must be a number of milliseconds or a duration string');
   }
   if (!Number.isFinite(ms)) throw new InvalidArgumentError(field, value, 'must be finite');
-  if (rule === 'positive' && ms <= 0) throw new InvalidArgumentError(field, value, 'must be greater than zero');
+  if (rule === 'positive' && ms <= 0)
+    throw new InvalidArgumentError(field, value, 'must be greater than zero');
   if (rule === 'nonNegative' && ms < 0) throw new InvalidArgumentError(field, value, 'must not be negative');
   return ms;
 }

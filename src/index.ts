@@ -5,6 +5,7 @@ export type {
   ActorRef,
   ActorHandler,
   ActorDefinition,
+  AnyActor,
   PayloadOf,
   ResultOf,
   RetryOverride,
@@ -19,6 +20,7 @@ export { TaskQ, type TaskQOptions } from './client/taskq.js';
 export {
   JobsClient,
   MAX_BATCH_SIZE,
+  batchItem,
   DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES,
   type JobsClientOptions,
   type EnqueueItem,
@@ -32,7 +34,13 @@ export type { JobFilter } from './backend/job-filter.js';
 export type { Backend, JobPage } from './backend/backend.js';
 export { BACKEND_PROTOCOL_VERSION } from './backend/backend.js';
 export { PostgresBackend, type PostgresBackendOptions } from './backend/postgres/postgres-backend.js';
-export { TERMINAL_STATUSES, ACTIVE_STATUSES, VALID_TRANSITIONS, isTerminal, assertValidTransition } from './backend/state-machine.js';
+export {
+  TERMINAL_STATUSES,
+  ACTIVE_STATUSES,
+  VALID_TRANSITIONS,
+  isTerminal,
+  assertValidTransition,
+} from './backend/state-machine.js';
 export {
   JOB_STATUSES,
   RETRY_KINDS,
@@ -56,7 +64,12 @@ export type { Clock } from './clock.js';
 export { SystemClock } from './clock.js';
 export type { Logger } from './obs/logger.js';
 export type { Schema } from './schema-validation.js';
-export { Migrator, type MigratorOptions, type MigrationStatus, type MigrationPhase } from './migrations/migrator.js';
+export {
+  Migrator,
+  type MigratorOptions,
+  type MigrationStatus,
+  type MigrationPhase,
+} from './migrations/migrator.js';
 export { PgDriver, type PgDriverOptions } from './db/pg-driver.js';
 export { PgliteDriver } from './db/pglite-driver.js';
 export type { Driver, Executor, DedicatedConnection, ClientLike } from './db/driver.js';

@@ -14,7 +14,11 @@ export const DEFAULT_SCHEMA = 'taskq';
  */
 export function validateSchemaName(schema: unknown, field = 'schema'): string {
   if (typeof schema !== 'string' || !IDENT_RE.test(schema) || schema.length > 63) {
-    throw new InvalidArgumentError(field, schema, 'must match ^[A-Za-z_][A-Za-z0-9_]*$ and be at most 63 characters');
+    throw new InvalidArgumentError(
+      field,
+      schema,
+      'must match ^[A-Za-z_][A-Za-z0-9_]*$ and be at most 63 characters',
+    );
   }
   return schema;
 }
@@ -53,6 +57,8 @@ export function eventsChannel(schema: string): string {
  * any schema name. SQL computes the same name: `'taskq_worker_' || substr(md5(schema || ':' || id), 1, 24)`.
  */
 export function workerChannel(schema: string, workerId: string): string {
-  const digest = createHash('md5').update(`${validateSchemaName(schema)}:${workerId.toLowerCase()}`).digest('hex');
+  const digest = createHash('md5')
+    .update(`${validateSchemaName(schema)}:${workerId.toLowerCase()}`)
+    .digest('hex');
   return `taskq_worker_${digest.slice(0, 24)}`;
 }

@@ -64,11 +64,14 @@ export async function validateSchema<T>(
       .slice(0, 3)
       .map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`)
       .join('; ');
-    throw new PayloadValidationError(`${context.what} for actor ${JSON.stringify(context.actor)} is invalid: ${summary}`, {
-      actor: context.actor,
-      payloadSchemaVer: context.payloadSchemaVer ?? null,
-      validationErrors: issues,
-    });
+    throw new PayloadValidationError(
+      `${context.what} for actor ${JSON.stringify(context.actor)} is invalid: ${summary}`,
+      {
+        actor: context.actor,
+        payloadSchemaVer: context.payloadSchemaVer ?? null,
+        validationErrors: issues,
+      },
+    );
   }
   return result.value;
 }
@@ -88,9 +91,12 @@ export function toJsonText(value: unknown, context: { actor: string; what: strin
     );
   }
   if (text === undefined) {
-    throw new PayloadValidationError(`${context.what} for actor ${JSON.stringify(context.actor)} is not JSON-serialisable (got ${typeof value})`, {
-      actor: context.actor,
-    });
+    throw new PayloadValidationError(
+      `${context.what} for actor ${JSON.stringify(context.actor)} is not JSON-serialisable (got ${typeof value})`,
+      {
+        actor: context.actor,
+      },
+    );
   }
   return text;
 }

@@ -5,7 +5,8 @@ import { InvalidArgumentError } from './errors/invalid-argument-error.js';
  * reject them at the boundary so both backends fail identically and with a clear message.
  */
 export function checkNoNul(value: string, field: string): string {
-  if (value.includes('\u0000')) throw new InvalidArgumentError(field, value, 'must not contain NUL (\\u0000) characters');
+  if (value.includes('\u0000'))
+    throw new InvalidArgumentError(field, value, 'must not contain NUL (\\u0000) characters');
   return value;
 }
 
@@ -16,7 +17,8 @@ export function checkText(
   opts: { allowEmpty?: boolean; maxBytes?: number; notBlank?: boolean } = {},
 ): string {
   if (typeof value !== 'string') throw new InvalidArgumentError(field, value, 'must be a string');
-  if (!opts.allowEmpty && value.length === 0) throw new InvalidArgumentError(field, value, 'must not be empty');
+  if (!opts.allowEmpty && value.length === 0)
+    throw new InvalidArgumentError(field, value, 'must not be empty');
   if (opts.notBlank && value.trim().length === 0) {
     throw new InvalidArgumentError(field, value, 'must not be empty or whitespace only');
   }
@@ -24,7 +26,11 @@ export function checkText(
   if (opts.maxBytes !== undefined) {
     const bytes = Buffer.byteLength(value, 'utf8');
     if (bytes > opts.maxBytes) {
-      throw new InvalidArgumentError(field, value, `must be at most ${opts.maxBytes} UTF-8 bytes (got ${bytes})`);
+      throw new InvalidArgumentError(
+        field,
+        value,
+        `must be at most ${opts.maxBytes} UTF-8 bytes (got ${bytes})`,
+      );
     }
   }
   return value;

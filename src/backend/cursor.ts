@@ -81,7 +81,12 @@ export function decodeCursor(cursor: string, order: JobSortField): CursorKey {
   switch (order) {
     case 'scheduled_at_asc':
       if (parts.length !== 4) throw badCursor(cursor, 'is not a cursor produced by list()');
-      return { order, priority: parseIntStrict(parts[1], cursor), scheduledAtUs: parseIntStrict(parts[2], cursor), id };
+      return {
+        order,
+        priority: parseIntStrict(parts[1], cursor),
+        scheduledAtUs: parseIntStrict(parts[2], cursor),
+        id,
+      };
     case 'created_at_desc':
       if (parts.length !== 3) throw badCursor(cursor, 'is not a cursor produced by list()');
       return { order, createdAtUs: parseIntStrict(parts[1], cursor), id };

@@ -62,7 +62,8 @@ function optionalText(value: unknown, field: string): string | null {
  * bytes, `status` with `active`, negative limits, foreign cursors) fails identically everywhere.
  */
 export function normalizeJobFilter(filter: JobFilter = {}): NormalizedJobFilter {
-  if (filter === null || typeof filter !== 'object') throw new InvalidArgumentError('filter', filter, 'must be an object');
+  if (filter === null || typeof filter !== 'object')
+    throw new InvalidArgumentError('filter', filter, 'must be an object');
   const limit = filter.limit ?? DEFAULT_LIST_LIMIT;
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0) {
     throw new InvalidArgumentError('filter.limit', limit, 'must be an integer >= 0');
@@ -77,20 +78,31 @@ export function normalizeJobFilter(filter: JobFilter = {}): NormalizedJobFilter 
   let statuses: JobStatus[] | null = null;
   if (filter.status !== undefined) {
     const values = typeof filter.status === 'string' ? [filter.status] : filter.status;
-    if (!Array.isArray(values)) throw new InvalidArgumentError('filter.status', filter.status, 'must be a status or an array of statuses');
+    if (!Array.isArray(values))
+      throw new InvalidArgumentError(
+        'filter.status',
+        filter.status,
+        'must be a status or an array of statuses',
+      );
     const unknown = values.filter((v) => !(JOB_STATUSES as readonly string[]).includes(v as string));
     if (unknown.length > 0) {
-      throw new InvalidArgumentError('filter.status', filter.status, `unknown status ${JSON.stringify(unknown[0])}; valid: ${JOB_STATUSES.join(', ')}`);
+      throw new InvalidArgumentError(
+        'filter.status',
+        filter.status,
+        `unknown status ${JSON.stringify(unknown[0])}; valid: ${JOB_STATUSES.join(', ')}`,
+      );
     }
     statuses = [...new Set(values as JobStatus[])];
   }
   if (filter.active !== undefined) {
-    if (typeof filter.active !== 'boolean') throw new InvalidArgumentError('filter.active', filter.active, 'must be a boolean');
+    if (typeof filter.active !== 'boolean')
+      throw new InvalidArgumentError('filter.active', filter.active, 'must be a boolean');
     statuses = [...(filter.active ? ACTIVE_STATUSES : TERMINAL_STATUSES)];
   }
   let tags: string[] = [];
   if (filter.tags !== undefined) {
-    if (!Array.isArray(filter.tags)) throw new InvalidArgumentError('filter.tags', filter.tags, 'must be an array of strings');
+    if (!Array.isArray(filter.tags))
+      throw new InvalidArgumentError('filter.tags', filter.tags, 'must be an array of strings');
     tags = filter.tags.map((t, i) => {
       if (typeof t !== 'string') throw new InvalidArgumentError(`filter.tags[${i}]`, t, 'must be a string');
       return checkNoNul(t, `filter.tags[${i}]`);
@@ -98,13 +110,15 @@ export function normalizeJobFilter(filter: JobFilter = {}): NormalizedJobFilter 
   }
   let batchId: string | null = null;
   if (filter.batchId !== undefined && filter.batchId !== null) {
-    if (!isUuid(filter.batchId)) throw new InvalidArgumentError('filter.batchId', filter.batchId, 'must be a UUID');
+    if (!isUuid(filter.batchId))
+      throw new InvalidArgumentError('filter.batchId', filter.batchId, 'must be a UUID');
     batchId = filter.batchId.toLowerCase();
   }
   const orderBy = checkOrdering(filter.orderBy);
   let after: CursorKey | null = null;
   if (filter.cursor !== undefined && filter.cursor !== null) {
-    if (typeof filter.cursor !== 'string') throw new InvalidArgumentError('filter.cursor', filter.cursor, 'must be a string');
+    if (typeof filter.cursor !== 'string')
+      throw new InvalidArgumentError('filter.cursor', filter.cursor, 'must be a string');
     after = decodeCursor(filter.cursor, orderBy);
   }
   const queue = optionalText(filter.queue, 'filter.queue');

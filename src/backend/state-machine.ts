@@ -28,7 +28,12 @@ export const ACTIVE_STATUSES: ReadonlySet<JobStatus> = new Set(
 );
 
 /** Terminal statuses `retryJob` may send back to `pending`. */
-export const RETRYABLE_TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set(['failed', 'crashed', 'cancelled', 'abandoned']);
+export const RETRYABLE_TERMINAL_STATUSES: ReadonlySet<JobStatus> = new Set([
+  'failed',
+  'crashed',
+  'cancelled',
+  'abandoned',
+]);
 
 /** True for succeeded, failed, cancelled, crashed and abandoned. */
 export function isTerminal(status: JobStatus): boolean {

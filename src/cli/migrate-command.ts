@@ -8,7 +8,8 @@ import { CliExit, type CliIo } from './io.js';
 
 function phaseOf(value: string | undefined): MigrationPhase | undefined {
   if (value === undefined) return undefined;
-  if (value !== 'pre' && value !== 'post') throw new CliExit(2, `--phase: ${JSON.stringify(value)} is invalid: must be pre or post`);
+  if (value !== 'pre' && value !== 'post')
+    throw new CliExit(2, `--phase: ${JSON.stringify(value)} is invalid: must be pre or post`);
   return value;
 }
 
@@ -28,9 +29,17 @@ function cliLogger(io: CliIo): Logger {
   return log;
 }
 
-async function withMigrator<T>(flags: ConnectionFlags, io: CliIo, fn: (m: Migrator) => Promise<T>): Promise<T> {
+async function withMigrator<T>(
+  flags: ConnectionFlags,
+  io: CliIo,
+  fn: (m: Migrator) => Promise<T>,
+): Promise<T> {
   const { dsn, schema } = resolveConnection(flags, io);
-  const driver = new PgDriver({ connection: dsn as string, maxPoolSize: 2, applicationName: 'taskq-migrate' });
+  const driver = new PgDriver({
+    connection: dsn as string,
+    maxPoolSize: 2,
+    applicationName: 'taskq-migrate',
+  });
   try {
     return await fn(new Migrator(driver, { schema, logger: cliLogger(io) }));
   } finally {
@@ -44,7 +53,10 @@ export function migrateCommand(io: CliIo): Command {
   cmd
     .command('up')
     .description('apply pending migrations (pre, then post) under an advisory lock')
-    .option('--phase <phase>', 'apply only "pre" (safe during a rolling deploy) or "post" (after it) migrations')
+    .option(
+      '--phase <phase>',
+      'apply only "pre" (safe during a rolling deploy) or "post" (after it) migrations',
+    )
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
     .option('--schema <schema>', 'schema to migrate (default: $TASKQ_SCHEMA or taskq)')
     .action(async (flags: ConnectionFlags & { phase?: string }) => {
@@ -65,10 +77,16 @@ export function migrateCommand(io: CliIo): Command {
         const rows = await m.status();
         for (const r of rows) {
           const state = r.applied ? `applied ${r.appliedAt?.toISOString() ?? ''}` : 'pending';
-          io.out(`${r.id.padEnd(32)} ${r.phase.padEnd(4)} ${state}${r.checksumDrift ? '  (checksum drift)' : ''}`);
+          io.out(
+            `${r.id.padEnd(32)} ${r.phase.padEnd(4)} ${state}${r.checksumDrift ? '  (checksum drift)' : ''}`,
+          );
         }
         const pending = rows.filter((r) => !r.applied).length;
-        io.out(pending === 0 ? `schema ${m.schema}: up to date` : `schema ${m.schema}: ${pending} pending; run \`taskq migrate up\``);
+        io.out(
+          pending === 0
+            ? `schema ${m.schema}: up to date`
+            : `schema ${m.schema}: ${pending} pending; run \`taskq migrate up\``,
+        );
       });
     });
   cmd

@@ -55,13 +55,28 @@ export const MAX_TAGS = 64;
 export const TAG_MAX_BYTES = 256;
 const RESERVED_METADATA_KEYS = ['singleton', 'batch_id'] as const;
 const ENQUEUE_OPTION_KEYS = new Set<string>([
-  'queue', 'scheduledAt', 'delay', 'priority', 'scheduleToClose', 'startToClose', 'heartbeatTimeout', 'identityKey',
-  'fairnessKey', 'idempotencyKey', 'idempotencyScope', 'traceId', 'spanId', 'metadata', 'tags', 'connection',
+  'queue',
+  'scheduledAt',
+  'delay',
+  'priority',
+  'scheduleToClose',
+  'startToClose',
+  'heartbeatTimeout',
+  'identityKey',
+  'fairnessKey',
+  'idempotencyKey',
+  'idempotencyScope',
+  'traceId',
+  'spanId',
+  'metadata',
+  'tags',
+  'connection',
 ]);
 
 function optionalDate(value: unknown, field: string): Date | null {
   if (value === undefined || value === null) return null;
-  if (!(value instanceof Date) || Number.isNaN(value.getTime())) throw new InvalidArgumentError(field, value, 'must be a valid Date');
+  if (!(value instanceof Date) || Number.isNaN(value.getTime()))
+    throw new InvalidArgumentError(field, value, 'must be a valid Date');
   return value;
 }
 
@@ -96,9 +111,15 @@ export function buildEnqueueArgs(
   ctx: BuildContext,
 ): EnqueueArgs {
   const f = (name: string): string => `${ctx.fieldPrefix ?? 'enqueue.'}${name}`;
-  if (opts === null || typeof opts !== 'object') throw new InvalidArgumentError(f('options'), opts, 'must be an object');
+  if (opts === null || typeof opts !== 'object')
+    throw new InvalidArgumentError(f('options'), opts, 'must be an object');
   for (const key of Object.keys(opts)) {
-    if (!ENQUEUE_OPTION_KEYS.has(key)) throw new InvalidArgumentError(f(key), (opts as Record<string, unknown>)[key], 'is not an enqueue option');
+    if (!ENQUEUE_OPTION_KEYS.has(key))
+      throw new InvalidArgumentError(
+        f(key),
+        (opts as Record<string, unknown>)[key],
+        'is not an enqueue option',
+      );
   }
   const queue = checkQueueName(opts.queue ?? ref.queue, f('queue'));
   const scheduledAt = optionalDate(opts.scheduledAt, f('scheduledAt'));
@@ -106,12 +127,20 @@ export function buildEnqueueArgs(
   if (scheduledAt !== null && delayMs !== null) {
     throw new InvalidArgumentError(f('delay'), opts.delay, 'scheduledAt and delay are mutually exclusive');
   }
-  const priority = opts.priority === undefined ? ref.priority : checkInt(opts.priority, f('priority'), -2_147_483_648, 2_147_483_647);
+  const priority =
+    opts.priority === undefined
+      ? ref.priority
+      : checkInt(opts.priority, f('priority'), -2_147_483_648, 2_147_483_647);
   const metadata = opts.metadata ?? {};
-  if (!isPlainObject(metadata)) throw new InvalidArgumentError(f('metadata'), metadata, 'must be a plain object');
+  if (!isPlainObject(metadata))
+    throw new InvalidArgumentError(f('metadata'), metadata, 'must be a plain object');
   for (const key of RESERVED_METADATA_KEYS) {
     if (key in metadata) {
-      throw new InvalidArgumentError(f(`metadata.${key}`), metadata[key], `is reserved for TaskQ (${key === 'singleton' ? 'set singleton on the actor' : 'use enqueueBatch'})`);
+      throw new InvalidArgumentError(
+        f(`metadata.${key}`),
+        metadata[key],
+        `is reserved for TaskQ (${key === 'singleton' ? 'set singleton on the actor' : 'use enqueueBatch'})`,
+      );
     }
   }
   let metaOut: Record<string, unknown> = metadata;
@@ -124,12 +153,21 @@ export function buildEnqueueArgs(
   if (ctx.batchId) metaOut.batch_id = ctx.batchId;
   const tags = opts.tags ?? [];
   if (!Array.isArray(tags)) throw new InvalidArgumentError(f('tags'), tags, 'must be an array of strings');
-  if (tags.length > MAX_TAGS) throw new InvalidArgumentError(f('tags'), tags, `must hold at most ${MAX_TAGS} tags`);
+  if (tags.length > MAX_TAGS)
+    throw new InvalidArgumentError(f('tags'), tags, `must hold at most ${MAX_TAGS} tags`);
   const tagList = tags.map((t, i) => checkText(t, f(`tags[${i}]`), { maxBytes: TAG_MAX_BYTES }));
-  const idempotencyKey = optionalText(opts.idempotencyKey, f('idempotencyKey'), ctx.idempotencyMaxBytes, true);
+  const idempotencyKey = optionalText(
+    opts.idempotencyKey,
+    f('idempotencyKey'),
+    ctx.idempotencyMaxBytes,
+    true,
+  );
   let idempotencyScope = '';
   if (opts.idempotencyScope !== undefined && opts.idempotencyScope !== null) {
-    idempotencyScope = checkText(opts.idempotencyScope, f('idempotencyScope'), { allowEmpty: true, maxBytes: ctx.idempotencyMaxBytes });
+    idempotencyScope = checkText(opts.idempotencyScope, f('idempotencyScope'), {
+      allowEmpty: true,
+      maxBytes: ctx.idempotencyMaxBytes,
+    });
   }
   const scheduleToClose = optionalDate(opts.scheduleToClose, f('scheduleToClose'));
   return {

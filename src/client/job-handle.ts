@@ -1,5 +1,6 @@
 import type { AttemptRow, CancelResult, EventRow, JobRow, JobStatus } from '../backend/types.js';
 import { JobNotFoundError } from '../errors/job-errors.js';
+import type { Schema } from '../schema-validation.js';
 import type { JobsClient } from './jobs-client.js';
 
 /**
@@ -16,7 +17,7 @@ export class JobHandle<R = unknown> {
     row: JobRow,
     wasExisting: boolean,
     /** Result schema of the actor, when known (used by `wait()`). */
-    readonly resultSchema: import('../schema-validation.js').Schema<R> | null = null,
+    readonly resultSchema: Schema<R> | null = null,
   ) {
     this.current = row;
     this.wasExisting = wasExisting;

@@ -1,4 +1,4 @@
-import type { ActorRef } from '../actor.js';
+import type { ActorRef, AnyActor } from '../actor.js';
 import type { Backend, JobPage } from '../backend/backend.js';
 import { normalizeJobFilter, type JobFilter } from '../backend/job-filter.js';
 import type { CancelResult, EnqueueArgs, JobRow } from '../backend/types.js';
@@ -33,14 +33,19 @@ export interface JobsClientOptions {
   logger?: Logger;
 }
 
-/** One item of `enqueueBatch`. */
-export interface EnqueueItem<P = unknown> {
+/** One item of `enqueueBatch`. Build typed items with {@link batchItem}. */
+export interface EnqueueItem {
   /** The actor to run. */
-  actor: ActorRef<P, unknown>;
+  actor: AnyActor;
   /** Its payload. */
-  payload: P;
+  payload: unknown;
   /** Per-item options (no `connection`: the batch has one). */
   options?: Omit<EnqueueOptions, 'connection'>;
+}
+
+/** A type-checked `enqueueBatch` item: the payload must match the actor's payload type. */
+export function batchItem<P>(actor: ActorRef<P, unknown>, payload: P, options?: Omit<EnqueueOptions, 'connection'>): EnqueueItem {
+  return options === undefined ? { actor: actor as AnyActor, payload } : { actor: actor as AnyActor, payload, options };
 }
 
 /** Result of `enqueueBatch`: one handle per item, in order. */
@@ -71,7 +76,12 @@ export class JobsClient {
     this.clock = options.clock ?? new SystemClock();
     this.logger = options.logger ?? silentLogger;
     this.idempotencyMaxBytes = options.idempotencyKeyMaxBytes ?? DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES;
-    this.capacity = new ActorCapacityCache(backend, this.clock, options.capacityCacheTtlMs ?? DEFAULT_CAPACITY_CACHE_TTL_MS, this.logger);
+    this.capacity = new ActorCapacityCache(
+      backend,
+      this.clock,
+      options.capacityCacheTtlMs ?? DEFAULT_CAPACITY_CACHE_TTL_MS,
+      this.logger,
+    );
   }
 
   /** Drops the cached stored `max_pending` values (tests, tooling that just changed them). */
@@ -79,15 +89,28 @@ export class JobsClient {
     this.capacity.invalidate();
   }
 
-  private async payloadJson(ref: ActorRef<unknown, unknown>, payload: unknown, what: string): Promise<string> {
+  private async payloadJson(
+    ref: ActorRef<unknown, unknown>,
+    payload: unknown,
+    what: string,
+  ): Promise<string> {
     const value = ref.payloadSchema
-      ? await validateSchema(ref.payloadSchema, payload, { actor: ref.name, what, payloadSchemaVer: ref.payloadSchemaVersion })
+      ? await validateSchema(ref.payloadSchema, payload, {
+          actor: ref.name,
+          what,
+          payloadSchemaVer: ref.payloadSchemaVersion,
+        })
       : payload;
     return toJsonText(value, { actor: ref.name, what });
   }
 
   private checkRef(ref: unknown, field: string): asserts ref is ActorRef<unknown, unknown> {
-    if (ref === null || typeof ref !== 'object' || typeof (ref as ActorRef).name !== 'string' || typeof (ref as ActorRef).handler !== 'function') {
+    if (
+      ref === null ||
+      typeof ref !== 'object' ||
+      typeof (ref as ActorRef).name !== 'string' ||
+      typeof (ref as ActorRef).handler !== 'function'
+    ) {
       throw new InvalidArgumentError(field, ref, 'must be an actor declared with actor()');
     }
   }
@@ -103,10 +126,16 @@ export class JobsClient {
     const r = ref as ActorRef<unknown, unknown>;
     const json = await this.payloadJson(r, payload, 'payload');
     const maxPending = await this.capacity.effectiveMaxPending(r.name, r.maxPending);
-    const args = buildEnqueueArgs(r, json, options, { maxPending, idempotencyMaxBytes: this.idempotencyMaxBytes });
+    const args = buildEnqueueArgs(r, json, options, {
+      maxPending,
+      idempotencyMaxBytes: this.idempotencyMaxBytes,
+    });
     this.warnUniqueForWithoutIdentity(r, args);
-    const row = options.connection ? await this.backend.enqueueWithConn(options.connection, args) : await this.backend.enqueue(args);
-    if (row.id === args.id) this.logger.debug({ jobId: row.id, actor: row.actor, queue: row.queue }, 'job-enqueued');
+    const row = options.connection
+      ? await this.backend.enqueueWithConn(options.connection, args)
+      : await this.backend.enqueue(args);
+    if (row.id === args.id)
+      this.logger.debug({ jobId: row.id, actor: row.actor, queue: row.queue }, 'job-enqueued');
     return new JobHandle<R>(this, row, row.id !== args.id, ref.resultSchema);
   }
 
@@ -126,23 +155,34 @@ export class JobsClient {
     items: readonly EnqueueItem[],
     options: { batchId?: string; connection?: EnqueueOptions['connection'] } = {},
   ): Promise<BatchHandle> {
-    if (!Array.isArray(items) || items.length === 0) throw new InvalidArgumentError('enqueueBatch.items', items, 'must be a non-empty array');
+    if (!Array.isArray(items) || items.length === 0)
+      throw new InvalidArgumentError('enqueueBatch.items', items, 'must be a non-empty array');
     if (items.length > MAX_BATCH_SIZE) {
-      throw new InvalidArgumentError('enqueueBatch.items', items, `must hold at most ${MAX_BATCH_SIZE} items (got ${items.length})`);
+      throw new InvalidArgumentError(
+        'enqueueBatch.items',
+        items,
+        `must hold at most ${MAX_BATCH_SIZE} items (got ${items.length})`,
+      );
     }
     let batchId = newJobId();
     if (options.batchId !== undefined) {
-      if (!isUuid(options.batchId)) throw new InvalidArgumentError('enqueueBatch.batchId', options.batchId, 'must be a UUID');
+      if (!isUuid(options.batchId))
+        throw new InvalidArgumentError('enqueueBatch.batchId', options.batchId, 'must be a UUID');
       batchId = options.batchId.toLowerCase();
     }
     const refs = items.map((item, i) => {
-      if (item === null || typeof item !== 'object') throw new InvalidArgumentError(`items[${i}]`, item, 'must be { actor, payload, options? }');
+      if (item === null || typeof item !== 'object')
+        throw new InvalidArgumentError(`items[${i}]`, item, 'must be { actor, payload, options? }');
       this.checkRef(item.actor, `items[${i}].actor`);
       return item.actor as ActorRef<unknown, unknown>;
     });
-    const jsons = await Promise.all(items.map((item, i) => this.payloadJson(refs[i]!, item.payload, `items[${i}].payload`)));
+    const jsons = await Promise.all(
+      items.map((item, i) => this.payloadJson(refs[i]!, item.payload, `items[${i}].payload`)),
+    );
     const limits = new Map<string, number | null>();
-    for (const ref of refs) if (!limits.has(ref.name)) limits.set(ref.name, await this.capacity.effectiveMaxPending(ref.name, ref.maxPending));
+    for (const ref of refs)
+      if (!limits.has(ref.name))
+        limits.set(ref.name, await this.capacity.effectiveMaxPending(ref.name, ref.maxPending));
     const args = items.map((item, i) =>
       buildEnqueueArgs(refs[i]!, jsons[i]!, item.options ?? {}, {
         maxPending: limits.get(refs[i]!.name) ?? null,
@@ -160,11 +200,16 @@ export class JobsClient {
         if (existing + adding > limit) throw new MaxPendingExceededError(actor, existing, limit);
       }
     }
-    const rows = await this.backend.enqueueBatch(args, options.connection ? { connection: options.connection } : {});
+    const rows = await this.backend.enqueueBatch(
+      args,
+      options.connection ? { connection: options.connection } : {},
+    );
     return {
       batchId,
       size: items.length,
-      jobHandles: rows.map((row, i) => new JobHandle(this, row, row.id !== args[i]!.id, refs[i]!.resultSchema)),
+      jobHandles: rows.map(
+        (row, i) => new JobHandle(this, row, row.id !== args[i]!.id, refs[i]!.resultSchema),
+      ),
     };
   }
 
@@ -196,11 +241,17 @@ export class JobsClient {
     if (reason !== undefined && reason !== null && typeof reason !== 'string') {
       throw new InvalidArgumentError('cancel.reason', reason, 'must be a string');
     }
-    if (typeof reason === 'string' && reason.includes('\u0000')) throw new InvalidArgumentError('cancel.reason', reason, 'must not contain NUL characters');
+    if (typeof reason === 'string' && reason.includes('\u0000'))
+      throw new InvalidArgumentError('cancel.reason', reason, 'must not contain NUL characters');
     const initiated = await this.backend.writeCancelRequest(before.id, reason ?? null);
     const after = await this.backend.get(before.id);
     if (!after) throw new TaskQStateError(`job ${jobId} vanished while being cancelled`);
-    return { jobId: before.id, previousStatus: before.status, newStatus: after.status, cancellationInitiated: initiated };
+    return {
+      jobId: before.id,
+      previousStatus: before.status,
+      newStatus: after.status,
+      cancellationInitiated: initiated,
+    };
   }
 
   /** Sends a failed, crashed, cancelled or abandoned job back to `pending` with a fresh attempt budget. */

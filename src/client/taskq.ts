@@ -61,8 +61,11 @@ export class TaskQ implements AsyncDisposable {
 
   /** Opens a client. Connections are made lazily, on the first call that needs one. */
   static async open(options: TaskQOptions): Promise<TaskQ> {
-    if (options === null || typeof options !== 'object') throw new InvalidArgumentError('TaskQ.open', options, 'options must be an object');
-    const sources = (['dsn', 'pool', 'poolFactory', 'driver'] as const).filter((k) => options[k] !== undefined && options[k] !== null);
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('TaskQ.open', options, 'options must be an object');
+    const sources = (['dsn', 'pool', 'poolFactory', 'driver'] as const).filter(
+      (k) => options[k] !== undefined && options[k] !== null,
+    );
     if (sources.length !== 1) {
       throw new InvalidArgumentError(
         'TaskQ.open',
@@ -79,15 +82,28 @@ export class TaskQ implements AsyncDisposable {
     if (options.driver) driver = options.driver;
     else if (options.pool) driver = new PgDriver({ pool: options.pool });
     else if (options.poolFactory) {
-      if (typeof options.poolFactory !== 'function') throw new InvalidArgumentError('TaskQ.open.poolFactory', options.poolFactory, 'must be a function returning a pg.Pool');
+      if (typeof options.poolFactory !== 'function')
+        throw new InvalidArgumentError(
+          'TaskQ.open.poolFactory',
+          options.poolFactory,
+          'must be a function returning a pg.Pool',
+        );
       const pool = await options.poolFactory();
       driver = new PgDriver({ pool, ownPool: true });
-    } else driver = new PgDriver({ connection: options.dsn as string, maxPoolSize: options.maxPoolSize ?? 5, applicationName: 'taskq' });
+    } else
+      driver = new PgDriver({
+        connection: options.dsn as string,
+        maxPoolSize: options.maxPoolSize ?? 5,
+        applicationName: 'taskq',
+      });
     const backend = new PostgresBackend(driver, { schema, logger });
     const client = new JobsClient(backend, {
       logger,
       idempotencyKeyMaxBytes: options.idempotencyKeyMaxBytes,
-      capacityCacheTtlMs: options.capacityCacheTtl === undefined ? undefined : toMs(options.capacityCacheTtl, 'TaskQ.open.capacityCacheTtl', 'nonNegative'),
+      capacityCacheTtlMs:
+        options.capacityCacheTtl === undefined
+          ? undefined
+          : toMs(options.capacityCacheTtl, 'TaskQ.open.capacityCacheTtl', 'nonNegative'),
     });
     return new TaskQ(backend, client);
   }
@@ -103,42 +119,45 @@ export class TaskQ implements AsyncDisposable {
   }
 
   /** See {@link JobsClient.enqueue}. */
-  enqueue<P, R>(ref: ActorRef<P, R>, payload: P, options?: EnqueueOptions): Promise<JobHandle<R>> {
+  async enqueue<P, R>(ref: ActorRef<P, R>, payload: P, options?: EnqueueOptions): Promise<JobHandle<R>> {
     return this.live().enqueue(ref, payload, options);
   }
 
   /** See {@link JobsClient.enqueueBatch}. */
-  enqueueBatch(items: readonly EnqueueItem[], options?: { batchId?: string; connection?: EnqueueOptions['connection'] }): Promise<BatchHandle> {
+  async enqueueBatch(
+    items: readonly EnqueueItem[],
+    options?: { batchId?: string; connection?: EnqueueOptions['connection'] },
+  ): Promise<BatchHandle> {
     return this.live().enqueueBatch(items, options);
   }
 
   /** See {@link JobsClient.get}. */
-  get<R = unknown>(jobId: string, ref?: ActorRef<unknown, R>): Promise<JobHandle<R> | null> {
+  async get<R = unknown>(jobId: string, ref?: ActorRef<unknown, R>): Promise<JobHandle<R> | null> {
     return this.live().get(jobId, ref);
   }
 
   /** See {@link JobsClient.getRow}. */
-  getRow(jobId: string): Promise<JobRow | null> {
+  async getRow(jobId: string): Promise<JobRow | null> {
     return this.live().getRow(jobId);
   }
 
   /** See {@link JobsClient.list}. */
-  list(filter?: JobFilter): Promise<JobPage> {
+  async list(filter?: JobFilter): Promise<JobPage> {
     return this.live().list(filter);
   }
 
   /** See {@link JobsClient.cancel}. */
-  cancel(jobId: string, reason?: string | null): Promise<CancelResult> {
+  async cancel(jobId: string, reason?: string | null): Promise<CancelResult> {
     return this.live().cancel(jobId, reason);
   }
 
   /** See {@link JobsClient.retryJob}. */
-  retryJob(jobId: string): Promise<boolean> {
+  async retryJob(jobId: string): Promise<boolean> {
     return this.live().retryJob(jobId);
   }
 
   /** See {@link JobsClient.countActiveJobs}. */
-  countActiveJobs(queues: readonly string[]): Promise<number> {
+  async countActiveJobs(queues: readonly string[]): Promise<number> {
     return this.live().countActiveJobs(queues);
   }
 

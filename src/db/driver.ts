@@ -16,7 +16,11 @@ export interface Executor {
    * Runs `text` with `$1..$n` bound to `values`. `name`, when given, lets the driver prepare the
    * statement once per connection (node-postgres named statements).
    */
-  query<R = Record<string, unknown>>(text: string, values?: readonly unknown[], name?: string): Promise<QueryResult<R>>;
+  query<R = Record<string, unknown>>(
+    text: string,
+    values?: readonly unknown[],
+    name?: string,
+  ): Promise<QueryResult<R>>;
 }
 
 /** A connection held for its whole life: LISTEN subscriptions and session-level advisory locks. */

@@ -88,7 +88,8 @@ export class PgDriver implements Driver {
       this.config = null;
     } else if (options.connection !== undefined) {
       this.config = { ...toConfig(options.connection) };
-      if (options.applicationName && !this.config.application_name) this.config.application_name = options.applicationName;
+      if (options.applicationName && !this.config.application_name)
+        this.config.application_name = options.applicationName;
       this.pool = new pg.Pool({ ...this.config, max: options.maxPoolSize ?? 5 });
       // An idle client that errors (server restart) must not crash the process; the pool drops it.
       this.pool.on('error', () => undefined);

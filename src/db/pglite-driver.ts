@@ -5,7 +5,11 @@ import type { DedicatedConnection, Driver, Executor, QueryResult } from './drive
 interface PGliteLike {
   query<R>(text: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }>;
   exec(text: string): Promise<{ rows: unknown[]; affectedRows?: number }[]>;
-  transaction<T>(fn: (tx: { query<R>(text: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }> }) => Promise<T>): Promise<T>;
+  transaction<T>(
+    fn: (tx: {
+      query<R>(text: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }>;
+    }) => Promise<T>,
+  ): Promise<T>;
   listen(channel: string, cb: (payload: string) => void): Promise<(() => Promise<void>) | unknown>;
   unlisten(channel: string): Promise<void>;
   close(): Promise<void>;
@@ -71,7 +75,10 @@ export class PgliteDriver implements Driver {
       query: (text, values) => this.query(text, values),
       async listen(channel, onNotify) {
         const unsub = await db.listen(channel, onNotify);
-        channels.set(channel, typeof unsub === 'function' ? (unsub as () => Promise<void>) : () => db.unlisten(channel));
+        channels.set(
+          channel,
+          typeof unsub === 'function' ? (unsub as () => Promise<void>) : () => db.unlisten(channel),
+        );
       },
       async unlisten(channel) {
         const unsub = channels.get(channel);

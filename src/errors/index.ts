@@ -1,8 +1,16 @@
 export { TaskQError } from './taskq-error.js';
 export { InvalidArgumentError } from './invalid-argument-error.js';
 export { PayloadValidationError, type ValidationIssue } from './payload-validation-error.js';
-export { BackpressureError, MaxPendingExceededError, SingletonCollisionError } from './backpressure-errors.js';
-export { SchemaNotMigratedError, SchemaTooNewError, ScopedIdempotencyMigrationPendingError } from './schema-errors.js';
+export {
+  BackpressureError,
+  MaxPendingExceededError,
+  SingletonCollisionError,
+} from './backpressure-errors.js';
+export {
+  SchemaNotMigratedError,
+  SchemaTooNewError,
+  ScopedIdempotencyMigrationPendingError,
+} from './schema-errors.js';
 export {
   JobNotFoundError,
   IllegalStateTransition,

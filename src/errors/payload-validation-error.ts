@@ -24,7 +24,11 @@ export class PayloadValidationError extends TaskQError {
 
   constructor(
     detail: string,
-    fields: { actor?: string | null; payloadSchemaVer?: number | null; validationErrors?: readonly ValidationIssue[] } = {},
+    fields: {
+      actor?: string | null;
+      payloadSchemaVer?: number | null;
+      validationErrors?: readonly ValidationIssue[];
+    } = {},
   ) {
     super('TASKQ_PAYLOAD_INVALID', detail);
     this.actor = fields.actor ?? null;

@@ -132,7 +132,9 @@ export class Migrator {
         }
         return { applied: done };
       } finally {
-        await conn.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockKey]).catch(() => undefined);
+        await conn
+          .query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [lockKey])
+          .catch(() => undefined);
       }
     } finally {
       await conn.close();
@@ -159,7 +161,9 @@ export class Migrator {
   }
 
   private async readLedger(conn: { query: DedicatedConnection['query'] }): Promise<Map<string, LedgerRow>> {
-    const res = await conn.query<LedgerRow>(`SELECT id, checksum, applied_at FROM ${this.ledger()} ORDER BY id`);
+    const res = await conn.query<LedgerRow>(
+      `SELECT id, checksum, applied_at FROM ${this.ledger()} ORDER BY id`,
+    );
     return new Map(res.rows.map((r) => [r.id, r]));
   }
 
@@ -168,7 +172,12 @@ export class Migrator {
       const row = applied.get(m.id);
       if (row && row.checksum !== sha256(this.rendered(m))) {
         this.logger.warn(
-          { migration: m.id, schema: this.schema, storedChecksum: row.checksum, shippedChecksum: sha256(this.rendered(m)) },
+          {
+            migration: m.id,
+            schema: this.schema,
+            storedChecksum: row.checksum,
+            shippedChecksum: sha256(this.rendered(m)),
+          },
           'migration-checksum-drift',
         );
       }
@@ -195,7 +204,8 @@ export class Migrator {
     try {
       return await this.readLedger(this.driver);
     } catch (err) {
-      if ((err as { code?: string }).code === '42P01' || (err as { code?: string }).code === '3F000') return null;
+      if ((err as { code?: string }).code === '42P01' || (err as { code?: string }).code === '3F000')
+        return null;
       throw err;
     }
   }
@@ -211,7 +221,8 @@ export class Migrator {
     const known = new Set(this.migrations.map((m) => m.id));
     const unknown = [...applied.keys()].filter((id) => !known.has(id));
     if (unknown.length > 0) throw new SchemaTooNewError(this.schema, unknown);
-    if (this.migrations.some((m) => m.phase === 'pre' && !applied.has(m.id))) throw new SchemaNotMigratedError(this.schema);
+    if (this.migrations.some((m) => m.phase === 'pre' && !applied.has(m.id)))
+      throw new SchemaNotMigratedError(this.schema);
   }
 
   /**

@@ -41,13 +41,19 @@ export class RetryPolicy {
 
   constructor(options: RetryPolicyOptions = {}, field = 'retry') {
     const kind = options.kind ?? 'transient';
-    if (!RETRY_KINDS.includes(kind)) throw new InvalidArgumentError(`${field}.kind`, kind, `must be one of ${RETRY_KINDS.join(', ')}`);
+    if (!RETRY_KINDS.includes(kind))
+      throw new InvalidArgumentError(`${field}.kind`, kind, `must be one of ${RETRY_KINDS.join(', ')}`);
     const maxAttempts = options.maxAttempts ?? 3;
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1 || maxAttempts > 1_000_000) {
-      throw new InvalidArgumentError(`${field}.maxAttempts`, maxAttempts, 'must be an integer between 1 and 1000000');
+      throw new InvalidArgumentError(
+        `${field}.maxAttempts`,
+        maxAttempts,
+        'must be an integer between 1 and 1000000',
+      );
     }
     const backoff = options.backoff ?? 'exponential';
-    if (!BACKOFFS.includes(backoff)) throw new InvalidArgumentError(`${field}.backoff`, backoff, `must be one of ${BACKOFFS.join(', ')}`);
+    if (!BACKOFFS.includes(backoff))
+      throw new InvalidArgumentError(`${field}.backoff`, backoff, `must be one of ${BACKOFFS.join(', ')}`);
     const jitter = options.jitter ?? 0.2;
     if (typeof jitter !== 'number' || !(jitter >= 0 && jitter <= 1)) {
       throw new InvalidArgumentError(`${field}.jitter`, jitter, 'must be a number between 0 and 1');

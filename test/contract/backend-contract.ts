@@ -51,17 +51,21 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
 
     describe('enqueue', () => {
       it('inserts a pending job with the actor defaults and the given options', async () => {
-        const h1 = await client.enqueue(sendEmail, { to: 'a@example.com' }, {
-          priority: 7,
-          identityKey: 'user:1',
-          fairnessKey: 'tenant-a',
-          metadata: { source: 'test' },
-          tags: ['welcome', 'mail'],
-          traceId: 'abc123',
-          spanId: 'def456',
-          startToClose: '45s',
-          heartbeatTimeout: 10_000,
-        });
+        const h1 = await client.enqueue(
+          sendEmail,
+          { to: 'a@example.com' },
+          {
+            priority: 7,
+            identityKey: 'user:1',
+            fairnessKey: 'tenant-a',
+            metadata: { source: 'test' },
+            tags: ['welcome', 'mail'],
+            traceId: 'abc123',
+            spanId: 'def456',
+            startToClose: '45s',
+            heartbeatTimeout: 10_000,
+          },
+        );
         expect(h1.wasExisting).toBe(false);
         const row = h1.row;
         expect(row.status).toBe('pending');
@@ -93,7 +97,11 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
       });
 
       it('lands a future scheduledAt or delay as scheduled and a past one as pending', async () => {
-        const future = await client.enqueue(plain, { n: 1 }, { scheduledAt: new Date(Date.now() + 3_600_000) });
+        const future = await client.enqueue(
+          plain,
+          { n: 1 },
+          { scheduledAt: new Date(Date.now() + 3_600_000) },
+        );
         expect(future.row.status).toBe('scheduled');
         const delayed = await client.enqueue(plain, { n: 2 }, { delay: '10m' });
         expect(delayed.row.status).toBe('scheduled');
@@ -120,7 +128,11 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         expect(b.wasExisting).toBe(true);
         expect(b.jobId).toBe(a.jobId);
         expect(b.row.payload).toEqual({ n: 1 });
-        const c = await client.enqueue(plain, { n: 3 }, { idempotencyKey: 'order:1', idempotencyScope: 'run-2' });
+        const c = await client.enqueue(
+          plain,
+          { n: 3 },
+          { idempotencyKey: 'order:1', idempotencyScope: 'run-2' },
+        );
         expect(c.wasExisting).toBe(false);
         expect(c.jobId).not.toBe(a.jobId);
         const d = await client.enqueue(plain, { n: 4 }, { idempotencyKey: 'order:1', idempotencyScope: '' });
@@ -139,7 +151,9 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
       it('uniqueFor returns the existing job within the window, and bypasses maxPending', async () => {
         const a = await client.enqueue(deduped, {}, { identityKey: 'report:7' });
         // deduped has maxPending 1: a second distinct job would be refused ...
-        await expect(client.enqueue(deduped, {}, { identityKey: 'report:8' })).rejects.toBeInstanceOf(MaxPendingExceededError);
+        await expect(client.enqueue(deduped, {}, { identityKey: 'report:8' })).rejects.toBeInstanceOf(
+          MaxPendingExceededError,
+        );
         // ... but a uniqueFor hit is returned before the maxPending check.
         const b = await client.enqueue(deduped, {}, { identityKey: 'report:7' });
         expect(b.wasExisting).toBe(true);
@@ -172,7 +186,9 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
       it('enforces maxPending as count >= limit, and a duplicate idempotency key at the limit still raises', async () => {
         await client.enqueue(limited, { n: 1 }, { idempotencyKey: 'dup' });
         await client.enqueue(limited, { n: 2 });
-        const err = await client.enqueue(limited, { n: 1 }, { idempotencyKey: 'dup' }).catch((e: unknown) => e);
+        const err = await client
+          .enqueue(limited, { n: 1 }, { idempotencyKey: 'dup' })
+          .catch((e: unknown) => e);
         expect(err).toBeInstanceOf(MaxPendingExceededError);
         expect((err as MaxPendingExceededError).currentCount).toBe(2);
         expect((err as MaxPendingExceededError).maxPending).toBe(2);
@@ -205,7 +221,9 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         expect(pve.validationErrors[0]?.path).toEqual(['to']);
         expect(JSON.stringify(pve.validationErrors)).not.toContain('secret-not-an-email');
         expect(pve.message).not.toContain('secret-not-an-email');
-        await expect(client.enqueue(sendEmail, { to: 42 } as never)).rejects.toBeInstanceOf(PayloadValidationError);
+        await expect(client.enqueue(sendEmail, { to: 42 } as never)).rejects.toBeInstanceOf(
+          PayloadValidationError,
+        );
         expect(await count()).toBe(0);
       });
 
@@ -213,7 +231,11 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         ['empty idempotency key', { idempotencyKey: '' }, 'enqueue.idempotencyKey'],
         ['whitespace idempotency key', { idempotencyKey: '   ' }, 'enqueue.idempotencyKey'],
         ['oversized idempotency key', { idempotencyKey: 'é'.repeat(513) }, 'enqueue.idempotencyKey'],
-        ['oversized idempotency scope', { idempotencyKey: 'k', idempotencyScope: 'x'.repeat(1025) }, 'enqueue.idempotencyScope'],
+        [
+          'oversized idempotency scope',
+          { idempotencyKey: 'k', idempotencyScope: 'x'.repeat(1025) },
+          'enqueue.idempotencyScope',
+        ],
         ['NUL in identity key', { identityKey: 'a\u0000b' }, 'enqueue.identityKey'],
         ['NUL in fairness key', { fairnessKey: '\u0000' }, 'enqueue.fairnessKey'],
         ['NUL in a tag', { tags: ['ok', 'b\u0000d'] }, 'enqueue.tags[1]'],
@@ -259,7 +281,9 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         await client.enqueue(limited, { n: 1 });
         const tx = await h.begin();
         await client.enqueue(limited, { n: 2 }, { connection: tx.conn });
-        await expect(client.enqueue(limited, { n: 3 }, { connection: tx.conn })).rejects.toBeInstanceOf(MaxPendingExceededError);
+        await expect(client.enqueue(limited, { n: 3 }, { connection: tx.conn })).rejects.toBeInstanceOf(
+          MaxPendingExceededError,
+        );
         await tx.commit();
         expect(await count()).toBe(2);
       });
@@ -336,7 +360,9 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
           { actor: limited, payload: { n: 1 } },
           { actor: limited, payload: { n: 2 } },
         ]);
-        await expect(client.enqueueBatch([{ actor: limited, payload: { n: 3 } }])).rejects.toBeInstanceOf(MaxPendingExceededError);
+        await expect(client.enqueueBatch([{ actor: limited, payload: { n: 3 } }])).rejects.toBeInstanceOf(
+          MaxPendingExceededError,
+        );
         expect(await count()).toBe(2);
       });
 
@@ -401,7 +427,11 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
       it('pages every ordering with cursors over rows sharing a timestamp, without gaps or repeats', async () => {
         // One batch: every row gets the same created_at and scheduled_at.
         const batch = await client.enqueueBatch(
-          Array.from({ length: 25 }, (_, n) => ({ actor: plain, payload: { n }, options: { priority: n % 3 } })),
+          Array.from({ length: 25 }, (_, n) => ({
+            actor: plain,
+            payload: { n },
+            options: { priority: n % 3 },
+          })),
         );
         for (const h of batch.jobHandles.slice(0, 10)) await client.cancel(h.jobId);
         for (const orderBy of ['scheduled_at_asc', 'created_at_desc', 'finished_at_desc'] as const) {
@@ -439,7 +469,9 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
       it('rejects a cursor used with another ordering', async () => {
         await client.enqueueBatch(Array.from({ length: 3 }, (_, n) => ({ actor: plain, payload: { n } })));
         const p1 = await client.list({ limit: 1, orderBy: 'created_at_desc' });
-        const err = await client.list({ limit: 1, cursor: p1.nextCursor!, orderBy: 'finished_at_desc' }).catch((e: unknown) => e);
+        const err = await client
+          .list({ limit: 1, cursor: p1.nextCursor!, orderBy: 'finished_at_desc' })
+          .catch((e: unknown) => e);
         expect((err as InvalidArgumentError).rule).toMatch(/created_at_desc/);
       });
 
@@ -464,7 +496,12 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         const a = await client.enqueue(plain, { n: 1 });
         const b = await client.enqueue(plain, { n: 2 }, { delay: '1h' });
         const ra = await client.cancel(a.jobId, 'no longer needed');
-        expect(ra).toEqual({ jobId: a.jobId, previousStatus: 'pending', newStatus: 'cancelled', cancellationInitiated: true });
+        expect(ra).toEqual({
+          jobId: a.jobId,
+          previousStatus: 'pending',
+          newStatus: 'cancelled',
+          cancellationInitiated: true,
+        });
         const rb = await b.cancel();
         expect(rb.previousStatus).toBe('scheduled');
         expect(rb.newStatus).toBe('cancelled');
@@ -474,7 +511,11 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         expect(row.errorMessage).toBe('no longer needed');
         const events = await a.events();
         expect(events).toHaveLength(1);
-        expect(events[0]).toMatchObject({ jobId: a.jobId, kind: 'state_change', detail: { from_state: 'pending', to_state: 'cancelled', reason: 'cancel_requested' } });
+        expect(events[0]).toMatchObject({
+          jobId: a.jobId,
+          kind: 'state_change',
+          detail: { from_state: 'pending', to_state: 'cancelled', reason: 'cancel_requested' },
+        });
       });
 
       it('leaves terminal jobs alone and raises for unknown jobs', async () => {
@@ -484,7 +525,9 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         expect(again.cancellationInitiated).toBe(false);
         expect(again.newStatus).toBe('cancelled');
         expect((await a.events()).length).toBe(1);
-        await expect(client.cancel('018f0000-0000-7000-8000-000000000000')).rejects.toBeInstanceOf(JobNotFoundError);
+        await expect(client.cancel('018f0000-0000-7000-8000-000000000000')).rejects.toBeInstanceOf(
+          JobNotFoundError,
+        );
       });
 
       it('retryJob sends a terminal job back to pending with a fresh budget, and refuses active jobs', async () => {
@@ -493,7 +536,15 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         await client.cancel(a.jobId, 'oops');
         expect(await client.retryJob(a.jobId)).toBe(true);
         const row = await a.refresh();
-        expect(row).toMatchObject({ status: 'pending', attempt: 0, errorClass: null, errorMessage: null, finishedAt: null, cancelPhase: 0, cancelRequestedAt: null });
+        expect(row).toMatchObject({
+          status: 'pending',
+          attempt: 0,
+          errorClass: null,
+          errorMessage: null,
+          finishedAt: null,
+          cancelPhase: 0,
+          cancelRequestedAt: null,
+        });
         const events = await a.events();
         expect(events.map((e) => e.detail.to_state)).toEqual(['cancelled', 'pending']);
         expect(events[1]?.detail.reason).toBe('admin_retry');
@@ -512,11 +563,41 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
       it('stores attempt rows in order', async () => {
         const a = await client.enqueue(plain, { n: 1 });
         const t0 = new Date(Date.now() - 1000);
-        await h.backend.writeAttempt({ jobId: a.jobId, attempt: 1, workerId: '018f0000-0000-7000-8000-0000000000aa', startedAt: t0, finishedAt: new Date(), durationMs: 12.5, outcome: 'failed', errorClass: 'Boom', errorMessage: 'it broke', errorTraceback: 'at x' });
-        await h.backend.writeAttempt({ jobId: a.jobId, attempt: 2, workerId: null, startedAt: null, finishedAt: new Date(), durationMs: null, outcome: 'succeeded', errorClass: null, errorMessage: null, errorTraceback: null });
+        await h.backend.writeAttempt({
+          jobId: a.jobId,
+          attempt: 1,
+          workerId: '018f0000-0000-7000-8000-0000000000aa',
+          startedAt: t0,
+          finishedAt: new Date(),
+          durationMs: 12.5,
+          outcome: 'failed',
+          errorClass: 'Boom',
+          errorMessage: 'it broke',
+          errorTraceback: 'at x',
+        });
+        await h.backend.writeAttempt({
+          jobId: a.jobId,
+          attempt: 2,
+          workerId: null,
+          startedAt: null,
+          finishedAt: new Date(),
+          durationMs: null,
+          outcome: 'succeeded',
+          errorClass: null,
+          errorMessage: null,
+          errorTraceback: null,
+        });
         const attempts = await a.attempts();
-        expect(attempts.map((x) => [x.attempt, x.outcome])).toEqual([[1, 'failed'], [2, 'succeeded']]);
-        expect(attempts[0]).toMatchObject({ errorClass: 'Boom', errorMessage: 'it broke', durationMs: 12.5, workerId: '018f0000-0000-7000-8000-0000000000aa' });
+        expect(attempts.map((x) => [x.attempt, x.outcome])).toEqual([
+          [1, 'failed'],
+          [2, 'succeeded'],
+        ]);
+        expect(attempts[0]).toMatchObject({
+          errorClass: 'Boom',
+          errorMessage: 'it broke',
+          durationMs: 12.5,
+          workerId: '018f0000-0000-7000-8000-0000000000aa',
+        });
         expect(attempts[0]?.startedAt?.getTime()).toBe(t0.getTime());
       });
     });

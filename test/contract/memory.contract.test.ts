@@ -14,7 +14,15 @@ defineBackendContract('InMemoryBackend', async (): Promise<ContractHarness> => {
       return { conn: tx, commit: () => tx.commit(), rollback: () => tx.rollback() };
     },
     async setStoredMaxPending(actor, value) {
-      backend.actorConfig.set(actor, { actor, queue: 'default', maxConcurrent: null, maxPending: value, resultTtlMs: null, metadata: {}, updatedAt: clock.now() });
+      backend.actorConfig.set(actor, {
+        actor,
+        queue: 'default',
+        maxConcurrent: null,
+        maxPending: value,
+        resultTtlMs: null,
+        metadata: {},
+        updatedAt: clock.now(),
+      });
     },
     async timeTravel(ms) {
       clock.advance(ms);

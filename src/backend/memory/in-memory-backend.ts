@@ -6,7 +6,15 @@ import { BACKEND_PROTOCOL_VERSION, type Backend, type JobPage } from '../backend
 import { encodeCursor, type CursorKey } from '../cursor.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
 import { ACTIVE_STATUSES, RETRYABLE_TERMINAL_STATUSES } from '../state-machine.js';
-import type { ActorConfigRow, AttemptRow, EnqueueArgs, EventKind, EventRow, JobRow, JobStatus } from '../types.js';
+import type {
+  ActorConfigRow,
+  AttemptRow,
+  EnqueueArgs,
+  EventKind,
+  EventRow,
+  JobRow,
+  JobStatus,
+} from '../types.js';
 import { MemoryTransaction } from './memory-transaction.js';
 
 /** Options of {@link InMemoryBackend}. */
@@ -45,7 +53,13 @@ export class InMemoryBackend implements Backend {
   }
 
   private event(jobId: string, kind: EventKind, detail: Record<string, unknown>): void {
-    this.events.push({ eventId: String(this.nextEventId++), jobId, occurredAt: this.clock.now(), kind, detail });
+    this.events.push({
+      eventId: String(this.nextEventId++),
+      jobId,
+      occurredAt: this.clock.now(),
+      kind,
+      detail,
+    });
   }
 
   private visibleJobs(extra: readonly JobRow[]): JobRow[] {
@@ -118,19 +132,29 @@ export class InMemoryBackend implements Backend {
     if (a.uniqueForMs !== null && a.identityKey !== null) {
       const since = now.getTime() - a.uniqueForMs;
       const hit = rows
-        .filter((r) => r.actor === a.actor && r.identityKey === a.identityKey && a.uniqueStates.includes(r.status) && r.createdAt.getTime() >= since)
+        .filter(
+          (r) =>
+            r.actor === a.actor &&
+            r.identityKey === a.identityKey &&
+            a.uniqueStates.includes(r.status) &&
+            r.createdAt.getTime() >= since,
+        )
         .sort((x, y) => y.createdAt.getTime() - x.createdAt.getTime())[0];
       if (hit) return { existing: hit };
     }
     if (a.singleton) {
       const blocking = rows.find((r) => r.actor === a.actor && ACTIVE_STATUSES.has(r.status));
       if (blocking) {
-        const retryAfter = blocking.scheduleToClose ? Math.max(0, blocking.scheduleToClose.getTime() - Date.now()) : null;
+        const retryAfter = blocking.scheduleToClose
+          ? Math.max(0, blocking.scheduleToClose.getTime() - Date.now())
+          : null;
         throw new SingletonCollisionError(a.actor, blocking.id, retryAfter);
       }
     }
     if (a.maxPending !== null) {
-      const n = rows.filter((r) => r.actor === a.actor && (r.status === 'pending' || r.status === 'scheduled')).length;
+      const n = rows.filter(
+        (r) => r.actor === a.actor && (r.status === 'pending' || r.status === 'scheduled'),
+      ).length;
       if (n >= a.maxPending) throw new MaxPendingExceededError(a.actor, n, a.maxPending);
     }
     if (a.idempotencyKey !== null) {
@@ -138,7 +162,10 @@ export class InMemoryBackend implements Backend {
       if (dup) return { existing: dup };
     }
     const row = this.buildRow(a, now);
-    if (row.metadata.singleton === true && rows.some((r) => r.actor === row.actor && this.isActiveSingleton(r))) {
+    if (
+      row.metadata.singleton === true &&
+      rows.some((r) => r.actor === row.actor && this.isActiveSingleton(r))
+    ) {
       throw new SingletonCollisionError(a.actor);
     }
     return { insert: row };
@@ -153,7 +180,9 @@ export class InMemoryBackend implements Backend {
 
   async enqueueWithConn(conn: ClientLike, args: EnqueueArgs): Promise<JobRow> {
     if (!(conn instanceof MemoryTransaction)) {
-      throw new TypeError('InMemoryBackend.enqueueWithConn needs a MemoryTransaction from backend.beginTransaction()');
+      throw new TypeError(
+        'InMemoryBackend.enqueueWithConn needs a MemoryTransaction from backend.beginTransaction()',
+      );
     }
     const buffered = this.txRows.get(conn) ?? [];
     const out = this.gateAndBuild(args, this.visibleJobs(buffered));
@@ -163,15 +192,24 @@ export class InMemoryBackend implements Backend {
     this.txRows.set(conn, buffered);
     conn.defer(() => {
       // A row committed meanwhile under the same key wins, as the unique index would decide.
-      if (row.idempotencyKey !== null && this.findByKey(this.jobs.values(), row.idempotencyScope, row.idempotencyKey)) return;
+      if (
+        row.idempotencyKey !== null &&
+        this.findByKey(this.jobs.values(), row.idempotencyScope, row.idempotencyKey)
+      )
+        return;
       this.jobs.set(row.id, row);
     });
     return clone(row);
   }
 
-  async enqueueBatch(list: readonly EnqueueArgs[], options: { connection?: ClientLike } = {}): Promise<JobRow[]> {
+  async enqueueBatch(
+    list: readonly EnqueueArgs[],
+    options: { connection?: ClientLike } = {},
+  ): Promise<JobRow[]> {
     if (options.connection !== undefined && !(options.connection instanceof MemoryTransaction)) {
-      throw new TypeError('InMemoryBackend.enqueueBatch needs a MemoryTransaction from backend.beginTransaction()');
+      throw new TypeError(
+        'InMemoryBackend.enqueueBatch needs a MemoryTransaction from backend.beginTransaction()',
+      );
     }
     const tx = options.connection as MemoryTransaction | undefined;
     const staged: JobRow[] = [];
@@ -179,13 +217,19 @@ export class InMemoryBackend implements Backend {
     const now = this.clock.now();
     const out: JobRow[] = [];
     for (const a of list) {
-      const dup = a.idempotencyKey !== null ? this.findByKey([...base, ...staged], a.idempotencyScope, a.idempotencyKey) : undefined;
+      const dup =
+        a.idempotencyKey !== null
+          ? this.findByKey([...base, ...staged], a.idempotencyScope, a.idempotencyKey)
+          : undefined;
       if (dup) {
         out.push(dup);
         continue;
       }
       const row = this.buildRow(a, now);
-      if (row.metadata.singleton === true && [...base, ...staged].some((r) => r.actor === row.actor && this.isActiveSingleton(r))) {
+      if (
+        row.metadata.singleton === true &&
+        [...base, ...staged].some((r) => r.actor === row.actor && this.isActiveSingleton(r))
+      ) {
         throw new SingletonCollisionError(row.actor);
       }
       staged.push(row);
@@ -249,7 +293,8 @@ export class InMemoryBackend implements Backend {
       case 'scheduled_at_asc':
         return (
           r.priority < k.priority ||
-          (r.priority === k.priority && (us(r.scheduledAt) > k.scheduledAtUs || (us(r.scheduledAt) === k.scheduledAtUs && r.id > k.id)))
+          (r.priority === k.priority &&
+            (us(r.scheduledAt) > k.scheduledAtUs || (us(r.scheduledAt) === k.scheduledAtUs && r.id > k.id)))
         );
       case 'created_at_desc':
         return us(r.createdAt) < k.createdAtUs || (us(r.createdAt) === k.createdAtUs && r.id < k.id);
@@ -263,13 +308,16 @@ export class InMemoryBackend implements Backend {
   async listJobs(filter: NormalizedJobFilter): Promise<JobPage> {
     if (filter.limit === 0) return { jobs: [], nextCursor: null };
     const rows = [...this.jobs.values()]
-      .filter((r) => this.matches(r, filter) && (filter.after === null || InMemoryBackend.after(r, filter.after)))
+      .filter(
+        (r) => this.matches(r, filter) && (filter.after === null || InMemoryBackend.after(r, filter.after)),
+      )
       .sort((a, b) => InMemoryBackend.compare(filter.orderBy, a, b));
     const page = rows.slice(0, filter.limit);
     const last = page[page.length - 1];
     return {
       jobs: page.map(clone),
-      nextCursor: rows.length > filter.limit && last ? encodeCursor(InMemoryBackend.keyOf(filter.orderBy, last)) : null,
+      nextCursor:
+        rows.length > filter.limit && last ? encodeCursor(InMemoryBackend.keyOf(filter.orderBy, last)) : null,
     };
   }
 
@@ -277,7 +325,8 @@ export class InMemoryBackend implements Backend {
     const wanted = new Set(actors);
     const out = new Map<string, number>();
     for (const r of this.jobs.values()) {
-      if (wanted.has(r.actor) && (r.status === 'pending' || r.status === 'scheduled')) out.set(r.actor, (out.get(r.actor) ?? 0) + 1);
+      if (wanted.has(r.actor) && (r.status === 'pending' || r.status === 'scheduled'))
+        out.set(r.actor, (out.get(r.actor) ?? 0) + 1);
     }
     return out;
   }
@@ -306,7 +355,12 @@ export class InMemoryBackend implements Backend {
         errorClass: 'CancelRequested',
         errorMessage: reason ?? 'cancelled by request',
       } satisfies Partial<JobRow>);
-      this.event(r.id, 'state_change', { from_state: from, to_state: 'cancelled', reason: 'cancel_requested', message: reason });
+      this.event(r.id, 'state_change', {
+        from_state: from,
+        to_state: 'cancelled',
+        reason: 'cancel_requested',
+        message: reason,
+      });
       return true;
     }
     if (r.status === 'running' && r.cancelRequestedAt === null) {
@@ -321,7 +375,10 @@ export class InMemoryBackend implements Backend {
   async retryJob(jobId: string): Promise<boolean> {
     const r = this.jobs.get(jobId.toLowerCase());
     if (!r || !RETRYABLE_TERMINAL_STATUSES.has(r.status)) return false;
-    if (r.metadata.singleton === true && [...this.jobs.values()].some((o) => o.id !== r.id && o.actor === r.actor && this.isActiveSingleton(o))) {
+    if (
+      r.metadata.singleton === true &&
+      [...this.jobs.values()].some((o) => o.id !== r.id && o.actor === r.actor && this.isActiveSingleton(o))
+    ) {
       throw new SingletonCollisionError(r.actor);
     }
     const from = r.status;

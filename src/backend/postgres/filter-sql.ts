@@ -22,11 +22,13 @@ export function filterConditions(f: NormalizedJobFilter, params: unknown[], quot
   if (f.queue !== null) conds.push(`j.queue = ${p(f.queue)}`);
   if (f.actor !== null) conds.push(`j.actor = ${p(f.actor)}`);
   if (f.identityKey !== null) conds.push(`j.identity_key = ${p(f.identityKey)}`);
-  if (f.batchId !== null) conds.push(`j.metadata ? 'batch_id' AND (j.metadata ->> 'batch_id') = ${p(f.batchId)}`);
+  if (f.batchId !== null)
+    conds.push(`j.metadata ? 'batch_id' AND (j.metadata ->> 'batch_id') = ${p(f.batchId)}`);
   if (f.tags.length > 0) conds.push(`j.tags <> '{}'::text[] AND j.tags @> ${p(f.tags)}::text[]`);
   if (f.statuses !== null) {
     if (f.statuses.length === 0) conds.push('FALSE');
-    else if (f.statuses.length === 1) conds.push(`j.status = ${p(f.statuses[0])}::${quotedSchema}.job_status`);
+    else if (f.statuses.length === 1)
+      conds.push(`j.status = ${p(f.statuses[0])}::${quotedSchema}.job_status`);
     else conds.push(`j.status = ANY (${p(f.statuses)}::${quotedSchema}.job_status[])`);
   }
   return conds;
@@ -81,11 +83,19 @@ export function listQuery(
 }
 
 /** The cursor for a row returned by {@link listQuery}. */
-export function cursorForRow(f: NormalizedJobFilter, row: { id: string; priority: number; _cursor_us: string | null }): string {
+export function cursorForRow(
+  f: NormalizedJobFilter,
+  row: { id: string; priority: number; _cursor_us: string | null },
+): string {
   const us = row._cursor_us === null ? null : Number(row._cursor_us);
   switch (f.orderBy) {
     case 'scheduled_at_asc':
-      return encodeCursor({ order: f.orderBy, priority: row.priority, scheduledAtUs: us as number, id: row.id });
+      return encodeCursor({
+        order: f.orderBy,
+        priority: row.priority,
+        scheduledAtUs: us as number,
+        id: row.id,
+      });
     case 'created_at_desc':
       return encodeCursor({ order: f.orderBy, createdAtUs: us as number, id: row.id });
     case 'finished_at_desc':

@@ -27,7 +27,9 @@ const SCHEMA_MISSING_CODES = new Set(['42P01', '3F000', '42704']);
 
 /** True for a Postgres error raised because TaskQ's tables (or schema, or enum type) are missing. */
 export function isSchemaMissingError(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && SCHEMA_MISSING_CODES.has((err as { code?: string }).code ?? '');
+  return (
+    typeof err === 'object' && err !== null && SCHEMA_MISSING_CODES.has((err as { code?: string }).code ?? '')
+  );
 }
 
 /**
@@ -65,7 +67,11 @@ export class PostgresBackend implements Backend {
   }
 
   /** Runs a named statement on `ex` (the pool by default), translating a missing schema. */
-  protected async run<R = Raw>(name: StatementName, values: readonly unknown[], ex: Executor = this.driver): Promise<R[]> {
+  protected async run<R = Raw>(
+    name: StatementName,
+    values: readonly unknown[],
+    ex: Executor = this.driver,
+  ): Promise<R[]> {
     try {
       const res = await ex.query<R>(this.sql[name], values, `taskq_${name}_${this.schema}`);
       return res.rows;
@@ -90,12 +96,39 @@ export class PostgresBackend implements Backend {
   private async enqueueOn(ex: Executor, a: EnqueueArgs): Promise<JobRow> {
     let rows: Raw[];
     try {
-      rows = await this.run('enqueue', [
-        a.id, a.actor, a.queue, a.identityKey, a.fairnessKey, a.payloadJson, a.payloadSchemaVer, a.priority,
-        a.maxAttempts, a.retryKind, a.scheduledAt, a.scheduleToClose, a.scheduleToCloseIntervalMs, a.startToCloseMs,
-        a.heartbeatTimeoutMs, a.idempotencyKey, a.idempotencyScope, a.traceId, a.spanId, JSON.stringify(a.metadata),
-        a.tags, a.maxPending, a.singleton, a.uniqueForMs, a.uniqueStates, this.wake, a.scheduledDelayMs,
-      ], ex);
+      rows = await this.run(
+        'enqueue',
+        [
+          a.id,
+          a.actor,
+          a.queue,
+          a.identityKey,
+          a.fairnessKey,
+          a.payloadJson,
+          a.payloadSchemaVer,
+          a.priority,
+          a.maxAttempts,
+          a.retryKind,
+          a.scheduledAt,
+          a.scheduleToClose,
+          a.scheduleToCloseIntervalMs,
+          a.startToCloseMs,
+          a.heartbeatTimeoutMs,
+          a.idempotencyKey,
+          a.idempotencyScope,
+          a.traceId,
+          a.spanId,
+          JSON.stringify(a.metadata),
+          a.tags,
+          a.maxPending,
+          a.singleton,
+          a.uniqueForMs,
+          a.uniqueStates,
+          this.wake,
+          a.scheduledDelayMs,
+        ],
+        ex,
+      );
     } catch (err) {
       throw this.translateUnique(err, a.actor);
     }
@@ -103,7 +136,11 @@ export class PostgresBackend implements Backend {
     switch (r.verdict) {
       case 'singleton': {
         const deadline = r.singleton_deadline_ms === null ? null : Number(r.singleton_deadline_ms);
-        throw new SingletonCollisionError(a.actor, r.singleton_job_id as string, deadline === null ? null : Math.max(0, deadline - Date.now()));
+        throw new SingletonCollisionError(
+          a.actor,
+          r.singleton_job_id as string,
+          deadline === null ? null : Math.max(0, deadline - Date.now()),
+        );
       }
       case 'max_pending':
         throw new MaxPendingExceededError(a.actor, Number(r.pending_count), a.maxPending as number);
@@ -119,25 +156,49 @@ export class PostgresBackend implements Backend {
 
   private translateUnique(err: unknown, actor: string): unknown {
     const e = err as { code?: string; constraint?: string };
-    if (e.code === '23505' && e.constraint === 'jobs_singleton_active_uniq') return new SingletonCollisionError(actor);
+    if (e.code === '23505' && e.constraint === 'jobs_singleton_active_uniq')
+      return new SingletonCollisionError(actor);
     return err;
   }
 
-  async enqueueBatch(list: readonly EnqueueArgs[], options: { connection?: ClientLike } = {}): Promise<JobRow[]> {
+  async enqueueBatch(
+    list: readonly EnqueueArgs[],
+    options: { connection?: ClientLike } = {},
+  ): Promise<JobRow[]> {
     if (list.length === 0) return [];
     const ex = options.connection ? executorFromClient(options.connection) : this.driver;
     const col = <T>(f: (a: EnqueueArgs) => T): T[] => list.map(f);
     let rows: Raw[];
     try {
-      rows = await this.run('enqueueBatch', [
-        col((a) => a.id), col((a) => a.actor), col((a) => a.queue), col((a) => a.identityKey), col((a) => a.fairnessKey),
-        col((a) => a.payloadJson), col((a) => a.payloadSchemaVer), col((a) => a.priority), col((a) => a.maxAttempts),
-        col((a) => a.retryKind), col((a) => a.scheduledAt), col((a) => a.scheduleToClose),
-        col((a) => a.scheduleToCloseIntervalMs), col((a) => a.startToCloseMs), col((a) => a.heartbeatTimeoutMs),
-        col((a) => a.idempotencyKey), col((a) => a.idempotencyScope), col((a) => a.traceId), col((a) => a.spanId),
-        col((a) => JSON.stringify(a.metadata)), col((a) => JSON.stringify(a.tags)), this.wake,
-        col((a) => a.scheduledDelayMs),
-      ], ex);
+      rows = await this.run(
+        'enqueueBatch',
+        [
+          col((a) => a.id),
+          col((a) => a.actor),
+          col((a) => a.queue),
+          col((a) => a.identityKey),
+          col((a) => a.fairnessKey),
+          col((a) => a.payloadJson),
+          col((a) => a.payloadSchemaVer),
+          col((a) => a.priority),
+          col((a) => a.maxAttempts),
+          col((a) => a.retryKind),
+          col((a) => a.scheduledAt),
+          col((a) => a.scheduleToClose),
+          col((a) => a.scheduleToCloseIntervalMs),
+          col((a) => a.startToCloseMs),
+          col((a) => a.heartbeatTimeoutMs),
+          col((a) => a.idempotencyKey),
+          col((a) => a.idempotencyScope),
+          col((a) => a.traceId),
+          col((a) => a.spanId),
+          col((a) => JSON.stringify(a.metadata)),
+          col((a) => JSON.stringify(a.tags)),
+          this.wake,
+          col((a) => a.scheduledDelayMs),
+        ],
+        ex,
+      );
     } catch (err) {
       throw this.translateUnique(err, list[0]?.actor ?? '');
     }
@@ -158,7 +219,8 @@ export class PostgresBackend implements Backend {
     }
     return list.map((a) => {
       const row = byId.get(a.id) ?? byKey.get(`${a.idempotencyScope}\u0000${a.idempotencyKey}`);
-      if (!row) throw new Error(`enqueueBatch: item ${a.id} was neither inserted nor matched an existing row`);
+      if (!row)
+        throw new Error(`enqueueBatch: item ${a.id} was neither inserted nor matched an existing row`);
       return row;
     });
   }
@@ -183,7 +245,13 @@ export class PostgresBackend implements Backend {
     return {
       jobs: page.map(toJobRow),
       nextCursor:
-        more && last ? cursorForRow(filter, { id: last.id as string, priority: Number(last.priority), _cursor_us: last._cursor_us as string | null }) : null,
+        more && last
+          ? cursorForRow(filter, {
+              id: last.id as string,
+              priority: Number(last.priority),
+              _cursor_us: last._cursor_us as string | null,
+            })
+          : null,
     };
   }
 
@@ -205,7 +273,12 @@ export class PostgresBackend implements Backend {
   }
 
   async writeCancelRequest(jobId: string, reason: string | null): Promise<boolean> {
-    const rows = await this.run<{ cancelled: number; requested: number }>('writeCancelRequest', [jobId, reason, this.events, this.schema]);
+    const rows = await this.run<{ cancelled: number; requested: number }>('writeCancelRequest', [
+      jobId,
+      reason,
+      this.events,
+      this.schema,
+    ]);
     const r = rows[0];
     return Number(r?.cancelled ?? 0) + Number(r?.requested ?? 0) > 0;
   }
@@ -223,7 +296,15 @@ export class PostgresBackend implements Backend {
 
   async writeAttempt(a: AttemptRow): Promise<void> {
     await this.run('writeAttempt', [
-      a.jobId, a.attempt, a.workerId, a.startedAt, a.finishedAt, a.durationMs, a.outcome, a.errorClass, a.errorMessage,
+      a.jobId,
+      a.attempt,
+      a.workerId,
+      a.startedAt,
+      a.finishedAt,
+      a.durationMs,
+      a.outcome,
+      a.errorClass,
+      a.errorMessage,
       a.errorTraceback,
     ]);
   }

@@ -1,4 +1,13 @@
-import type { AttemptOutcome, AttemptRow, CancelPhase, EventKind, EventRow, JobRow, JobStatus, RetryKind } from '../types.js';
+import type {
+  AttemptOutcome,
+  AttemptRow,
+  CancelPhase,
+  EventKind,
+  EventRow,
+  JobRow,
+  JobStatus,
+  RetryKind,
+} from '../types.js';
 
 type Raw = Record<string, unknown>;
 
