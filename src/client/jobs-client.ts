@@ -44,8 +44,14 @@ export interface EnqueueItem {
 }
 
 /** A type-checked `enqueueBatch` item: the payload must match the actor's payload type. */
-export function batchItem<P>(actor: ActorRef<P, unknown>, payload: P, options?: Omit<EnqueueOptions, 'connection'>): EnqueueItem {
-  return options === undefined ? { actor: actor as AnyActor, payload } : { actor: actor as AnyActor, payload, options };
+export function batchItem<P>(
+  actor: ActorRef<P, unknown>,
+  payload: P,
+  options?: Omit<EnqueueOptions, 'connection'>,
+): EnqueueItem {
+  return options === undefined
+    ? { actor: actor as AnyActor, payload }
+    : { actor: actor as AnyActor, payload, options };
 }
 
 /** Result of `enqueueBatch`: one handle per item, in order. */
