@@ -52,6 +52,11 @@ export function eventsChannel(schema: string): string {
   return channel(`taskq_events_${validateSchemaName(schema)}`);
 }
 
+/** NOTIFY channel announcing jobs that reached a terminal status (wakes `JobHandle.wait()`). */
+export function doneChannel(schema: string): string {
+  return channel(`taskq_done_${validateSchemaName(schema)}`);
+}
+
 /**
  * NOTIFY channel targeted at one worker: a digest of schema and worker id, so it stays short for
  * any schema name. SQL computes the same name: `'taskq_worker_' || substr(md5(schema || ':' || id), 1, 24)`.

@@ -1,6 +1,16 @@
 import type { ClientLike } from '../db/driver.js';
 import type { NormalizedJobFilter } from './job-filter.js';
-import type { AttemptRow, EnqueueArgs, EventRow, JobRow } from './types.js';
+import type { ActorConfigRow, AttemptRow, EnqueueArgs, EventRow, JobRow } from './types.js';
+import type {
+  ActorConfigDrift,
+  ActorStructure,
+  DispatchRequest,
+  NotificationHandlers,
+  NotificationSubscription,
+  Settlement,
+  SettleResult,
+  WorkerRegistration,
+} from './worker-types.js';
 
 /**
  * Version of the Backend contract. Bump it when an existing member's observable behaviour changes
@@ -69,6 +79,43 @@ export interface Backend {
   getAttempts(jobId: string): Promise<AttemptRow[]>;
   /** Event rows of a job, oldest first. */
   getEvents(jobId: string): Promise<EventRow[]>;
+
+  // --- worker side -------------------------------------------------------------------------
+
+  /**
+   * Claims up to `limit` pending jobs of the given actors and queues for one worker (pending →
+   * running, attempt + 1, lease set), honouring per-actor `maxConcurrent` (best effort across
+   * producers), identity serialisation (strict) and queue modes.
+   */
+  dispatchBatch(request: DispatchRequest): Promise<JobRow[]>;
+  /** Renews the leases of the given jobs this worker still owns; returns the ids renewed. */
+  heartbeatJobs(workerId: string, jobIds: readonly string[], leaseMs: number): Promise<string[]>;
+  /**
+   * Writes the outcomes of attempts, each guarded by ownership (running and locked by the item's
+   * worker), with its attempt row and event row in the same transaction. Retry delays and
+   * deadlines are decided by the backend's clock.
+   */
+  settle(items: readonly Settlement[]): Promise<SettleResult[]>;
+  /** Puts claimed-but-unstarted jobs back to pending, giving the attempt back. */
+  repend(workerId: string, jobIds: readonly string[]): Promise<number>;
+  /** Adds (or refreshes) a worker in the registry. */
+  registerWorker(registration: WorkerRegistration): Promise<void>;
+  /** Marks a worker alive. */
+  touchWorker(workerId: string): Promise<void>;
+  /** Removes a worker from the registry. */
+  deregisterWorker(workerId: string): Promise<void>;
+  /**
+   * Creates missing `actor_config` rows and reports structural drift (queue, metadata) of existing
+   * ones; with `force`, overwrites the drifted structure. Capacity fields are never touched.
+   */
+  syncActorConfig(actors: readonly ActorStructure[], options: { force: boolean }): Promise<ActorConfigDrift[]>;
+  /** Stored actor configuration (all actors, or the given ones). */
+  getActorConfigs(actors?: readonly string[]): Promise<ActorConfigRow[]>;
+  /**
+   * Subscribes to wake-ups, job-done announcements and (with `workerId`) cancel requests for that
+   * worker's jobs.
+   */
+  subscribe(handlers: NotificationHandlers, options?: { workerId?: string }): Promise<NotificationSubscription>;
 
   /** Releases what the backend owns. */
   close(): Promise<void>;

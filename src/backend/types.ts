@@ -41,7 +41,9 @@ export type AttemptOutcome =
   | 'snoozed'
   | 'retry_after'
   | 'rate_limit_denied'
-  | 'reservation_denied';
+  | 'reservation_denied'
+  /** The worker shut down mid-attempt; the job went back to `pending` without using an attempt. */
+  | 'interrupted';
 
 /** A `jobs` row: the current snapshot of one job. */
 export interface JobRow {

@@ -51,8 +51,12 @@ CREATE TABLE {schema}.jobs (
 -- queue backlog and never the (much larger) history.
 CREATE INDEX jobs_dispatch_idx ON {schema}.jobs (queue, actor, priority DESC, scheduled_at, id)
   WHERE status = 'pending';
--- Running set: lease renewal, reclaim, running-per-actor counts and identity serialisation.
+-- Running set: lease renewal, reclaim, running-per-actor counts.
 CREATE INDEX jobs_running_idx ON {schema}.jobs (locked_by_worker) WHERE status = 'running';
+-- Identity serialisation: at most one running job per (actor, identity_key), enforced by the
+-- database. Two producers racing for the same identity cannot both win; the loser retries.
+CREATE UNIQUE INDEX jobs_running_identity_uniq ON {schema}.jobs (actor, identity_key)
+  WHERE status = 'running' AND identity_key IS NOT NULL;
 -- Scheduled-to-pending promotion.
 CREATE INDEX jobs_scheduled_idx ON {schema}.jobs (scheduled_at) WHERE status = 'scheduled';
 -- Idempotency: unique within a scope, until the row leaves the table.
@@ -86,7 +90,7 @@ CREATE TABLE {schema}.job_attempts (
   duration_ms     double precision,
   outcome         text NOT NULL CHECK (outcome IN (
                     'succeeded', 'failed', 'cancelled', 'crashed', 'abandoned',
-                    'snoozed', 'retry_after', 'rate_limit_denied', 'reservation_denied')),
+                    'snoozed', 'retry_after', 'rate_limit_denied', 'reservation_denied', 'interrupted')),
   error_class     text,
   error_message   text,
   error_traceback text

@@ -24,6 +24,12 @@ export interface ContractHarness {
   begin(): Promise<{ conn: ClientLike; commit(): Promise<void>; rollback(): Promise<void> }>;
   /** Stores an operator override of actor_config.max_pending. */
   setStoredMaxPending(actor: string, value: number | null): Promise<void>;
+  /** Stores an operator override of actor_config.max_concurrent. */
+  setStoredMaxConcurrent(actor: string, value: number | null): Promise<void>;
+  /** Stores an operator override of actor_config.result_ttl (ms). */
+  setStoredResultTtl(actor: string, ms: number | null): Promise<void>;
+  /** Sets a queue's dispatch mode. */
+  setQueueMode(queue: string, mode: 'strict_fifo' | 'round_robin'): Promise<void>;
   /** Makes `ms` of time pass from the backend's point of view. */
   timeTravel(ms: number): Promise<void>;
   /** Removes every job (between cases). */

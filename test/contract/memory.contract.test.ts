@@ -1,14 +1,13 @@
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { defineBackendContract, type ContractHarness } from './backend-contract.js';
+import { defineWorkerBackendContract } from './worker-backend-contract.js';
 
-defineBackendContract('InMemoryBackend', async (): Promise<ContractHarness> => {
+async function harness(): Promise<ContractHarness> {
   const clock = new FakeClock(Date.now());
-  let backend = new InMemoryBackend({ clock });
+  const backend = new InMemoryBackend({ clock });
   return {
-    get backend() {
-      return backend;
-    },
+    backend,
     async begin() {
       const tx = backend.beginTransaction();
       return { conn: tx, commit: () => tx.commit(), rollback: () => tx.rollback() };
@@ -24,13 +23,45 @@ defineBackendContract('InMemoryBackend', async (): Promise<ContractHarness> => {
         updatedAt: clock.now(),
       });
     },
+    async setStoredMaxConcurrent(actor, value) {
+      const row = backend.actorConfig.get(actor);
+      backend.actorConfig.set(actor, {
+        actor,
+        queue: 'default',
+        maxPending: null,
+        resultTtlMs: null,
+        metadata: {},
+        ...row,
+        maxConcurrent: value,
+        updatedAt: clock.now(),
+      });
+    },
+    async setStoredResultTtl(actor, ms) {
+      const row = backend.actorConfig.get(actor);
+      backend.actorConfig.set(actor, {
+        actor,
+        queue: 'default',
+        maxPending: null,
+        maxConcurrent: null,
+        metadata: {},
+        ...row,
+        resultTtlMs: ms,
+        updatedAt: clock.now(),
+      });
+    },
+    async setQueueMode(queue, mode) {
+      backend.queueModes.set(queue, mode);
+    },
     async timeTravel(ms) {
       clock.advance(ms);
     },
     async reset() {
       clock.moveTo(Date.now());
-      backend = new InMemoryBackend({ clock });
+      backend.clear();
     },
     async close() {},
   };
-});
+}
+
+defineBackendContract('InMemoryBackend', harness);
+defineWorkerBackendContract('InMemoryBackend', harness);

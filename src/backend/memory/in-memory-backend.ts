@@ -1,3 +1,5 @@
+import { isDeepStrictEqual } from 'node:util';
+
 import type { Clock } from '../../clock.js';
 import { SystemClock } from '../../clock.js';
 import type { ClientLike } from '../../db/driver.js';
@@ -15,6 +17,17 @@ import type {
   JobRow,
   JobStatus,
 } from '../types.js';
+import type { QueueMode } from '../types.js';
+import type {
+  ActorConfigDrift,
+  ActorStructure,
+  DispatchRequest,
+  NotificationHandlers,
+  NotificationSubscription,
+  Settlement,
+  SettleResult,
+  WorkerRegistration,
+} from '../worker-types.js';
 import { MemoryTransaction } from './memory-transaction.js';
 
 /** Options of {@link InMemoryBackend}. */
@@ -36,15 +49,30 @@ export class InMemoryBackend implements Backend {
   readonly kind = 'memory' as const;
   readonly clock: Clock;
   private readonly jobs = new Map<string, JobRow>();
-  private readonly attempts: AttemptRow[] = [];
-  private readonly events: EventRow[] = [];
+  private attempts: AttemptRow[] = [];
+  private events: EventRow[] = [];
   private nextEventId = 1;
   /** Stored actor configuration (`actor_config` rows). */
   readonly actorConfig = new Map<string, ActorConfigRow>();
   private readonly txRows = new WeakMap<MemoryTransaction, JobRow[]>();
+  /** Dispatch mode per queue (absent = strict FIFO), like the `queues` table. */
+  readonly queueModes = new Map<string, QueueMode>();
+  /** The worker registry (`workers` rows). */
+  readonly workers = new Map<string, WorkerRegistration & { lastSeenAt: Date }>();
+  private readonly subscribers = new Set<{ handlers: NotificationHandlers; workerId: string | null }>();
 
   constructor(options: InMemoryBackendOptions = {}) {
     this.clock = options.clock ?? new SystemClock();
+  }
+
+  /** Forgets every job, attempt, event, stored configuration and worker (between tests). Subscriptions stay. */
+  clear(): void {
+    this.jobs.clear();
+    this.attempts = [];
+    this.events = [];
+    this.actorConfig.clear();
+    this.queueModes.clear();
+    this.workers.clear();
   }
 
   /** Starts a simulated transaction for `enqueueWithConn` (commit/rollback like a real one). */
@@ -175,6 +203,7 @@ export class InMemoryBackend implements Backend {
     const out = this.gateAndBuild(args, [...this.jobs.values()]);
     if ('existing' in out) return clone(out.existing);
     this.jobs.set(out.insert.id, out.insert);
+    this.emitWake();
     return clone(out.insert);
   }
 
@@ -239,9 +268,11 @@ export class InMemoryBackend implements Backend {
       this.txRows.set(tx, [...(this.txRows.get(tx) ?? []), ...staged]);
       tx.defer(() => {
         for (const r of staged) this.jobs.set(r.id, r);
+        if (staged.length > 0) this.emitWake();
       });
     } else {
       for (const r of staged) this.jobs.set(r.id, r);
+      if (staged.length > 0) this.emitWake();
     }
     return out.map(clone);
   }
@@ -367,6 +398,8 @@ export class InMemoryBackend implements Backend {
       r.cancelRequestedAt = now;
       r.cancelPhase = 1;
       this.event(r.id, 'cancel_request', { phase: 1, message: reason, worker_id: r.lockedByWorker });
+      const owner = r.lockedByWorker;
+      if (owner) this.emit((sub) => (sub.workerId === owner.toLowerCase() ? sub.handlers.onCancel?.(r.id, owner) : undefined));
       return true;
     }
     return false;
@@ -401,6 +434,7 @@ export class InMemoryBackend implements Backend {
       resultExpiresAt: null,
     } satisfies Partial<JobRow>);
     this.event(r.id, 'state_change', { from_state: from, to_state: 'pending', reason: 'admin_retry' });
+    this.emitWake();
     return true;
   }
 
@@ -417,5 +451,261 @@ export class InMemoryBackend implements Backend {
     return this.events.filter((e) => e.jobId === jobId).map(clone);
   }
 
-  async close(): Promise<void> {}
+  // --- worker side -------------------------------------------------------------------------
+
+  private emit(fn: (sub: { handlers: NotificationHandlers; workerId: string | null }) => void): void {
+    for (const sub of [...this.subscribers]) {
+      try {
+        fn(sub);
+      } catch {
+        // A subscriber's callback failing must not break the write that notified it.
+      }
+    }
+  }
+
+  private emitWake(): void {
+    this.emit((sub) => sub.handlers.onWake?.());
+  }
+
+  async dispatchBatch(req: DispatchRequest): Promise<JobRow[]> {
+    if (req.limit <= 0 || req.actors.length === 0 || req.queues.length === 0) return [];
+    const now = this.clock.now();
+    const running = [...this.jobs.values()].filter((j) => j.status === 'running');
+    const runningIdentities = new Set(running.filter((j) => j.identityKey !== null).map((j) => `${j.actor}\u0000${j.identityKey}`));
+    type Candidate = { row: JobRow; rank: number };
+    const capacity = new Map<string, { max: number | null; inFlight: number; residual: number }>();
+    const candidates: Candidate[] = [];
+    for (const a of req.actors) {
+      const max = this.actorConfig.get(a.name)?.maxConcurrent ?? a.maxConcurrent;
+      const inFlight = running.filter((j) => j.actor === a.name).length;
+      const residual = max === null ? req.limit : Math.min(req.limit, max - inFlight);
+      capacity.set(a.name, { max, inFlight, residual });
+      if (residual <= 0) continue;
+      for (const queue of req.queues) {
+        const pending = [...this.jobs.values()]
+          .filter((j) => j.status === 'pending' && j.queue === queue && j.actor === a.name && j.scheduledAt <= now)
+          .sort((x, y) => y.priority - x.priority || us(x.scheduledAt) - us(y.scheduledAt) || (x.id < y.id ? -1 : 1));
+        let ranked: Candidate[];
+        if ((this.queueModes.get(queue) ?? 'strict_fifo') === 'round_robin') {
+          const perKey = new Map<string, number>();
+          ranked = pending.map((row) => {
+            const key = row.fairnessKey ?? '__null__';
+            const rank = (perKey.get(key) ?? 0) + 1;
+            perKey.set(key, rank);
+            return { row, rank };
+          });
+          ranked.sort((x, y) => x.rank - y.rank || y.row.priority - x.row.priority || us(x.row.scheduledAt) - us(y.row.scheduledAt) || (x.row.id < y.row.id ? -1 : 1));
+        } else {
+          ranked = pending.map((row) => ({ row, rank: 1 }));
+        }
+        candidates.push(...ranked.slice(0, residual * req.oversample));
+      }
+    }
+    const order = (x: Candidate, y: Candidate): number =>
+      x.rank - y.rank || y.row.priority - x.row.priority || us(x.row.scheduledAt) - us(y.row.scheduledAt) || (x.row.id < y.row.id ? -1 : 1);
+    const seenIdentity = new Set<string>();
+    const deduped = candidates
+      .sort(order)
+      .filter((c) => {
+        if (c.row.identityKey === null) return true;
+        const key = `${c.row.actor}\u0000${c.row.identityKey}`;
+        if (runningIdentities.has(key) || seenIdentity.has(key)) return false;
+        seenIdentity.add(key);
+        return true;
+      })
+      .slice(0, req.limit);
+    const perActor = new Map<string, number>();
+    const claimed: JobRow[] = [];
+    for (const c of deduped) {
+      const cap = capacity.get(c.row.actor)!;
+      if (cap.max !== null) {
+        if (cap.inFlight >= cap.max) continue;
+        const rank = (perActor.get(c.row.actor) ?? 0) + 1;
+        perActor.set(c.row.actor, rank);
+        if (rank > cap.max - cap.inFlight) continue;
+      }
+      const row = c.row;
+      Object.assign(row, {
+        status: 'running',
+        attempt: row.attempt + 1,
+        startedAt: now,
+        lockedByWorker: req.workerId.toLowerCase(),
+        lockExpiresAt: new Date(now.getTime() + req.leaseMs),
+        lastHeartbeatAt: now,
+      } satisfies Partial<JobRow>);
+      this.event(row.id, 'state_change', { from_state: 'pending', to_state: 'running', reason: 'dispatched', worker_id: req.workerId, attempt: row.attempt });
+      claimed.push(clone(row));
+    }
+    return claimed;
+  }
+
+  async heartbeatJobs(workerId: string, jobIds: readonly string[], leaseMs: number): Promise<string[]> {
+    const now = this.clock.now();
+    const renewed: string[] = [];
+    for (const id of jobIds) {
+      const r = this.jobs.get(id);
+      if (r && r.status === 'running' && r.lockedByWorker === workerId.toLowerCase()) {
+        r.lockExpiresAt = new Date(now.getTime() + leaseMs);
+        r.lastHeartbeatAt = now;
+        renewed.push(id);
+      }
+    }
+    return renewed;
+  }
+
+  async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
+    const out: SettleResult[] = [];
+    const done: string[] = [];
+    let wake = false;
+    for (const s of items) {
+      const r = this.jobs.get(s.jobId);
+      if (!r || r.status !== 'running' || r.lockedByWorker !== s.workerId.toLowerCase()) {
+        out.push({ jobId: s.jobId, status: 'noop', errorClass: null });
+        continue;
+      }
+      const now = this.clock.now();
+      const delay = s.kind === 'failed' ? s.retryDelayMs : s.kind === 'reschedule' ? s.delayMs : null;
+      const deadlineHit = delay !== null && r.scheduleToClose !== null && now.getTime() + delay > r.scheduleToClose.getTime();
+      const budgetHit = s.kind === 'reschedule' && s.consumeBudget && r.retryKind === 'transient' && r.attempt >= r.maxAttempts;
+      const cancelRequested = r.cancelRequestedAt !== null;
+      let status: JobStatus;
+      if (s.kind === 'succeeded') status = 'succeeded';
+      else if (s.kind === 'cancelled') status = 'cancelled';
+      else if (s.kind === 'failed' && (delay === null || deadlineHit)) status = 'failed';
+      else if (s.kind === 'reschedule' && (deadlineHit || budgetHit)) status = 'failed';
+      else if (cancelRequested) status = 'cancelled';
+      else if (s.kind === 'release' || (delay ?? 0) === 0) status = 'pending';
+      else status = 'scheduled';
+      const error = 'error' in s ? s.error : null;
+      let errorClass = error?.errorClass ?? null;
+      if ((s.kind === 'failed' || s.kind === 'reschedule') && deadlineHit) errorClass = 'DeadlineExceeded';
+      else if (budgetHit) errorClass = 'MaxAttemptsExceeded';
+      const ranAttempt = r.attempt;
+      const again = status === 'pending' || status === 'scheduled';
+      const giveBack = s.kind === 'release' || (s.kind === 'reschedule' && !s.consumeBudget);
+      if (again && giveBack) r.attempt -= 1;
+      if (again) r.scheduledAt = new Date(now.getTime() + (delay ?? 0));
+      r.status = status;
+      r.finishedAt = again ? null : now;
+      r.lockedByWorker = null;
+      r.lockExpiresAt = null;
+      if (status === 'succeeded') {
+        r.errorClass = null;
+        r.errorMessage = null;
+        r.errorTraceback = null;
+      } else {
+        r.errorClass = errorClass ?? r.errorClass;
+        r.errorMessage = error?.message ?? r.errorMessage;
+        r.errorTraceback = error?.traceback ?? r.errorTraceback;
+      }
+      if (s.kind === 'succeeded') {
+        r.result = s.resultJson === null ? null : (JSON.parse(s.resultJson) as unknown);
+        r.resultSizeBytes = s.resultSizeBytes;
+        const ttl = this.actorConfig.get(r.actor)?.resultTtlMs ?? s.fallbackResultTtlMs;
+        if (ttl !== null && ttl !== undefined) r.resultExpiresAt = new Date(now.getTime() + ttl);
+      }
+      if (s.progress && s.progress.seq > r.progressSeq) {
+        r.progressSeq = s.progress.seq;
+        r.progressState = clone(s.progress.state);
+      }
+      if (again) r.cancelPhase = 0;
+      const outcome =
+        s.kind === 'reschedule' ? s.outcome : s.kind === 'release' ? 'interrupted' : s.kind;
+      this.attempts.push({
+        jobId: r.id,
+        attempt: ranAttempt,
+        workerId: s.workerId.toLowerCase(),
+        startedAt: s.handlerStartedAt,
+        finishedAt: now,
+        durationMs: s.durationMs,
+        outcome,
+        errorClass: s.kind === 'succeeded' ? null : (error?.errorClass ?? null),
+        errorMessage: s.kind === 'succeeded' ? null : (error?.message ?? null),
+        errorTraceback: s.kind === 'succeeded' ? null : (error?.traceback ?? null),
+      });
+      const reason = s.kind === 'reschedule' ? s.outcome : s.kind === 'release' ? 'worker_shutdown' : s.kind;
+      const detail: Record<string, unknown> = { from_state: 'running', to_state: status, reason, worker_id: s.workerId.toLowerCase(), attempt: ranAttempt };
+      if (r.errorClass !== null && status !== 'succeeded') detail.error_class = r.errorClass;
+      this.event(r.id, 'state_change', detail);
+      if (!again) done.push(r.id);
+      if (status === 'pending') wake = true;
+      out.push({ jobId: r.id, status, errorClass: status === 'succeeded' ? null : r.errorClass });
+    }
+    if (done.length > 0) this.emit((sub) => sub.handlers.onDone?.(done.length > 150 ? '*' : done));
+    if (wake) this.emitWake();
+    return out;
+  }
+
+  async repend(workerId: string, jobIds: readonly string[]): Promise<number> {
+    let n = 0;
+    for (const id of jobIds) {
+      const r = this.jobs.get(id);
+      if (!r || r.status !== 'running' || r.lockedByWorker !== workerId.toLowerCase()) continue;
+      Object.assign(r, {
+        status: 'pending',
+        attempt: Math.max(r.attempt - 1, 0),
+        lockedByWorker: null,
+        lockExpiresAt: null,
+        startedAt: null,
+        scheduledAt: this.clock.now(),
+      } satisfies Partial<JobRow>);
+      this.event(r.id, 'state_change', { from_state: 'running', to_state: 'pending', reason: 'drained', worker_id: workerId });
+      n++;
+    }
+    if (n > 0) this.emitWake();
+    return n;
+  }
+
+  async registerWorker(r: WorkerRegistration): Promise<void> {
+    this.workers.set(r.workerId, { ...clone(r), lastSeenAt: this.clock.now() });
+  }
+
+  async touchWorker(workerId: string): Promise<void> {
+    const w = this.workers.get(workerId);
+    if (w) w.lastSeenAt = this.clock.now();
+  }
+
+  async deregisterWorker(workerId: string): Promise<void> {
+    this.workers.delete(workerId);
+  }
+
+  async syncActorConfig(actors: readonly ActorStructure[], options: { force: boolean }): Promise<ActorConfigDrift[]> {
+    const drifts: ActorConfigDrift[] = [];
+    for (const a of actors) {
+      const metadata = JSON.parse(JSON.stringify(a.metadata)) as Record<string, unknown>;
+      const row = this.actorConfig.get(a.actor);
+      if (!row) {
+        this.actorConfig.set(a.actor, { actor: a.actor, queue: a.queue, maxConcurrent: null, maxPending: null, resultTtlMs: null, metadata, updatedAt: this.clock.now() });
+        continue;
+      }
+      const before = drifts.length;
+      if (row.queue !== a.queue) drifts.push({ actor: a.actor, field: 'queue', registered: a.queue, stored: row.queue });
+      if (!isDeepStrictEqual(row.metadata, metadata)) drifts.push({ actor: a.actor, field: 'metadata', registered: a.metadata, stored: row.metadata });
+      if (options.force && drifts.length > before) Object.assign(row, { queue: a.queue, metadata, updatedAt: this.clock.now() });
+    }
+    return drifts;
+  }
+
+  async getActorConfigs(actors?: readonly string[]): Promise<ActorConfigRow[]> {
+    return [...this.actorConfig.values()]
+      .filter((r) => !actors || actors.includes(r.actor))
+      .sort((a, b) => (a.actor < b.actor ? -1 : 1))
+      .map(clone);
+  }
+
+  async subscribe(handlers: NotificationHandlers, options: { workerId?: string } = {}): Promise<NotificationSubscription> {
+    const sub = { handlers, workerId: options.workerId?.toLowerCase() ?? null };
+    this.subscribers.add(sub);
+    return {
+      ping: async () => undefined,
+      onClose: () => undefined,
+      close: async () => {
+        this.subscribers.delete(sub);
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.subscribers.clear();
+  }
 }

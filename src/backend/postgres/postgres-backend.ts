@@ -3,10 +3,30 @@ import { MaxPendingExceededError, SingletonCollisionError } from '../../errors/b
 import { SchemaNotMigratedError } from '../../errors/schema-errors.js';
 import type { Logger } from '../../obs/logger.js';
 import { silentLogger } from '../../obs/logger.js';
-import { eventsChannel, quoteSchema, renderSql, validateSchemaName, wakeChannel } from '../../schema-name.js';
+import { isDeepStrictEqual } from 'node:util';
+
+import {
+  doneChannel,
+  eventsChannel,
+  quoteSchema,
+  renderSql,
+  validateSchemaName,
+  wakeChannel,
+  workerChannel,
+} from '../../schema-name.js';
 import { BACKEND_PROTOCOL_VERSION, type Backend, type JobPage } from '../backend.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
-import type { AttemptRow, EnqueueArgs, EventRow, JobRow } from '../types.js';
+import type { ActorConfigRow, AttemptRow, EnqueueArgs, EventRow, JobRow, JobStatus } from '../types.js';
+import type {
+  ActorConfigDrift,
+  ActorStructure,
+  DispatchRequest,
+  NotificationHandlers,
+  NotificationSubscription,
+  Settlement,
+  SettleResult,
+  WorkerRegistration,
+} from '../worker-types.js';
 import { cursorForRow, listQuery } from './filter-sql.js';
 import { JOB_COLUMNS } from './job-columns.js';
 import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
@@ -46,6 +66,7 @@ export class PostgresBackend implements Backend {
   private readonly quoted: string;
   private readonly wake: string;
   private readonly events: string;
+  private readonly done: string;
 
   constructor(driver: Driver, options: PostgresBackendOptions = {}) {
     this.driver = driver;
@@ -54,6 +75,7 @@ export class PostgresBackend implements Backend {
     this.logger = options.logger ?? silentLogger;
     this.wake = wakeChannel(this.schema);
     this.events = eventsChannel(this.schema);
+    this.done = doneChannel(this.schema);
     const rendered = {} as Record<StatementName, string>;
     for (const [name, text] of Object.entries(SQL) as [StatementName, string][]) {
       rendered[name] = renderSql(text, this.schema).replaceAll('{job_columns}', JOB_COLUMNS);
@@ -315,6 +337,159 @@ export class PostgresBackend implements Backend {
 
   async getEvents(jobId: string): Promise<EventRow[]> {
     return (await this.run('getEvents', [jobId])).map(toEventRow);
+  }
+
+  // --- worker side -------------------------------------------------------------------------
+
+  async dispatchBatch(req: DispatchRequest): Promise<JobRow[]> {
+    if (req.limit <= 0 || req.actors.length === 0 || req.queues.length === 0) return [];
+    const values = [
+      req.queues,
+      req.limit,
+      req.workerId,
+      req.leaseMs,
+      req.oversample,
+      req.actors.map((a) => a.name),
+      req.actors.map((a) => a.maxConcurrent),
+    ];
+    // Two producers can race for the same identity key; the unique index on running identities
+    // makes one of them fail. A fresh statement sees the winner's row and skips that identity.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await this.run('dispatch', values)).map(toJobRow);
+      } catch (err) {
+        const e = err as { code?: string; constraint?: string };
+        if (attempt < 5 && e.code === '23505' && e.constraint === 'jobs_running_identity_uniq') continue;
+        throw err;
+      }
+    }
+  }
+
+  async heartbeatJobs(workerId: string, jobIds: readonly string[], leaseMs: number): Promise<string[]> {
+    if (jobIds.length === 0) return [];
+    const rows = await this.run<{ id: string }>('heartbeatJobs', [workerId, jobIds, leaseMs]);
+    return rows.map((r) => r.id);
+  }
+
+  async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
+    if (items.length === 0) return [];
+    const col = <T>(f: (s: Settlement) => T): T[] => items.map(f);
+    const err = (s: Settlement) => ('error' in s ? s.error : null);
+    const rows = await this.run<{ id: string; status: JobStatus; error_class: string | null }>('settle', [
+      col((s) => s.jobId),
+      col((s) => s.workerId),
+      col((s) => s.kind),
+      col((s) => (s.kind === 'succeeded' ? s.resultJson : null)),
+      col((s) => (s.kind === 'succeeded' ? s.fallbackResultTtlMs : null)),
+      col((s) => (s.kind === 'succeeded' ? s.resultSizeBytes : null)),
+      col((s) => (s.kind === 'failed' ? s.retryDelayMs : s.kind === 'reschedule' ? s.delayMs : null)),
+      col((s) => (s.kind === 'reschedule' ? s.consumeBudget : true)),
+      col((s) => (s.kind === 'reschedule' ? s.outcome : null)),
+      col((s) => err(s)?.errorClass ?? null),
+      col((s) => err(s)?.message ?? null),
+      col((s) => err(s)?.traceback ?? null),
+      col((s) => s.progress?.seq ?? null),
+      col((s) => (s.progress ? JSON.stringify(s.progress.state) : null)),
+      col((s) => s.handlerStartedAt),
+      col((s) => s.durationMs),
+      this.done,
+      this.wake,
+    ]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return items.map((s) => {
+      const r = byId.get(s.jobId);
+      return r ? { jobId: s.jobId, status: r.status, errorClass: r.error_class } : { jobId: s.jobId, status: 'noop', errorClass: null };
+    });
+  }
+
+  async repend(workerId: string, jobIds: readonly string[]): Promise<number> {
+    if (jobIds.length === 0) return 0;
+    const rows = await this.run<{ repended: number }>('repend', [workerId, jobIds, this.wake]);
+    return Number(rows[0]?.repended ?? 0);
+  }
+
+  async registerWorker(r: WorkerRegistration): Promise<void> {
+    await this.run('registerWorker', [r.workerId, r.hostname, r.pid, r.label, r.queues, r.maxConcurrency, r.version]);
+  }
+
+  async touchWorker(workerId: string): Promise<void> {
+    await this.run('touchWorker', [workerId]);
+  }
+
+  async deregisterWorker(workerId: string): Promise<void> {
+    await this.run('deregisterWorker', [workerId]);
+  }
+
+  async syncActorConfig(actors: readonly ActorStructure[], options: { force: boolean }): Promise<ActorConfigDrift[]> {
+    if (actors.length === 0) return [];
+    await this.run('insertActorConfigs', [
+      actors.map((a) => a.actor),
+      actors.map((a) => a.queue),
+      actors.map((a) => JSON.stringify(a.metadata)),
+    ]);
+    const stored = new Map((await this.getActorConfigs(actors.map((a) => a.actor))).map((r) => [r.actor, r]));
+    const drifts: ActorConfigDrift[] = [];
+    for (const a of actors) {
+      const row = stored.get(a.actor);
+      if (!row) continue;
+      const before = drifts.length;
+      if (row.queue !== a.queue) drifts.push({ actor: a.actor, field: 'queue', registered: a.queue, stored: row.queue });
+      if (!isDeepStrictEqual(row.metadata, JSON.parse(JSON.stringify(a.metadata)))) {
+        drifts.push({ actor: a.actor, field: 'metadata', registered: a.metadata, stored: row.metadata });
+      }
+      if (options.force && drifts.length > before) {
+        await this.run('updateActorConfigStructure', [a.actor, a.queue, JSON.stringify(a.metadata)]);
+      }
+    }
+    return drifts;
+  }
+
+  async getActorConfigs(actors?: readonly string[]): Promise<ActorConfigRow[]> {
+    const rows = await this.run('getActorConfigs', [actors ?? null]);
+    return rows.map((r) => ({
+      actor: r.actor as string,
+      queue: r.queue as string,
+      maxConcurrent: r.max_concurrent === null ? null : Number(r.max_concurrent),
+      maxPending: r.max_pending === null ? null : Number(r.max_pending),
+      resultTtlMs: r.result_ttl_ms === null ? null : Number(r.result_ttl_ms),
+      metadata: (typeof r.metadata === 'string' ? JSON.parse(r.metadata) : r.metadata) as Record<string, unknown>,
+      updatedAt: r.updated_at as Date,
+    }));
+  }
+
+  async subscribe(handlers: NotificationHandlers, options: { workerId?: string } = {}): Promise<NotificationSubscription> {
+    const conn = await this.driver.dedicated();
+    const workerId = options.workerId?.toLowerCase();
+    const onCancelPayload = (payload: string, filter: boolean): void => {
+      try {
+        const msg = JSON.parse(payload) as { type?: string; job_id?: string; worker_id?: string };
+        if (msg.type !== 'cancel' || !msg.job_id || !msg.worker_id) return;
+        if (filter && msg.worker_id.toLowerCase() !== workerId) return;
+        handlers.onCancel?.(msg.job_id, msg.worker_id);
+      } catch {
+        this.logger.warn({ payload }, 'notify-unparseable-payload');
+      }
+    };
+    try {
+      if (handlers.onWake) await conn.listen(this.wake, () => handlers.onWake?.());
+      if (handlers.onDone) {
+        await conn.listen(this.done, (payload) => handlers.onDone?.(payload === '*' || payload === '' ? '*' : payload.split(',')));
+      }
+      if (handlers.onCancel && workerId) {
+        await conn.listen(this.events, (p) => onCancelPayload(p, true));
+        await conn.listen(workerChannel(this.schema, workerId), (p) => onCancelPayload(p, false));
+      }
+    } catch (err) {
+      await conn.close();
+      throw this.translate(err);
+    }
+    return {
+      ping: async () => {
+        await conn.query('SELECT 1');
+      },
+      onClose: (cb) => conn.onClose(cb),
+      close: () => conn.close(),
+    };
   }
 
   async close(): Promise<void> {

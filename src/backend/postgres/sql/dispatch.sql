@@ -1,0 +1,139 @@
+-- name: dispatch
+-- Claims up to $2 pending jobs for one worker in a single statement.
+--   $1 queues text[], $2 limit, $3 worker id, $4 lease ms, $5 oversample,
+--   $6 actors this worker runs text[], $7 their maxConcurrent literals int[] (null = unbounded)
+-- Per actor: residual capacity = maxConcurrent (stored actor_config value, else the literal) minus
+-- running jobs. Candidates are read per (actor, queue) through the pending-only dispatch index,
+-- residual × oversample each. Strict FIFO queues order by priority, then time; round-robin queues
+-- interleave fairness keys. Row locks (FOR UPDATE SKIP LOCKED) are taken only in `locked`, after
+-- every window function. The final UPDATE re-checks status = 'pending' (race guard).
+-- At most one running job per (actor, identity_key): running identities are excluded here, and a
+-- unique index decides the rare race between two producers (the loser retries the statement).
+WITH params AS (
+  SELECT clock_timestamp() AS now
+),
+wanted AS (
+  SELECT a.actor, a.literal FROM unnest($6::text[], $7::int[]) AS a(actor, literal)
+),
+running_per_actor AS (
+  SELECT r.actor, count(*)::int AS in_flight
+  FROM {schema}.jobs r
+  WHERE r.status = 'running' AND r.actor = ANY ($6::text[])
+  GROUP BY r.actor
+),
+running_identities AS (
+  SELECT r.actor, r.identity_key
+  FROM {schema}.jobs r
+  WHERE r.status = 'running' AND r.identity_key IS NOT NULL AND r.actor = ANY ($6::text[])
+),
+per_actor_capacity AS (
+  SELECT w.actor,
+         coalesce(ac.max_concurrent, w.literal) AS max_concurrent,
+         coalesce(rpa.in_flight, 0) AS in_flight,
+         CASE
+           WHEN coalesce(ac.max_concurrent, w.literal) IS NULL THEN $2::int
+           ELSE least($2::int, coalesce(ac.max_concurrent, w.literal) - coalesce(rpa.in_flight, 0))
+         END AS residual
+  FROM wanted w
+  LEFT JOIN {schema}.actor_config ac ON ac.actor = w.actor
+  LEFT JOIN running_per_actor rpa ON rpa.actor = w.actor
+),
+queue_modes AS (
+  SELECT q.queue, coalesce(qc.mode, 'strict_fifo') AS mode
+  FROM unnest($1::text[]) AS q(queue)
+  LEFT JOIN {schema}.queues qc ON qc.name = q.queue
+),
+candidates AS (
+  SELECT c.id, c.actor, c.identity_key, c.priority, c.scheduled_at, NULL::bigint AS fairness_rank
+  FROM per_actor_capacity pac
+  CROSS JOIN queue_modes qm
+  CROSS JOIN LATERAL (
+    SELECT j.id, j.actor, j.identity_key, j.priority, j.scheduled_at
+    FROM {schema}.jobs j
+    WHERE qm.mode = 'strict_fifo'
+      AND j.queue = qm.queue AND j.actor = pac.actor AND j.status = 'pending'
+      AND j.scheduled_at <= (SELECT now FROM params)
+    ORDER BY j.priority DESC, j.scheduled_at, j.id
+    LIMIT pac.residual * $5::int
+  ) c
+  WHERE pac.residual > 0
+  UNION ALL
+  SELECT c.id, c.actor, c.identity_key, c.priority, c.scheduled_at, c.fairness_rank
+  FROM per_actor_capacity pac
+  CROSS JOIN queue_modes qm
+  CROSS JOIN LATERAL (
+    SELECT f.* FROM (
+      SELECT j.id, j.actor, j.identity_key, j.priority, j.scheduled_at,
+             row_number() OVER (PARTITION BY coalesce(j.fairness_key, '__null__')
+                                ORDER BY j.priority DESC, j.scheduled_at, j.id) AS fairness_rank
+      FROM {schema}.jobs j
+      WHERE qm.mode = 'round_robin'
+        AND j.queue = qm.queue AND j.actor = pac.actor AND j.status = 'pending'
+        AND j.scheduled_at <= (SELECT now FROM params)
+    ) f
+    ORDER BY f.fairness_rank, f.priority DESC, f.scheduled_at, f.id
+    LIMIT pac.residual * $5::int
+  ) c
+  WHERE pac.residual > 0
+),
+identity_dedup AS (
+  SELECT * FROM (
+    SELECT DISTINCT ON (c.actor, c.identity_key) c.*
+    FROM candidates c
+    WHERE c.identity_key IS NOT NULL
+      AND NOT EXISTS (
+        SELECT 1 FROM running_identities ri WHERE ri.actor = c.actor AND ri.identity_key = c.identity_key
+      )
+    ORDER BY c.actor, c.identity_key, coalesce(c.fairness_rank, 1), c.priority DESC, c.scheduled_at, c.id
+  ) gated
+  UNION ALL
+  SELECT c.* FROM candidates c WHERE c.identity_key IS NULL
+),
+locked AS (
+  SELECT j.id
+  FROM {schema}.jobs j
+  JOIN identity_dedup d ON d.id = j.id
+  WHERE j.status = 'pending'
+  ORDER BY coalesce(d.fairness_rank, 1), d.priority DESC, d.scheduled_at, d.id
+  LIMIT $2::int
+  FOR UPDATE OF j SKIP LOCKED
+),
+eligible_candidates AS (
+  SELECT d.id, d.actor, pac.max_concurrent, pac.in_flight,
+         row_number() OVER (PARTITION BY d.actor
+                            ORDER BY coalesce(d.fairness_rank, 1), d.priority DESC, d.scheduled_at, d.id) AS actor_rank,
+         coalesce(d.fairness_rank, 1) AS fairness_rank, d.priority, d.scheduled_at
+  FROM locked l
+  JOIN identity_dedup d ON d.id = l.id
+  JOIN per_actor_capacity pac ON pac.actor = d.actor
+  WHERE pac.max_concurrent IS NULL OR pac.in_flight < pac.max_concurrent
+),
+eligible AS (
+  SELECT e.id FROM eligible_candidates e
+  WHERE e.max_concurrent IS NULL OR e.actor_rank <= e.max_concurrent - e.in_flight
+  ORDER BY e.fairness_rank, e.priority DESC, e.scheduled_at, e.id
+  LIMIT $2::int
+),
+claimed AS (
+  UPDATE {schema}.jobs AS j
+  SET status = 'running',
+      attempt = j.attempt + 1,
+      started_at = (SELECT now FROM params),
+      locked_by_worker = $3,
+      lock_expires_at = (SELECT now FROM params) + $4::float8 * interval '1 millisecond',
+      last_heartbeat_at = (SELECT now FROM params)
+  FROM eligible e
+  WHERE j.id = e.id AND j.status = 'pending'
+  RETURNING {job_columns}
+),
+events AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT c.id, 'state_change',
+         jsonb_build_object('from_state', 'pending', 'to_state', 'running', 'reason', 'dispatched',
+                            'worker_id', $3::uuid, 'attempt', c.attempt)
+  FROM claimed c
+  RETURNING 1
+)
+SELECT c.*, (SELECT count(*) FROM events)::int AS _events
+FROM claimed c
+ORDER BY coalesce(c.priority, 0) DESC, c.scheduled_at, c.id;

@@ -1,0 +1,130 @@
+-- name: settle
+-- Writes the outcome of many attempts in one statement. Each item updates its job only while this
+-- worker still owns it (status = 'running' AND locked_by_worker = the item's worker): a job that was
+-- reclaimed or abandoned meanwhile is left alone (a no-op, not an error). For every job written, the
+-- same statement inserts its job_attempts row and its job_events row.
+--
+-- Item kinds:
+--   succeeded   → succeeded; result stored; result_expires_at from the stored actor_config.result_ttl,
+--                 else the actor's literal ($5), else the enqueue-time value (database clock).
+--   failed      → delay null: failed. Otherwise a retry after delay ms (0 = pending at once),
+--                 unless clock_timestamp() + delay passes schedule_to_close: failed, DeadlineExceeded.
+--   cancelled   → cancelled.
+--   reschedule  → Snooze / RetryAfter / rate-limit denial: like a retry; consume_budget = false
+--                 gives the attempt back; a transient job out of attempts fails MaxAttemptsExceeded.
+--   release     → worker shutdown: back to pending at once, attempt given back.
+-- A cancel requested while the attempt ran wins over any path that would run the job again.
+--
+-- $1 ids, $2 worker ids, $3 kinds, $4 results (json text), $5 fallback result ttl ms, $6 result sizes,
+-- $7 delays ms, $8 consume budget, $9 attempt outcomes, $10 error classes, $11 error messages,
+-- $12 error tracebacks, $13 progress seqs, $14 progress states (json text), $15 handler start times,
+-- $16 durations ms, $17 done channel, $18 wake channel
+WITH items AS (
+  SELECT * FROM unnest(
+    $1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::float8[], $6::int[], $7::float8[], $8::bool[],
+    $9::text[], $10::text[], $11::text[], $12::text[], $13::int[], $14::text[], $15::timestamptz[], $16::float8[]
+  ) AS t(id, worker_id, kind, result, ttl_ms, result_size, delay_ms, consume_budget, outcome, error_class,
+         error_message, error_traceback, progress_seq, progress_state, handler_started_at, duration_ms)
+),
+decided AS (
+  SELECT i.*, j.attempt AS ran_attempt, j.status AS cur_status, j.locked_by_worker,
+    (i.delay_ms IS NOT NULL AND j.schedule_to_close IS NOT NULL
+      AND clock_timestamp() + i.delay_ms * interval '1 millisecond' > j.schedule_to_close) AS deadline_hit,
+    (i.kind = 'reschedule' AND i.consume_budget AND j.retry_kind = 'transient' AND j.attempt >= j.max_attempts) AS budget_hit,
+    (j.cancel_requested_at IS NOT NULL) AS cancel_requested
+  FROM items i
+  JOIN {schema}.jobs j ON j.id = i.id
+),
+outcome AS (
+  SELECT d.*,
+    CASE
+      WHEN d.kind = 'succeeded' THEN 'succeeded'
+      WHEN d.kind = 'cancelled' THEN 'cancelled'
+      WHEN d.kind = 'failed' AND (d.delay_ms IS NULL OR d.deadline_hit) THEN 'failed'
+      WHEN d.kind = 'reschedule' AND (d.deadline_hit OR d.budget_hit) THEN 'failed'
+      WHEN d.cancel_requested THEN 'cancelled'
+      WHEN d.kind = 'release' OR coalesce(d.delay_ms, 0) = 0 THEN 'pending'
+      ELSE 'scheduled'
+    END AS new_status,
+    CASE
+      WHEN d.kind IN ('failed', 'reschedule') AND d.deadline_hit THEN 'DeadlineExceeded'
+      WHEN d.budget_hit THEN 'MaxAttemptsExceeded'
+      ELSE d.error_class
+    END AS new_error_class,
+    (d.kind = 'release' OR (d.kind = 'reschedule' AND NOT d.consume_budget)) AS give_back
+  FROM decided d
+),
+upd AS (
+  UPDATE {schema}.jobs AS j
+  SET status = o.new_status::{schema}.job_status,
+      attempt = CASE WHEN o.give_back AND o.new_status IN ('pending', 'scheduled') THEN j.attempt - 1 ELSE j.attempt END,
+      scheduled_at = CASE
+        WHEN o.new_status IN ('pending', 'scheduled') THEN clock_timestamp() + coalesce(o.delay_ms, 0) * interval '1 millisecond'
+        ELSE j.scheduled_at END,
+      finished_at = CASE WHEN o.new_status IN ('pending', 'scheduled') THEN NULL ELSE clock_timestamp() END,
+      locked_by_worker = NULL,
+      lock_expires_at = NULL,
+      error_class = CASE WHEN o.new_status = 'succeeded' THEN NULL ELSE coalesce(o.new_error_class, j.error_class) END,
+      error_message = CASE WHEN o.new_status = 'succeeded' THEN NULL ELSE coalesce(o.error_message, j.error_message) END,
+      error_traceback = CASE WHEN o.new_status = 'succeeded' THEN NULL ELSE coalesce(o.error_traceback, j.error_traceback) END,
+      result = CASE WHEN o.kind = 'succeeded' THEN o.result::jsonb ELSE j.result END,
+      result_size_bytes = CASE WHEN o.kind = 'succeeded' THEN o.result_size ELSE j.result_size_bytes END,
+      result_expires_at = CASE
+        WHEN o.kind <> 'succeeded' THEN j.result_expires_at
+        ELSE coalesce(
+          (SELECT clock_timestamp() + ac.result_ttl FROM {schema}.actor_config ac
+            WHERE ac.actor = j.actor AND ac.result_ttl IS NOT NULL),
+          clock_timestamp() + o.ttl_ms * interval '1 millisecond',
+          j.result_expires_at)
+      END,
+      progress_seq = CASE WHEN o.progress_seq IS NOT NULL AND o.progress_seq > j.progress_seq THEN o.progress_seq ELSE j.progress_seq END,
+      progress_state = CASE
+        WHEN o.progress_seq IS NOT NULL AND o.progress_seq > j.progress_seq AND o.progress_state IS NOT NULL
+        THEN o.progress_state::jsonb ELSE j.progress_state END,
+      cancel_phase = CASE WHEN o.new_status IN ('pending', 'scheduled') THEN 0 ELSE j.cancel_phase END
+  FROM outcome o
+  WHERE j.id = o.id AND j.status = 'running' AND j.locked_by_worker = o.worker_id
+  RETURNING j.id, j.status::text AS status, j.error_class, j.actor
+),
+attempts AS (
+  INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, duration_ms, outcome,
+                                     error_class, error_message, error_traceback)
+  SELECT o.id, o.ran_attempt, o.worker_id, o.handler_started_at, clock_timestamp(), o.duration_ms,
+         CASE o.kind
+           WHEN 'succeeded' THEN 'succeeded'
+           WHEN 'failed' THEN 'failed'
+           WHEN 'cancelled' THEN 'cancelled'
+           WHEN 'release' THEN 'interrupted'
+           ELSE o.outcome
+         END,
+         CASE WHEN o.kind = 'succeeded' THEN NULL ELSE o.error_class END,
+         CASE WHEN o.kind = 'succeeded' THEN NULL ELSE o.error_message END,
+         CASE WHEN o.kind = 'succeeded' THEN NULL ELSE o.error_traceback END
+  FROM upd u JOIN outcome o ON o.id = u.id
+  RETURNING 1
+),
+events AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT u.id, 'state_change',
+         jsonb_strip_nulls(jsonb_build_object(
+           'from_state', 'running', 'to_state', u.status,
+           'reason', CASE o.kind WHEN 'reschedule' THEN o.outcome WHEN 'release' THEN 'worker_shutdown' ELSE o.kind END,
+           'worker_id', o.worker_id, 'attempt', o.ran_attempt, 'error_class', u.error_class))
+  FROM upd u JOIN outcome o ON o.id = u.id
+  RETURNING 1
+),
+done_notify AS (
+  SELECT pg_notify($17, CASE WHEN count(*) > 150 THEN '*' ELSE string_agg(u.id::text, ',') END)
+  FROM upd u
+  WHERE u.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned')
+  HAVING count(*) > 0
+),
+wake_notify AS (
+  SELECT pg_notify($18, '') FROM upd u WHERE u.status = 'pending' HAVING count(*) > 0
+)
+SELECT u.id, u.status, u.error_class,
+       (SELECT count(*) FROM attempts)::int AS _attempts,
+       (SELECT count(*) FROM events)::int AS _events,
+       (SELECT count(*) FROM done_notify)::int AS _done,
+       (SELECT count(*) FROM wake_notify)::int AS _wake
+FROM upd u;

@@ -1,0 +1,61 @@
+-- name: heartbeatJobs
+-- Renews the leases of the given jobs while this worker still owns them; returns the renewed ids
+-- (a missing id means the job was reclaimed or finished elsewhere).
+UPDATE {schema}.jobs AS j
+SET lock_expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond',
+    last_heartbeat_at = clock_timestamp()
+WHERE j.id = ANY ($2::uuid[]) AND j.status = 'running' AND j.locked_by_worker = $1
+RETURNING j.id;
+
+-- name: repend
+-- Puts jobs this worker claimed but never started back to pending, giving the attempt back
+-- (graceful shutdown). One event row per job.
+WITH upd AS (
+  UPDATE {schema}.jobs AS j
+  SET status = 'pending', attempt = greatest(j.attempt - 1, 0), locked_by_worker = NULL, lock_expires_at = NULL,
+      started_at = NULL, scheduled_at = clock_timestamp()
+  WHERE j.id = ANY ($2::uuid[]) AND j.status = 'running' AND j.locked_by_worker = $1
+  RETURNING j.id
+),
+events AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT id, 'state_change', jsonb_build_object('from_state', 'running', 'to_state', 'pending', 'reason', 'drained', 'worker_id', $1::uuid)
+  FROM upd
+  RETURNING 1
+),
+wake AS (
+  SELECT pg_notify($3, '') FROM upd HAVING count(*) > 0
+)
+SELECT (SELECT count(*) FROM upd)::int AS repended, (SELECT count(*) FROM events)::int AS events,
+       (SELECT count(*) FROM wake)::int AS woke;
+
+-- name: registerWorker
+INSERT INTO {schema}.workers (id, hostname, pid, worker_label, queues, max_concurrency, taskq_version)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (id) DO UPDATE SET last_seen_at = clock_timestamp();
+
+-- name: touchWorker
+UPDATE {schema}.workers SET last_seen_at = clock_timestamp() WHERE id = $1;
+
+-- name: deregisterWorker
+DELETE FROM {schema}.workers WHERE id = $1;
+
+-- name: insertActorConfigs
+-- Creates missing actor_config rows. Capacity columns start NULL: the code literal applies until an
+-- operator stores a value, and stored values are never overwritten by a worker.
+INSERT INTO {schema}.actor_config (actor, queue, metadata)
+SELECT a.actor, a.queue, a.metadata::jsonb
+FROM unnest($1::text[], $2::text[], $3::text[]) AS a(actor, queue, metadata)
+ON CONFLICT (actor) DO NOTHING;
+
+-- name: getActorConfigs
+SELECT actor, queue, max_concurrent, max_pending, (extract(epoch FROM result_ttl) * 1000)::float8 AS result_ttl_ms,
+       metadata, updated_at
+FROM {schema}.actor_config
+WHERE $1::text[] IS NULL OR actor = ANY ($1::text[])
+ORDER BY actor;
+
+-- name: updateActorConfigStructure
+UPDATE {schema}.actor_config
+SET queue = $2, metadata = $3::jsonb, updated_at = clock_timestamp()
+WHERE actor = $1;

@@ -1,0 +1,122 @@
+/**
+ * Types of the worker-facing half of the Backend: claiming, renewing, settling and notifications.
+ */
+import type { AttemptOutcome, JobStatus } from './types.js';
+
+/** What a producer asks for when it claims work. */
+export interface DispatchRequest {
+  /** The claiming worker. */
+  workerId: string;
+  /** Queues to claim from. */
+  queues: readonly string[];
+  /** Actors this worker can run, with their code-declared `maxConcurrent` (null = unbounded). */
+  actors: readonly { name: string; maxConcurrent: number | null }[];
+  /** Most jobs to claim. */
+  limit: number;
+  /** Lease granted to each claimed job, in ms. */
+  leaseMs: number;
+  /** Per-actor candidate multiplier. */
+  oversample: number;
+}
+
+/** An error as stored on the job and its attempt row. */
+export interface ErrorInfo {
+  errorClass: string;
+  message: string | null;
+  traceback: string | null;
+}
+
+/** Progress to persist with a settlement (the job's last reported progress). */
+export interface ProgressSnapshot {
+  seq: number;
+  state: Record<string, unknown>;
+}
+
+interface SettlementBase {
+  jobId: string;
+  workerId: string;
+  /** When the handler started (in-process clock), for the attempt row. */
+  handlerStartedAt: Date | null;
+  /** Handler wall time in ms, for the attempt row. */
+  durationMs: number | null;
+  progress?: ProgressSnapshot | null;
+}
+
+/** The outcome of one attempt, as written by `settle()`. */
+export type Settlement =
+  | (SettlementBase & {
+      kind: 'succeeded';
+      /** Result as JSON text, or null. */
+      resultJson: string | null;
+      resultSizeBytes: number | null;
+      /** The actor's `resultTtl` literal (a stored `actor_config.result_ttl` wins). */
+      fallbackResultTtlMs: number | null;
+    })
+  | (SettlementBase & {
+      kind: 'failed';
+      error: ErrorInfo;
+      /** null = fail for good; otherwise retry after this delay (decided against the deadline by the backend). */
+      retryDelayMs: number | null;
+    })
+  | (SettlementBase & { kind: 'cancelled'; error: ErrorInfo | null })
+  | (SettlementBase & {
+      kind: 'reschedule';
+      delayMs: number;
+      /** False gives the attempt back (Snooze, rate-limit denials). */
+      consumeBudget: boolean;
+      outcome: Extract<AttemptOutcome, 'snoozed' | 'retry_after' | 'rate_limit_denied' | 'reservation_denied'>;
+      error: ErrorInfo | null;
+    })
+  | (SettlementBase & { kind: 'release'; error: ErrorInfo | null });
+
+/** What `settle()` did to one job: its new status, or `noop` when this worker no longer owned it. */
+export interface SettleResult {
+  jobId: string;
+  status: JobStatus | 'noop';
+  errorClass: string | null;
+}
+
+/** A worker's entry in the `workers` table. */
+export interface WorkerRegistration {
+  workerId: string;
+  hostname: string;
+  pid: number;
+  label: string | null;
+  queues: readonly string[];
+  maxConcurrency: number;
+  version: string;
+}
+
+/** The structural part of an actor's stored configuration (drift-checked at startup). */
+export interface ActorStructure {
+  actor: string;
+  queue: string;
+  metadata: Record<string, unknown>;
+}
+
+/** A structural difference between an actor's code and its stored configuration. */
+export interface ActorConfigDrift {
+  actor: string;
+  field: 'queue' | 'metadata';
+  registered: unknown;
+  stored: unknown;
+}
+
+/** Callbacks of a notification subscription. */
+export interface NotificationHandlers {
+  /** New dispatchable work (enqueue, scheduled promotion, retry, reclaim). */
+  onWake?: () => void;
+  /** A cancel request for a job of `workerId` (only delivered when subscribed with that worker id). */
+  onCancel?: (jobId: string, workerId: string) => void;
+  /** Jobs reached a terminal status (`'*'` when too many to list). */
+  onDone?: (jobIds: readonly string[] | '*') => void;
+}
+
+/** A live subscription to the backend's notifications. */
+export interface NotificationSubscription {
+  /** Checks the underlying connection (a failed ping means: reconnect). */
+  ping(): Promise<void>;
+  /** Called once when the subscription breaks (e.g. the LISTEN connection died). */
+  onClose(cb: (err: Error | undefined) => void): void;
+  close(): Promise<void>;
+}

@@ -1,0 +1,84 @@
+import type { ActorDefinition, RetryOverride } from '../actor.js';
+import { toMs } from '../duration.js';
+import { PayloadValidationError } from '../errors/payload-validation-error.js';
+import { ResultTooLarge } from '../errors/job-errors.js';
+import type { Logger } from '../obs/logger.js';
+
+/** Decision: retry after `delayMs` (0 = immediately, the job lands `pending`). */
+export interface Retry {
+  readonly kind: 'retry';
+  readonly delayMs: number;
+}
+
+/** Decision: fail for good. */
+export interface Fail {
+  readonly kind: 'fail';
+  /** Name of the error class that decided it. */
+  readonly errorClass: string;
+  /** False when the error is one that must never be retried. */
+  readonly retryable: boolean;
+}
+
+/** What to do after an attempt threw. */
+export type RetryDecision = Retry | Fail;
+
+/** The name used for an error in `error_class` columns. */
+export function errorClassName(error: unknown): string {
+  if (error instanceof Error) return error.constructor?.name && error.constructor.name !== 'Error' ? error.constructor.name : error.name || 'Error';
+  return typeof error;
+}
+
+/**
+ * Decides retry or failure for a thrown error. Pure: no clock, no deadline (the database decides
+ * deadlines when the retry is written). The order is fixed:
+ *
+ * 1. an error whose class is in the actor's `nonRetryableErrors` → fail;
+ * 2. `PayloadValidationError` → fail; 3. `ResultTooLarge` → fail (re-running repeats the side effects);
+ * 4. the actor's `retryClassifier` hook may override kind and/or delay (a throwing hook is logged and ignored);
+ * 5. `nonRetryable` → fail; `transient` → retry while `attempt < maxAttempts`; `indefinite` → retry.
+ *
+ * The delay is the hook's (capped by `maxRetryBackoffMs`) or the policy's backoff for `attempt`.
+ */
+export function classifyFailure(
+  actor: Pick<ActorDefinition, 'name' | 'retry' | 'nonRetryableErrors' | 'retryClassifier'>,
+  error: unknown,
+  attempt: number,
+  options: { maxRetryBackoffMs: number; logger?: Logger; random?: () => number },
+): RetryDecision {
+  const errorClass = errorClassName(error);
+  for (const cls of actor.nonRetryableErrors) {
+    if (error instanceof (cls as unknown as abstract new (...args: never[]) => unknown)) return { kind: 'fail', errorClass, retryable: false };
+  }
+  if (error instanceof PayloadValidationError) return { kind: 'fail', errorClass: 'PayloadValidationError', retryable: false };
+  if (error instanceof ResultTooLarge) return { kind: 'fail', errorClass: 'ResultTooLarge', retryable: false };
+
+  let override: RetryOverride | null | undefined = null;
+  if (actor.retryClassifier) {
+    try {
+      override = actor.retryClassifier(error, attempt);
+    } catch (hookError) {
+      options.logger?.warn({ actor: actor.name, err: hookError }, 'retry-classifier-hook-failed');
+      override = null;
+    }
+  }
+  const kind = override?.kind ?? actor.retry.kind;
+  let overrideDelay: number | null = null;
+  if (override?.delay !== undefined) {
+    try {
+      overrideDelay = Math.min(toMs(override.delay, 'RetryOverride.delay', 'nonNegative'), options.maxRetryBackoffMs);
+    } catch (badDelay) {
+      options.logger?.warn({ actor: actor.name, err: badDelay }, 'retry-classifier-bad-delay');
+    }
+  }
+  const delayMs = overrideDelay ?? actor.retry.delayMs(attempt, options.maxRetryBackoffMs, options.random);
+  switch (kind) {
+    case 'nonRetryable':
+      return { kind: 'fail', errorClass, retryable: false };
+    case 'transient':
+      return attempt < actor.retry.maxAttempts ? { kind: 'retry', delayMs } : { kind: 'fail', errorClass, retryable: false };
+    case 'indefinite':
+      return { kind: 'retry', delayMs };
+    default:
+      return { kind: 'fail', errorClass, retryable: false };
+  }
+}

@@ -1,0 +1,418 @@
+/**
+ * The worker-facing half of the Backend contract (claiming, renewing, settling, notifications),
+ * run unchanged against both backends.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+
+import { JobsClient } from '../../src/client/jobs-client.js';
+import { newJobId } from '../../src/ids.js';
+import type { JobRow } from '../../src/backend/types.js';
+import type { Settlement } from '../../src/backend/worker-types.js';
+import { budgeted, plain, sendEmail } from '../helpers/actors.js';
+import { waitFor } from '../helpers/wait.js';
+import type { ContractHarness } from './backend-contract.js';
+
+const W1 = '018f0000-0000-7000-8000-00000000a001';
+const W2 = '018f0000-0000-7000-8000-00000000a002';
+const ACTORS: { name: string; maxConcurrent: number | null }[] = [
+  { name: 'plain', maxConcurrent: null },
+  { name: 'send_email', maxConcurrent: null },
+  { name: 'budgeted', maxConcurrent: null },
+];
+const QUEUES = ['default', 'emails'];
+
+export function defineWorkerBackendContract(name: string, makeHarness: () => Promise<ContractHarness>): void {
+  describe(`Backend worker contract: ${name}`, () => {
+    let h: ContractHarness;
+    let client: JobsClient;
+
+    beforeAll(async () => {
+      h = await makeHarness();
+    });
+    afterAll(async () => {
+      await h.close();
+    });
+    beforeEach(async () => {
+      await h.reset();
+      client = new JobsClient(h.backend, { capacityCacheTtlMs: 0 });
+    });
+
+    const claim = (limit = 10, actors = ACTORS, workerId = W1, queues = QUEUES): Promise<JobRow[]> =>
+      h.backend.dispatchBatch({ workerId, queues, actors, limit, leaseMs: 60_000, oversample: 2 });
+    const base = { workerId: W1, handlerStartedAt: null, durationMs: 3 };
+
+    describe('dispatchBatch', () => {
+      it('claims pending jobs of the given actors and queues, sets the lease and writes the event', async () => {
+        const a = await client.enqueue(plain, { n: 1 });
+        await client.enqueue(plain, { n: 2 }, { queue: 'elsewhere' });
+        await client.enqueue(plain, { n: 3 }, { delay: '1h' });
+        const other = await client.enqueue(sendEmail, { to: 'x@example.com' });
+        const rows = await claim(10, [{ name: 'plain', maxConcurrent: null }]);
+        expect(rows.map((r) => r.id)).toEqual([a.jobId]);
+        const row = rows[0]!;
+        expect(row).toMatchObject({ status: 'running', attempt: 1, lockedByWorker: W1 });
+        expect(row.lockExpiresAt!.getTime() - row.startedAt!.getTime()).toBe(60_000);
+        expect((await h.backend.get(other.jobId))?.status).toBe('pending');
+        const events = await h.backend.getEvents(a.jobId);
+        expect(events.at(-1)).toMatchObject({
+          kind: 'state_change',
+          detail: {
+            from_state: 'pending',
+            to_state: 'running',
+            reason: 'dispatched',
+            worker_id: W1,
+            attempt: 1,
+          },
+        });
+        expect(await claim()).toHaveLength(1); // only send_email is left
+      });
+
+      it('honours the limit and strict FIFO order: priority, then time, then id', async () => {
+        const batch = await client.enqueueBatch([
+          { actor: plain, payload: { n: 1 } },
+          { actor: plain, payload: { n: 2 }, options: { priority: 5 } },
+          { actor: plain, payload: { n: 3 } },
+          { actor: plain, payload: { n: 4 }, options: { priority: 5 } },
+        ]);
+        const ids = batch.jobHandles.map((x) => x.jobId);
+        const first = await claim(3);
+        expect(first.map((r) => r.id)).toEqual([ids[1], ids[3], ids[0]]);
+        expect((await claim(3)).map((r) => r.id)).toEqual([ids[2]]);
+        expect(await claim(3)).toEqual([]);
+      });
+
+      it('caps running jobs per actor with the literal or the stored maxConcurrent, and 0 drains', async () => {
+        await client.enqueueBatch(Array.from({ length: 6 }, (_, n) => ({ actor: plain, payload: { n } })));
+        const capped = [{ name: 'plain', maxConcurrent: 2 }];
+        expect(await claim(10, capped)).toHaveLength(2);
+        expect(await claim(10, capped)).toHaveLength(0);
+        await h.setStoredMaxConcurrent('plain', 3);
+        expect(await claim(10, capped)).toHaveLength(1);
+        await h.setStoredMaxConcurrent('plain', 0);
+        expect(await claim(10, [{ name: 'plain', maxConcurrent: null }])).toHaveLength(0);
+      });
+
+      it('runs at most one job per (actor, identityKey) at a time', async () => {
+        const a = await client.enqueue(plain, { n: 1 }, { identityKey: 'acct:1' });
+        const b = await client.enqueue(plain, { n: 2 }, { identityKey: 'acct:1' });
+        const c = await client.enqueue(plain, { n: 3 }, { identityKey: 'acct:2' });
+        const first = await claim(10);
+        expect(first.map((r) => r.id).sort()).toEqual([a.jobId, c.jobId].sort());
+        expect(await claim(10)).toEqual([]);
+        await h.backend.settle([
+          {
+            ...base,
+            kind: 'succeeded',
+            jobId: a.jobId,
+            resultJson: null,
+            resultSizeBytes: null,
+            fallbackResultTtlMs: null,
+          },
+        ]);
+        expect((await claim(10)).map((r) => r.id)).toEqual([b.jobId]);
+      });
+
+      it('interleaves fairness keys on round-robin queues, and not on strict FIFO ones', async () => {
+        const old = await client.enqueueBatch(
+          Array.from({ length: 4 }, (_, n) => ({
+            actor: plain,
+            payload: { n },
+            options: { fairnessKey: 'big' },
+          })),
+        );
+        const newer = await client.enqueue(plain, { n: 9 }, { fairnessKey: 'small' });
+        const strict = await claim(2);
+        expect(strict.map((r) => r.id)).toEqual(old.jobHandles.slice(0, 2).map((x) => x.jobId));
+        await h.reset();
+        await h.setQueueMode('default', 'round_robin');
+        const old2 = await client.enqueueBatch(
+          Array.from({ length: 4 }, (_, n) => ({
+            actor: plain,
+            payload: { n },
+            options: { fairnessKey: 'big' },
+          })),
+        );
+        const newer2 = await client.enqueue(plain, { n: 9 }, { fairnessKey: 'small' });
+        const rr = await claim(2);
+        expect(rr.map((r) => r.id).sort()).toEqual([old2.jobHandles[0]!.jobId, newer2.jobId].sort());
+        expect(newer.jobId).not.toBe(newer2.jobId);
+      });
+    });
+
+    describe('heartbeatJobs and repend', () => {
+      it('renews only jobs the worker still owns', async () => {
+        const a = await client.enqueue(plain, { n: 1 });
+        const [row] = await claim();
+        const stranger = newJobId();
+        expect(await h.backend.heartbeatJobs(W2, [a.jobId], 90_000)).toEqual([]);
+        const renewed = await h.backend.heartbeatJobs(W1, [a.jobId, stranger], 90_000);
+        expect(renewed).toEqual([a.jobId]);
+        const after = await h.backend.get(a.jobId);
+        expect(after!.lockExpiresAt!.getTime()).toBeGreaterThanOrEqual(row!.lockExpiresAt!.getTime());
+      });
+
+      it('repends claimed-but-unstarted jobs and gives the attempt back', async () => {
+        const a = await client.enqueue(plain, { n: 1 });
+        await claim();
+        expect(await h.backend.repend(W2, [a.jobId])).toBe(0);
+        expect(await h.backend.repend(W1, [a.jobId])).toBe(1);
+        expect(await h.backend.get(a.jobId)).toMatchObject({
+          status: 'pending',
+          attempt: 0,
+          lockedByWorker: null,
+        });
+        expect((await h.backend.getEvents(a.jobId)).at(-1)?.detail).toMatchObject({
+          to_state: 'pending',
+          reason: 'drained',
+        });
+        expect((await claim()).map((r) => r.attempt)).toEqual([1]);
+      });
+    });
+
+    describe('settle', () => {
+      async function running(
+        ref = plain as typeof plain | typeof budgeted,
+        payload: unknown = { n: 1 },
+      ): Promise<string> {
+        const handle = await client.enqueue(ref as typeof plain, payload as { n: number });
+        const rows = await claim(10, ACTORS);
+        expect(rows.map((r) => r.id)).toContain(handle.jobId);
+        return handle.jobId;
+      }
+
+      it('writes success with its result, attempt row and event', async () => {
+        const id = await running();
+        const [res] = await h.backend.settle([
+          {
+            ...base,
+            kind: 'succeeded',
+            jobId: id,
+            resultJson: '{"ok":true}',
+            resultSizeBytes: 11,
+            fallbackResultTtlMs: 3_600_000,
+            progress: { seq: 4, state: { percent: 100 } },
+          },
+        ]);
+        expect(res).toEqual({ jobId: id, status: 'succeeded', errorClass: null });
+        const row = (await h.backend.get(id))!;
+        expect(row).toMatchObject({
+          status: 'succeeded',
+          result: { ok: true },
+          resultSizeBytes: 11,
+          lockedByWorker: null,
+          progressSeq: 4,
+          progressState: { percent: 100 },
+        });
+        expect(row.finishedAt).not.toBeNull();
+        expect(row.resultExpiresAt!.getTime() - row.finishedAt!.getTime()).toBeGreaterThan(3_590_000);
+        const [attempt] = await h.backend.getAttempts(id);
+        expect(attempt).toMatchObject({ attempt: 1, outcome: 'succeeded', workerId: W1, durationMs: 3 });
+        expect((await h.backend.getEvents(id)).at(-1)?.detail).toMatchObject({
+          from_state: 'running',
+          to_state: 'succeeded',
+          reason: 'succeeded',
+        });
+      });
+
+      it('lets a stored actor_config.result_ttl beat the actor literal', async () => {
+        await h.setStoredResultTtl('plain', 60_000);
+        const id = await running();
+        await h.backend.settle([
+          {
+            ...base,
+            kind: 'succeeded',
+            jobId: id,
+            resultJson: '1',
+            resultSizeBytes: 1,
+            fallbackResultTtlMs: 3_600_000,
+          },
+        ]);
+        const row = (await h.backend.get(id))!;
+        expect(row.resultExpiresAt!.getTime() - row.finishedAt!.getTime()).toBeLessThan(61_000);
+      });
+
+      it('fails for good, retries later, retries at once, and fails a retry past the deadline', async () => {
+        const error = { errorClass: 'Boom', message: 'it broke', traceback: 'at handler' };
+        const a = await running();
+        const b = await running();
+        const c = await running();
+        const d = await running(budgeted, {});
+        const results = await h.backend.settle([
+          { ...base, kind: 'failed', jobId: a, error, retryDelayMs: null },
+          { ...base, kind: 'failed', jobId: b, error, retryDelayMs: 30_000 },
+          { ...base, kind: 'failed', jobId: c, error, retryDelayMs: 0 },
+          { ...base, kind: 'failed', jobId: d, error, retryDelayMs: 2 * 3_600_000 },
+        ]);
+        expect(results.map((r) => [r.status, r.errorClass])).toEqual([
+          ['failed', 'Boom'],
+          ['scheduled', 'Boom'],
+          ['pending', 'Boom'],
+          ['failed', 'DeadlineExceeded'],
+        ]);
+        const rb = (await h.backend.get(b))!;
+        expect(rb.scheduledAt.getTime() - rb.startedAt!.getTime()).toBeGreaterThanOrEqual(30_000);
+        expect(rb).toMatchObject({
+          attempt: 1,
+          errorMessage: 'it broke',
+          errorTraceback: 'at handler',
+          finishedAt: null,
+        });
+        expect((await h.backend.get(a))!.finishedAt).not.toBeNull();
+        expect((await h.backend.getAttempts(d))[0]).toMatchObject({ outcome: 'failed', errorClass: 'Boom' });
+        expect((await claim()).map((r) => [r.id, r.attempt])).toEqual([[c, 2]]);
+      });
+
+      it('snoozes without using an attempt, and RetryAfter with a budget fails once attempts run out', async () => {
+        const id = await running();
+        const [s] = await h.backend.settle([
+          {
+            ...base,
+            kind: 'reschedule',
+            jobId: id,
+            delayMs: 0,
+            consumeBudget: false,
+            outcome: 'snoozed',
+            error: null,
+          },
+        ]);
+        expect(s?.status).toBe('pending');
+        expect((await h.backend.get(id))!.attempt).toBe(0);
+        expect((await h.backend.getAttempts(id))[0]).toMatchObject({ attempt: 1, outcome: 'snoozed' });
+        // plain allows 3 attempts: use them with RetryAfter (budget consumed)
+        for (let n = 1; n <= 3; n++) {
+          const rows = await claim();
+          expect(rows[0]?.attempt).toBe(n);
+          const [r] = await h.backend.settle([
+            {
+              ...base,
+              kind: 'reschedule',
+              jobId: id,
+              delayMs: 0,
+              consumeBudget: true,
+              outcome: 'retry_after',
+              error: null,
+            },
+          ]);
+          expect(r?.status).toBe(n < 3 ? 'pending' : 'failed');
+          if (n === 3) expect(r?.errorClass).toBe('MaxAttemptsExceeded');
+        }
+      });
+
+      it('is a no-op for a job the worker does not own', async () => {
+        const id = await running();
+        const foreign: Settlement = {
+          ...base,
+          workerId: W2,
+          kind: 'succeeded',
+          jobId: id,
+          resultJson: null,
+          resultSizeBytes: null,
+          fallbackResultTtlMs: null,
+        };
+        expect(await h.backend.settle([foreign])).toEqual([{ jobId: id, status: 'noop', errorClass: null }]);
+        expect((await h.backend.get(id))!.status).toBe('running');
+        await h.backend.settle([{ ...foreign, workerId: W1 }]);
+        expect((await h.backend.settle([{ ...foreign, workerId: W1 }]))[0]?.status).toBe('noop');
+        expect(await h.backend.getAttempts(id)).toHaveLength(1);
+      });
+
+      it('ends cancelled instead of retrying when a cancel was requested during the attempt', async () => {
+        const id = await running();
+        expect(await h.backend.writeCancelRequest(id, 'stop')).toBe(true);
+        const row = (await h.backend.get(id))!;
+        expect(row).toMatchObject({ status: 'running', cancelPhase: 1 });
+        expect((await h.backend.getEvents(id)).at(-1)).toMatchObject({
+          kind: 'cancel_request',
+          detail: { phase: 1, message: 'stop' },
+        });
+        const [r] = await h.backend.settle([
+          {
+            ...base,
+            kind: 'failed',
+            jobId: id,
+            error: { errorClass: 'X', message: null, traceback: null },
+            retryDelayMs: 1000,
+          },
+        ]);
+        expect(r?.status).toBe('cancelled');
+      });
+
+      it('release puts the job back to pending without using an attempt', async () => {
+        const id = await running();
+        const [r] = await h.backend.settle([
+          {
+            ...base,
+            kind: 'release',
+            jobId: id,
+            error: { errorClass: 'WorkerShutdown', message: 'bye', traceback: null },
+          },
+        ]);
+        expect(r?.status).toBe('pending');
+        expect((await h.backend.get(id))!.attempt).toBe(0);
+        expect((await h.backend.getAttempts(id))[0]?.outcome).toBe('interrupted');
+      });
+    });
+
+    describe('notifications', () => {
+      it('delivers wake-ups, job-done announcements and cancels for the owning worker only', async () => {
+        const wakes: number[] = [];
+        const done: string[] = [];
+        const cancels: [string, string][] = [];
+        const otherCancels: string[] = [];
+        const sub = await h.backend.subscribe(
+          {
+            onWake: () => wakes.push(1),
+            onDone: (ids) => done.push(...(ids === '*' ? ['*'] : ids)),
+            onCancel: (j, w) => cancels.push([j, w]),
+          },
+          { workerId: W1 },
+        );
+        const sub2 = await h.backend.subscribe({ onCancel: (j) => otherCancels.push(j) }, { workerId: W2 });
+        try {
+          const a = await client.enqueue(plain, { n: 1 });
+          await waitFor(() => wakes.length > 0);
+          await claim();
+          await h.backend.writeCancelRequest(a.jobId, null);
+          await waitFor(() => cancels.length > 0);
+          expect(cancels[0]).toEqual([a.jobId, W1]);
+          await h.backend.settle([{ ...base, kind: 'cancelled', jobId: a.jobId, error: null }]);
+          await waitFor(() => done.includes(a.jobId));
+          await sub.ping();
+          expect(otherCancels).toEqual([]);
+        } finally {
+          await sub.close();
+          await sub2.close();
+        }
+      });
+    });
+
+    describe('actor configuration', () => {
+      it('creates rows, reports structural drift, and overwrites it only when forced', async () => {
+        expect(
+          await h.backend.syncActorConfig([{ actor: 'plain', queue: 'default', metadata: { v: 1 } }], {
+            force: false,
+          }),
+        ).toEqual([]);
+        await h.setStoredMaxConcurrent('plain', 7);
+        const drift = await h.backend.syncActorConfig(
+          [{ actor: 'plain', queue: 'other', metadata: { v: 2 } }],
+          { force: false },
+        );
+        expect(drift.map((d) => d.field).sort()).toEqual(['metadata', 'queue']);
+        expect((await h.backend.getActorConfigs(['plain']))[0]).toMatchObject({
+          queue: 'default',
+          metadata: { v: 1 },
+          maxConcurrent: 7,
+        });
+        await h.backend.syncActorConfig([{ actor: 'plain', queue: 'other', metadata: { v: 2 } }], {
+          force: true,
+        });
+        expect((await h.backend.getActorConfigs(['plain']))[0]).toMatchObject({
+          queue: 'other',
+          metadata: { v: 2 },
+          maxConcurrent: 7,
+        });
+      });
+    });
+  });
+}
