@@ -1,0 +1,677 @@
+import { formatMs } from '../duration.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { isUuid } from '../ids.js';
+import { DEFAULT_SCHEMA, validateSchemaName } from '../schema-name.js';
+import type { WorkerSettings } from './worker-settings.js';
+
+// The table of every worker setting: its environment variable, kind, default and constraints. The
+// loader (`load-worker-settings.ts`) is generic over it, and docs/configuration.md mirrors it.
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/** How a setting is parsed: from environment text, and from a programmatic override. */
+export type SettingKind = 'duration' | 'integer' | 'float' | 'boolean' | 'string' | 'choice' | 'queueList';
+
+/** Numeric bounds, in the setting's unit (milliseconds for durations). */
+export interface NumericBounds {
+  /** Inclusive lower bound. */
+  readonly min?: number;
+  /** Exclusive lower bound. */
+  readonly gt?: number;
+  /** Inclusive upper bound. */
+  readonly max?: number;
+  /** Exclusive upper bound. */
+  readonly lt?: number;
+}
+
+type Key = keyof WorkerSettings;
+type ValueOf<K extends Key> = NonNullable<WorkerSettings[K]>;
+
+interface FieldCommon<K extends Key> {
+  /** Property of {@link WorkerSettings}. */
+  readonly key: K;
+  /** Environment variable the setting is read from. */
+  readonly env: `TASKQ_${string}`;
+  /** Value used when neither an override nor the environment gives one (milliseconds for durations). */
+  readonly default: WorkerSettings[K];
+}
+
+/** A string checked by a predicate; `check` returns the broken rule, or `undefined` when the value is fine. */
+interface StringSpec {
+  readonly kind: 'string';
+  /** The rule in words (docs and error messages). */
+  readonly rule: string;
+  readonly check: (value: string) => string | undefined;
+}
+
+/** One of a fixed set of lowercase words; input is case-insensitive, `aliases` map other spellings. */
+interface ChoiceSpec<T extends string> {
+  readonly kind: 'choice';
+  readonly choices: readonly T[];
+  readonly aliases?: Readonly<Record<string, T>>;
+}
+
+// The kind a field may have follows from its type in WorkerSettings, so the table cannot declare a
+// boolean field as a duration or forget `nullable` on a field that accepts null.
+type KindSpec<K extends Key> = K extends `${string}Ms`
+  ? { readonly kind: 'duration' } & NumericBounds
+  : ValueOf<K> extends boolean
+    ? { readonly kind: 'boolean' }
+    : ValueOf<K> extends number
+      ? { readonly kind: 'integer' | 'float' } & NumericBounds
+      : ValueOf<K> extends readonly string[]
+        ? { readonly kind: 'queueList' }
+        : string extends ValueOf<K>
+          ? StringSpec
+          : ValueOf<K> extends string
+            ? ChoiceSpec<ValueOf<K>>
+            : never;
+
+type NullableSpec<K extends Key> = null extends WorkerSettings[K]
+  ? {
+      /** `null` (none) is a valid value; an empty environment variable leaves the default. */ readonly nullable: true;
+    }
+  : { readonly nullable?: false };
+
+type FieldFor<K extends Key> = FieldCommon<K> & KindSpec<K> & NullableSpec<K>;
+
+/** One row of the settings table. */
+export type SettingField = { [K in Key]: FieldFor<K> }[Key];
+
+/** Postgres connection strings must use one of these schemes. */
+const DSN_RULE = 'must be a connection string starting with postgres:// or postgresql://';
+const REDIS_RULE = 'must be a URL starting with redis:// or rediss://';
+const HH_MM_RULE = 'must be a time of day HH:MM between 00:00 and 23:59 (UTC)';
+const CRON_RULE =
+  'must be a cron expression of 5 whitespace-separated fields (minute hour day month weekday)';
+const SCHEMA_RULE = 'must match ^[A-Za-z_][A-Za-z0-9_]*$ and be at most 63 characters';
+const WORKER_LABEL_MAX_CHARS = 128;
+const WORKER_LABEL_RULE = `must be 1-${WORKER_LABEL_MAX_CHARS} characters without NUL (\\u0000)`;
+/** The rule of `checkQueueName` (text-checks.ts), for docs and messages. */
+const QUEUE_NAME_RULE =
+  '1-128 characters of letters, digits, "_", "-", "." or ":", starting with a letter or digit';
+const UUID_RULE = 'must be a UUID (8-4-4-4-12 hexadecimal digits)';
+
+function matching(re: RegExp, rule: string): (value: string) => string | undefined {
+  return (value) => (re.test(value) ? undefined : rule);
+}
+
+/** Runs one of the shared `check*`/`validate*` helpers and turns its throw into a rule. */
+function ruleOf(check: () => unknown): string | undefined {
+  try {
+    check();
+    return undefined;
+  } catch (err) {
+    if (err instanceof InvalidArgumentError) return err.rule;
+    throw err;
+  }
+}
+
+const dsn = matching(/^postgres(ql)?:\/\//i, DSN_RULE);
+const hhmm = matching(/^([01]\d|2[0-3]):[0-5]\d$/, HH_MM_RULE);
+const cron = (value: string): string | undefined =>
+  value.trim().split(/\s+/).length === 5 ? undefined : CRON_RULE;
+
+/**
+ * Every {@link WorkerSettings} field, in the interface's order. Defaults are the reference's
+ * (spec-inventory §19.3), except where a field's doc comment in `worker-settings.ts` says otherwise.
+ */
+export const WORKER_SETTING_FIELDS = [
+  {
+    key: 'pgDsn',
+    env: 'TASKQ_PG_DSN',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    rule: DSN_RULE,
+    check: dsn,
+  },
+  {
+    key: 'pgDsnDirect',
+    env: 'TASKQ_PG_DSN_DIRECT',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    rule: `${DSN_RULE}; falls back to pgDsn`,
+    check: dsn,
+  },
+  {
+    key: 'pgDsnPooled',
+    env: 'TASKQ_PG_DSN_POOLED',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    rule: `${DSN_RULE}; falls back to pgDsn`,
+    check: dsn,
+  },
+  {
+    key: 'schema',
+    env: 'TASKQ_SCHEMA_NAME',
+    kind: 'string',
+    default: DEFAULT_SCHEMA,
+    rule: SCHEMA_RULE,
+    check: (v) => ruleOf(() => validateSchemaName(v)),
+  },
+  {
+    key: 'redisUrl',
+    env: 'TASKQ_REDIS_URL',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    rule: REDIS_RULE,
+    check: matching(/^rediss?:\/\//i, REDIS_RULE),
+  },
+  { key: 'queues', env: 'TASKQ_QUEUES', kind: 'queueList', default: ['default'] },
+  { key: 'maxConcurrency', env: 'TASKQ_MAX_CONCURRENCY', kind: 'integer', default: 8, min: 1 },
+  {
+    key: 'heartbeatIntervalMs',
+    env: 'TASKQ_HEARTBEAT_INTERVAL',
+    kind: 'duration',
+    default: 10 * SECOND,
+    min: 500,
+  },
+  { key: 'lockLeaseMs', env: 'TASKQ_LOCK_LEASE', kind: 'duration', default: 60 * SECOND, min: SECOND },
+  { key: 'maxHeartbeatFailures', env: 'TASKQ_MAX_HEARTBEAT_FAILURES', kind: 'integer', default: 3, min: 1 },
+  { key: 'dispatcherPoolSize', env: 'TASKQ_DISPATCHER_POOL_SIZE', kind: 'integer', default: 4, min: 1 },
+  {
+    key: 'dispatcherCommandTimeoutMs',
+    env: 'TASKQ_DISPATCHER_COMMAND_TIMEOUT',
+    kind: 'duration',
+    default: 5 * SECOND,
+    min: SECOND,
+  },
+  {
+    key: 'dispatchOversample',
+    env: 'TASKQ_DISPATCH_OVERSAMPLE',
+    kind: 'integer',
+    default: 2,
+    min: 1,
+    max: 1000,
+  },
+  {
+    key: 'dispatchScopeByHomeQueue',
+    env: 'TASKQ_DISPATCH_SCOPE_BY_HOME_QUEUE',
+    kind: 'boolean',
+    default: false,
+  },
+  { key: 'heartbeatPoolSize', env: 'TASKQ_HEARTBEAT_POOL_SIZE', kind: 'integer', default: 4, min: 1 },
+  {
+    key: 'heartbeatCommandTimeoutMs',
+    env: 'TASKQ_HEARTBEAT_COMMAND_TIMEOUT',
+    kind: 'duration',
+    default: 2 * SECOND,
+    gt: 0,
+  },
+  {
+    key: 'sweepIntervalMs',
+    env: 'TASKQ_SWEEP_INTERVAL',
+    kind: 'duration',
+    default: 30 * SECOND,
+    min: SECOND,
+  },
+  {
+    key: 'queueDepthIntervalMs',
+    env: 'TASKQ_QUEUE_DEPTH_INTERVAL',
+    kind: 'duration',
+    default: 15 * SECOND,
+    min: SECOND,
+  },
+  {
+    key: 'reservationSlotsIntervalMs',
+    env: 'TASKQ_RESERVATION_SLOTS_INTERVAL',
+    kind: 'duration',
+    default: 15 * SECOND,
+    min: SECOND,
+  },
+  {
+    key: 'strandedJobsIntervalMs',
+    env: 'TASKQ_STRANDED_JOBS_INTERVAL',
+    kind: 'duration',
+    default: 60 * SECOND,
+    min: SECOND,
+  },
+  {
+    key: 'terminationGracePeriodMs',
+    env: 'TASKQ_TERMINATION_GRACE_PERIOD',
+    kind: 'duration',
+    default: 75 * SECOND,
+    min: 5 * SECOND,
+  },
+  {
+    key: 'cancellationGracePeriodMs',
+    env: 'TASKQ_CANCELLATION_GRACE_PERIOD',
+    kind: 'duration',
+    default: 30 * SECOND,
+    min: 0,
+  },
+  {
+    key: 'cleanupGracePeriodMs',
+    env: 'TASKQ_CLEANUP_GRACE_PERIOD',
+    kind: 'duration',
+    default: 10 * SECOND,
+    min: 0,
+  },
+  {
+    key: 'reclaimEventVisibilityDelayMs',
+    env: 'TASKQ_RECLAIM_EVENT_VISIBILITY_DELAY',
+    kind: 'duration',
+    default: 2 * SECOND,
+    min: 0,
+  },
+  { key: 'maxRetryBackoffMs', env: 'TASKQ_MAX_RETRY_BACKOFF', kind: 'duration', default: 24 * HOUR, gt: 0 },
+  {
+    key: 'defaultStartToCloseMs',
+    env: 'TASKQ_DEFAULT_START_TO_CLOSE',
+    kind: 'duration',
+    default: null,
+    nullable: true,
+    gt: 0,
+  },
+  {
+    key: 'rateLimitPgFallbackEnabled',
+    env: 'TASKQ_RATE_LIMIT_PG_FALLBACK_ENABLED',
+    kind: 'boolean',
+    default: true,
+  },
+  {
+    key: 'maxKeyedReservations',
+    env: 'TASKQ_MAX_KEYED_RESERVATIONS',
+    kind: 'integer',
+    default: 10_000,
+    min: 1,
+  },
+  { key: 'maxKeyedRateLimits', env: 'TASKQ_MAX_KEYED_RATE_LIMITS', kind: 'integer', default: 10_000, min: 1 },
+  { key: 'pollIntervalMs', env: 'TASKQ_POLL_INTERVAL', kind: 'duration', default: SECOND, gt: 0 },
+  {
+    key: 'notifyHealthCheckIntervalMs',
+    env: 'TASKQ_NOTIFY_HEALTH_CHECK_INTERVAL',
+    kind: 'duration',
+    default: 5 * SECOND,
+    gt: 0,
+  },
+  {
+    key: 'notifyReconnectBackoffInitialMs',
+    env: 'TASKQ_NOTIFY_RECONNECT_BACKOFF_INITIAL',
+    kind: 'duration',
+    default: SECOND,
+    gt: 0,
+  },
+  {
+    key: 'notifyListenerSetupTimeoutMs',
+    env: 'TASKQ_NOTIFY_LISTENER_SETUP_TIMEOUT',
+    kind: 'duration',
+    default: 10 * SECOND,
+    gt: 0,
+  },
+  { key: 'notifyEnabled', env: 'TASKQ_NOTIFY_ENABLED', kind: 'boolean', default: true },
+  {
+    key: 'notifyPollIntervalMs',
+    env: 'TASKQ_NOTIFY_POLL_INTERVAL',
+    kind: 'duration',
+    default: 5 * SECOND,
+    min: 500,
+  },
+  {
+    key: 'workerLabel',
+    env: 'TASKQ_WORKER_LABEL',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    rule: WORKER_LABEL_RULE,
+    check: (v) =>
+      v.length === 0 || [...v].length > WORKER_LABEL_MAX_CHARS || v.includes('\u0000')
+        ? WORKER_LABEL_RULE
+        : undefined,
+  },
+  {
+    key: 'workgroupInstance',
+    env: 'TASKQ_WORKGROUP_INSTANCE',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    rule: UUID_RULE,
+    check: (v) => (isUuid(v) ? undefined : UUID_RULE),
+  },
+  {
+    key: 'exceptionMessageMaxChars',
+    env: 'TASKQ_EXCEPTION_MESSAGE_MAX_CHARS',
+    kind: 'integer',
+    default: 2000,
+    min: 100,
+  },
+  {
+    key: 'exceptionRedactionEnabled',
+    env: 'TASKQ_EXCEPTION_REDACTION_ENABLED',
+    kind: 'boolean',
+    default: true,
+  },
+  { key: 'otelEnabled', env: 'TASKQ_OTEL_ENABLED', kind: 'boolean', default: true },
+  {
+    key: 'logFormat',
+    env: 'TASKQ_LOG_FORMAT',
+    kind: 'choice',
+    default: 'json',
+    choices: ['json', 'console'],
+  },
+  {
+    key: 'logLevel',
+    env: 'TASKQ_LOG_LEVEL',
+    kind: 'choice',
+    default: 'info',
+    choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'],
+    // The reference's level names (Python logging), so its env files keep working.
+    aliases: { warning: 'warn', critical: 'fatal' },
+  },
+  {
+    key: 'pruneScheduleUtc',
+    env: 'TASKQ_PRUNE_SCHEDULE_UTC',
+    kind: 'string',
+    default: '03:00',
+    rule: HH_MM_RULE,
+    check: hhmm,
+  },
+  {
+    key: 'pruneCronExpr',
+    env: 'TASKQ_PRUNE_CRON_EXPR',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    rule: CRON_RULE,
+    check: cron,
+  },
+  { key: 'pruneBatchSize', env: 'TASKQ_PRUNE_BATCH_SIZE', kind: 'integer', default: 10_000, min: 1 },
+  {
+    key: 'pruneRetentionPeriodMs',
+    env: 'TASKQ_PRUNE_RETENTION_PERIOD',
+    kind: 'duration',
+    default: 30 * DAY,
+    min: 0,
+  },
+  {
+    key: 'pruneRetentionSucceededMs',
+    env: 'TASKQ_PRUNE_RETENTION_SUCCEEDED',
+    kind: 'duration',
+    default: 30 * DAY,
+    min: 0,
+  },
+  {
+    key: 'pruneRetentionFailedMs',
+    env: 'TASKQ_PRUNE_RETENTION_FAILED',
+    kind: 'duration',
+    default: 90 * DAY,
+    min: 0,
+  },
+  {
+    key: 'pruneRetentionCancelledMs',
+    env: 'TASKQ_PRUNE_RETENTION_CANCELLED',
+    kind: 'duration',
+    default: 30 * DAY,
+    min: 0,
+  },
+  {
+    key: 'pruneRetentionAbandonedMs',
+    env: 'TASKQ_PRUNE_RETENTION_ABANDONED',
+    kind: 'duration',
+    default: 90 * DAY,
+    min: 0,
+  },
+  {
+    key: 'archiveRetentionPeriodMs',
+    env: 'TASKQ_ARCHIVE_RETENTION_PERIOD',
+    kind: 'duration',
+    default: 365 * DAY,
+    min: 0,
+  },
+  {
+    key: 'archiveExpiryScheduleUtc',
+    env: 'TASKQ_ARCHIVE_EXPIRY_SCHEDULE_UTC',
+    kind: 'string',
+    default: '04:00',
+    rule: HH_MM_RULE,
+    check: hhmm,
+  },
+  {
+    key: 'archiveExpiryCronExpr',
+    env: 'TASKQ_ARCHIVE_EXPIRY_CRON_EXPR',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    rule: CRON_RULE,
+    check: cron,
+  },
+  { key: 'forceUpdateActorConfig', env: 'TASKQ_FORCE_UPDATE_ACTOR_CONFIG', kind: 'boolean', default: false },
+  {
+    key: 'progressCoalesceIntervalMs',
+    env: 'TASKQ_PROGRESS_COALESCE_INTERVAL',
+    kind: 'duration',
+    default: 500,
+    min: 100,
+  },
+  {
+    key: 'progressDataMaxBytes',
+    env: 'TASKQ_PROGRESS_DATA_MAX_BYTES',
+    kind: 'integer',
+    default: 16_384,
+    min: 1024,
+    max: 1_048_576,
+  },
+  { key: 'progressPublishGlobal', env: 'TASKQ_PROGRESS_PUBLISH_GLOBAL', kind: 'boolean', default: true },
+  {
+    key: 'resultMaxBytes',
+    env: 'TASKQ_RESULT_MAX_BYTES',
+    kind: 'integer',
+    default: 65_536,
+    min: 1024,
+    max: 1_048_576,
+  },
+  { key: 'cronCatchUpWindowMs', env: 'TASKQ_CRON_CATCH_UP_WINDOW', kind: 'duration', default: HOUR, min: 0 },
+  {
+    key: 'cronAutoDisableThreshold',
+    env: 'TASKQ_CRON_AUTO_DISABLE_THRESHOLD',
+    kind: 'integer',
+    default: 3,
+    min: 1,
+  },
+  {
+    key: 'idleSettleWindowMs',
+    env: 'TASKQ_IDLE_SETTLE_WINDOW',
+    kind: 'duration',
+    default: 2 * SECOND,
+    min: 0,
+  },
+  { key: 'idlePollIntervalMs', env: 'TASKQ_IDLE_POLL_INTERVAL', kind: 'duration', default: SECOND, min: 100 },
+  {
+    key: 'idleMaxRuntimeMs',
+    env: 'TASKQ_IDLE_MAX_RUNTIME',
+    kind: 'duration',
+    default: null,
+    nullable: true,
+    gt: 0,
+  },
+  { key: 'watchdogEnabled', env: 'TASKQ_WATCHDOG_ENABLED', kind: 'boolean', default: true },
+  {
+    key: 'watchdogLoopLagBudgetMs',
+    env: 'TASKQ_WATCHDOG_LOOP_LAG_BUDGET',
+    kind: 'duration',
+    default: 30 * SECOND,
+    gt: 0,
+  },
+  {
+    key: 'watchdogLoopLagWarnBudgetMs',
+    env: 'TASKQ_WATCHDOG_LOOP_LAG_WARN_BUDGET',
+    kind: 'duration',
+    default: 5 * SECOND,
+    gt: 0,
+  },
+  {
+    key: 'watchdogLoopLagStartupGraceMs',
+    env: 'TASKQ_WATCHDOG_LOOP_LAG_STARTUP_GRACE',
+    kind: 'duration',
+    default: 30 * SECOND,
+    min: 0,
+  },
+  {
+    key: 'watchdogTickGraceFactor',
+    env: 'TASKQ_WATCHDOG_TICK_GRACE_FACTOR',
+    kind: 'float',
+    default: 5,
+    gt: 0,
+  },
+  {
+    key: 'watchdogDumpIntervalMs',
+    env: 'TASKQ_WATCHDOG_DUMP_INTERVAL',
+    kind: 'duration',
+    default: 5 * SECOND,
+    gt: 0,
+  },
+  {
+    key: 'watchdogDumpAfterFraction',
+    env: 'TASKQ_WATCHDOG_DUMP_AFTER_FRACTION',
+    kind: 'float',
+    default: 0.5,
+    gt: 0,
+    lt: 1,
+  },
+  {
+    key: 'watchdogStaleFloorMs',
+    env: 'TASKQ_WATCHDOG_STALE_FLOOR',
+    kind: 'duration',
+    default: 10 * SECOND,
+    gt: 0,
+  },
+  {
+    key: 'watchdogCheckIntervalMs',
+    env: 'TASKQ_WATCHDOG_CHECK_INTERVAL',
+    kind: 'duration',
+    default: SECOND,
+    gt: 0,
+  },
+  {
+    key: 'idempotencyKeyMaxBytes',
+    env: 'TASKQ_IDEMPOTENCY_KEY_MAX_BYTES',
+    kind: 'integer',
+    default: 1024,
+    min: 1,
+    max: 2048,
+  },
+] as const satisfies readonly SettingField[];
+
+// Compile-time proof that the table covers every WorkerSettings field.
+type MissingFields = Exclude<Key, (typeof WORKER_SETTING_FIELDS)[number]['key']>;
+const _everyFieldListed: [MissingFields] extends [never] ? true : MissingFields = true;
+void _everyFieldListed;
+
+/**
+ * The name a field has in `WorkerSettingsInput` and in error messages: the `WorkerSettings`
+ * property, without the `Ms` suffix for durations (`lockLeaseMs` → `lockLease`).
+ */
+export function settingName(field: SettingField): string {
+  return field.kind === 'duration' ? field.key.slice(0, -2) : field.key;
+}
+
+function formatBound(field: SettingField, n: number): string {
+  return field.kind === 'duration' && n !== 0 ? formatMs(n) : String(n);
+}
+
+/** The field's constraint in words, e.g. `must be at least 500ms`. */
+export function describeRule(field: SettingField): string {
+  switch (field.kind) {
+    case 'string':
+      return field.rule;
+    case 'boolean':
+      return 'must be true or false (env: true/false, 1/0, yes/no, on/off)';
+    case 'choice':
+      return `must be one of ${field.choices.join(', ')} (case-insensitive)`;
+    case 'queueList':
+      return `must be one or more queue names (comma-separated in the environment), each ${QUEUE_NAME_RULE}`;
+    default: {
+      const b: NumericBounds = field;
+      const parts: string[] = [];
+      if (b.min !== undefined && b.max !== undefined) {
+        parts.push(`between ${formatBound(field, b.min)} and ${formatBound(field, b.max)}`);
+      } else {
+        if (b.min !== undefined) parts.push(`>= ${formatBound(field, b.min)}`);
+        if (b.gt !== undefined) parts.push(`> ${formatBound(field, b.gt)}`);
+        if (b.max !== undefined) parts.push(`<= ${formatBound(field, b.max)}`);
+        if (b.lt !== undefined) parts.push(`< ${formatBound(field, b.lt)}`);
+      }
+      const what =
+        field.kind === 'integer' ? 'an integer' : field.kind === 'float' ? 'a number' : 'a duration';
+      return parts.length === 0 ? `must be ${what}` : `must be ${what} ${parts.join(' and ')}`;
+    }
+  }
+}
+
+/**
+ * `TASKQ_*` variables that other parts of TaskQ read (client, admin UI, SSO, the test suite). The
+ * worker loader ignores them without a warning.
+ */
+export const SHARED_ENV_VARS: readonly string[] = [
+  'TASKQ_ENVIRONMENT',
+  'TASKQ_ADMIN_MAX_SSE_CONNECTIONS',
+  'TASKQ_PROGRESS_MAX_SSE_CONNECTIONS',
+  'TASKQ_ADMIN_HOST',
+  'TASKQ_ADMIN_PORT',
+  'TASKQ_ADMIN_URL',
+  'TASKQ_ADMIN_UI_POLLING_INTERVAL_SECONDS',
+  'TASKQ_ADMIN_WORKER_LIVENESS_SECONDS',
+  'TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET',
+  'TASKQ_ADMIN_UI_REQUIRE_AUTH',
+  'TASKQ_ADMIN_UI_FRAME_ANCESTORS',
+  'TASKQ_ADMIN_UI_SECURE_COOKIES',
+  'TASKQ_ADMIN_ACTIONS_ENABLED',
+  'TASKQ_PG_CREDENTIAL_PROVIDER',
+  'TASKQ_REDIS_CREDENTIAL_PROVIDER',
+  'TASKQ_SSO_BACKEND',
+  'TASKQ_HEALTH_TOKEN',
+  'TASKQ_HEALTH_REQUIRE_TOKEN',
+  'TASKQ_MIGRATE_ON_START',
+  'TASKQ_EXAMPLE_HOST',
+  'TASKQ_EXAMPLE_PORT',
+  'TASKQ_OIDC_ISSUER',
+  'TASKQ_OIDC_CLIENT_ID',
+  'TASKQ_OIDC_CLIENT_SECRET',
+  'TASKQ_OIDC_REDIRECT_URI',
+  'TASKQ_OIDC_SESSION_SECRET',
+  'TASKQ_OIDC_SESSION_MAX_AGE_SECONDS',
+  'TASKQ_OIDC_SCOPE',
+  'TASKQ_OIDC_GROUP_CLAIM',
+  'TASKQ_OIDC_ALLOWED_GROUPS',
+  'TASKQ_SAML_ENTITY_ID',
+  'TASKQ_SAML_ACS_URL',
+  'TASKQ_SAML_IDP_ENTITY_ID',
+  'TASKQ_SAML_IDP_SSO_URL',
+  'TASKQ_SAML_IDP_X509_CERT',
+  'TASKQ_SAML_SP_X509_CERT',
+  'TASKQ_SAML_SP_PRIVATE_KEY',
+  'TASKQ_SAML_SESSION_SECRET',
+  'TASKQ_SAML_SESSION_MAX_AGE_SECONDS',
+  'TASKQ_SAML_GROUP_ATTRIBUTE',
+  'TASKQ_SAML_ALLOWED_GROUPS',
+  'TASKQ_TEST_DSN',
+  'TASKQ_TEST_REDIS_URL',
+];
+
+/**
+ * Worker settings of the reference that this version does not implement yet. Setting one logs a
+ * warning (it has no effect) instead of a typo suggestion.
+ */
+export const UNSUPPORTED_WORKER_ENV_VARS: readonly string[] = [
+  'TASKQ_METRICS_PORT',
+  'TASKQ_HEALTH_ENABLED',
+  'TASKQ_HEALTH_SOCKET_PATH',
+  'TASKQ_HEALTH_PG_PING_TIMEOUT',
+  'TASKQ_HEALTH_TASKS_ENABLED',
+  'TASKQ_HEALTH_HOST',
+  'TASKQ_HEALTH_PORT',
+  'TASKQ_HEALTH_REQUEST_TIMEOUT',
+  'TASKQ_HEALTH_MAX_HEADER_BYTES',
+  'TASKQ_HEALTH_READINESS_CHECK_TIMEOUT',
+  'TASKQ_RELOAD_INTERVAL',
+  'TASKQ_RELOAD_FACTORY_TIMEOUT',
+  'TASKQ_POOL_MAX_INACTIVE_LIFETIME',
+  'TASKQ_WORKER_GROUP',
+];
