@@ -34,7 +34,7 @@ describe('taskq migrate', () => {
     const b = io({ TASKQ_PG_DSN: TEST_DSN });
     expect(await runCli(['migrate', 'up', '--schema', s], b)).toBe(0);
     expect(b.stdout).toEqual([`schema ${s}: up to date`]);
-    const c = io({ TASKQ_PG_DSN: TEST_DSN, TASKQ_SCHEMA: s });
+    const c = io({ TASKQ_PG_DSN: TEST_DSN, TASKQ_SCHEMA_NAME: s });
     expect(await runCli(['migrate', 'status'], c)).toBe(0);
     expect(c.stdout.join('\n')).toMatch(/0001_pre_initial\s+pre\s+applied/);
     const d = io();

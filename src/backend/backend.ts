@@ -5,7 +5,9 @@ import type {
   ActorConfigDrift,
   ActorStructure,
   DispatchRequest,
+  LeaderSession,
   NotificationHandlers,
+  PromotionResult,
   NotificationSubscription,
   Settlement,
   SettleResult,
@@ -108,14 +110,29 @@ export interface Backend {
    * Creates missing `actor_config` rows and reports structural drift (queue, metadata) of existing
    * ones; with `force`, overwrites the drifted structure. Capacity fields are never touched.
    */
-  syncActorConfig(actors: readonly ActorStructure[], options: { force: boolean }): Promise<ActorConfigDrift[]>;
+  syncActorConfig(
+    actors: readonly ActorStructure[],
+    options: { force: boolean },
+  ): Promise<ActorConfigDrift[]>;
   /** Stored actor configuration (all actors, or the given ones). */
   getActorConfigs(actors?: readonly string[]): Promise<ActorConfigRow[]>;
   /**
    * Subscribes to wake-ups, job-done announcements and (with `workerId`) cancel requests for that
    * worker's jobs.
    */
-  subscribe(handlers: NotificationHandlers, options?: { workerId?: string }): Promise<NotificationSubscription>;
+  subscribe(
+    handlers: NotificationHandlers,
+    options?: { workerId?: string },
+  ): Promise<NotificationSubscription>;
+
+  // --- maintenance (leader) ------------------------------------------------------------------
+
+  /** Opens a session competing for the maintenance leadership. */
+  openLeaderSession(workerId: string, hostname: string): Promise<LeaderSession>;
+  /**
+   * Sweep 3: moves up to `limit` due scheduled jobs to pending (backend clock) and wakes producers.
+   */
+  scheduledToPending(limit?: number): Promise<PromotionResult>;
 
   /** Releases what the backend owns. */
   close(): Promise<void>;

@@ -64,7 +64,10 @@ export type Settlement =
       delayMs: number;
       /** False gives the attempt back (Snooze, rate-limit denials). */
       consumeBudget: boolean;
-      outcome: Extract<AttemptOutcome, 'snoozed' | 'retry_after' | 'rate_limit_denied' | 'reservation_denied'>;
+      outcome: Extract<
+        AttemptOutcome,
+        'snoozed' | 'retry_after' | 'rate_limit_denied' | 'reservation_denied'
+      >;
       error: ErrorInfo | null;
     })
   | (SettlementBase & { kind: 'release'; error: ErrorInfo | null });
@@ -119,4 +122,22 @@ export interface NotificationSubscription {
   /** Called once when the subscription breaks (e.g. the LISTEN connection died). */
   onClose(cb: (err: Error | undefined) => void): void;
   close(): Promise<void>;
+}
+
+/** A session that competes for the maintenance leadership (a session-level advisory lock). */
+export interface LeaderSession {
+  /** Tries to become (or stay) leader; refreshes the `maintenance_leader` row while leading. */
+  tryAcquire(): Promise<boolean>;
+  /** True while this session holds the leadership. */
+  readonly held: boolean;
+  /** Gives up the leadership and closes the session. */
+  close(): Promise<void>;
+}
+
+/** Result of one scheduled-to-pending pass. */
+export interface PromotionResult {
+  /** Jobs moved from scheduled to pending. */
+  promoted: number;
+  /** Milliseconds until the next scheduled job is due (database clock), or null when none. */
+  nextDueInMs: number | null;
 }

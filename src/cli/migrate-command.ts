@@ -58,7 +58,7 @@ export function migrateCommand(io: CliIo): Command {
       'apply only "pre" (safe during a rolling deploy) or "post" (after it) migrations',
     )
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
-    .option('--schema <schema>', 'schema to migrate (default: $TASKQ_SCHEMA or taskq)')
+    .option('--schema <schema>', 'schema to migrate (default: $TASKQ_SCHEMA_NAME or taskq)')
     .action(async (flags: ConnectionFlags & { phase?: string }) => {
       const phase = phaseOf(flags.phase);
       await withMigrator(flags, io, async (m) => {
@@ -71,7 +71,7 @@ export function migrateCommand(io: CliIo): Command {
     .command('status')
     .description('list migrations and whether each is applied')
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
-    .option('--schema <schema>', 'schema to inspect (default: $TASKQ_SCHEMA or taskq)')
+    .option('--schema <schema>', 'schema to inspect (default: $TASKQ_SCHEMA_NAME or taskq)')
     .action(async (flags: ConnectionFlags) => {
       await withMigrator(flags, io, async (m) => {
         const rows = await m.status();
@@ -93,7 +93,7 @@ export function migrateCommand(io: CliIo): Command {
     .command('sql')
     .description('print the migrations as one SQL script for your own migration tool')
     .option('--phase <phase>', 'only "pre" or only "post" migrations')
-    .option('--schema <schema>', 'schema to render (default: $TASKQ_SCHEMA or taskq)')
+    .option('--schema <schema>', 'schema to render (default: $TASKQ_SCHEMA_NAME or taskq)')
     .action(async (flags: ConnectionFlags & { phase?: string }) => {
       const phase = phaseOf(flags.phase);
       const { schema } = resolveConnection(flags, io, { dsnRequired: false });

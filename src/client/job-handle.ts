@@ -1,5 +1,7 @@
 import type { AttemptRow, CancelResult, EventRow, JobRow, JobStatus } from '../backend/types.js';
-import { JobNotFoundError } from '../errors/job-errors.js';
+import { JobFailed, JobNotFoundError, ResultUnavailable } from '../errors/job-errors.js';
+import { toMsOrNull, type Duration } from '../duration.js';
+import { validateSchema } from '../schema-validation.js';
 import type { Schema } from '../schema-validation.js';
 import type { JobsClient } from './jobs-client.js';
 
@@ -69,6 +71,30 @@ export class JobHandle<R = unknown> {
   /** Requests cancellation; see `JobsClient.cancel`. */
   async cancel(reason?: string): Promise<CancelResult> {
     return this.client.cancel(this.current.id, reason);
+  }
+
+  /**
+   * Waits for the job to finish and returns its result, validated against the actor's result
+   * schema. Wakes promptly on completion (NOTIFY), with polling as the fallback.
+   * @throws JobFailed (with `row`) when it ended failed, cancelled, crashed or abandoned;
+   *   ResultUnavailable when it succeeded but no result is stored (expired, or never returned while
+   *   the actor declares a result schema); WaitTimeoutError after `timeout`; JobNotFoundError.
+   */
+  async wait(options: { timeout?: Duration } = {}): Promise<R> {
+    const row = await this.client.waitForTerminal(
+      this.current.id,
+      toMsOrNull(options.timeout, 'wait.timeout'),
+    );
+    this.current = row;
+    if (row.status !== 'succeeded') throw new JobFailed(row);
+    if (row.result === null || row.result === undefined) {
+      if (this.resultSchema)
+        throw new ResultUnavailable(row, 'no result is stored (it expired, or the handler returned nothing)');
+      return undefined as R;
+    }
+    if (this.resultSchema)
+      return validateSchema(this.resultSchema, row.result, { actor: row.actor, what: 'result' });
+    return row.result as R;
   }
 
   /** @internal Updates the observed row. */

@@ -15,6 +15,9 @@ import { toJsonText, validateSchema, type Schema } from '../schema-validation.js
 import { ActorCapacityCache, DEFAULT_CAPACITY_CACHE_TTL_MS } from './capacity-cache.js';
 import { buildEnqueueArgs, type EnqueueOptions } from './enqueue-options.js';
 import { JobHandle } from './job-handle.js';
+import { DoneWatcher } from './done-watcher.js';
+import { isTerminal } from '../backend/state-machine.js';
+import { WaitTimeoutError } from '../errors/job-errors.js';
 
 /** Largest `enqueueBatch` call. */
 export const MAX_BATCH_SIZE = 1000;
@@ -76,12 +79,14 @@ export class JobsClient {
   private readonly capacity: ActorCapacityCache;
   private readonly idempotencyMaxBytes: number;
   private readonly warnedUniqueFor = new Set<string>();
+  private readonly doneWatcher: DoneWatcher;
 
   constructor(backend: Backend, options: JobsClientOptions = {}) {
     this.backend = backend;
     this.clock = options.clock ?? new SystemClock();
     this.logger = options.logger ?? silentLogger;
     this.idempotencyMaxBytes = options.idempotencyKeyMaxBytes ?? DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES;
+    this.doneWatcher = new DoneWatcher(backend, this.logger);
     this.capacity = new ActorCapacityCache(
       backend,
       this.clock,
@@ -264,6 +269,44 @@ export class JobsClient {
   async retryJob(jobId: string): Promise<boolean> {
     if (!isUuid(jobId)) throw new InvalidArgumentError('jobId', jobId, 'must be a UUID');
     return this.backend.retryJob(jobId.toLowerCase());
+  }
+
+  /**
+   * Resolves with the job's row once it is terminal. Wakes on the backend's job-done announcement
+   * (NOTIFY) and polls as the source of truth (quickly at first, then every second).
+   * @throws JobNotFoundError when the job does not exist, WaitTimeoutError after `timeoutMs`.
+   */
+  async waitForTerminal(jobId: string, timeoutMs: number | null = null): Promise<JobRow> {
+    const deadline = timeoutMs === null ? Infinity : performance.now() + timeoutMs;
+    const notified = await this.doneWatcher.ensure();
+    let wake: () => void = () => undefined;
+    const unwatch = this.doneWatcher.watch(jobId, () => wake());
+    try {
+      let pollMs = 20;
+      for (;;) {
+        const row = await this.backend.get(jobId);
+        if (!row) throw new JobNotFoundError(jobId);
+        if (isTerminal(row.status)) return row;
+        const left = deadline - performance.now();
+        if (left <= 0)
+          throw new WaitTimeoutError(`job ${jobId} to finish (it is ${row.status})`, timeoutMs ?? 0);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(pollMs, left));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        pollMs = Math.min(pollMs * 2, notified ? 1000 : 250);
+      }
+    } finally {
+      unwatch();
+    }
+  }
+
+  /** Releases the client's notification subscription (the backend is not closed). */
+  async close(): Promise<void> {
+    await this.doneWatcher.close();
   }
 
   /** Pending + scheduled + running jobs on the given queues. */

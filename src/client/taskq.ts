@@ -165,6 +165,7 @@ export class TaskQ implements AsyncDisposable {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.client.close();
     await this.backend.close();
   }
 

@@ -17,6 +17,8 @@ export interface PgDriverOptions {
   maxPoolSize?: number;
   /** Application name reported to the server. */
   applicationName?: string;
+  /** Server-side `statement_timeout` (and client-side query timeout, 1 s later) for pool connections. */
+  statementTimeoutMs?: number;
 }
 
 function toConfig(connection: PgConnectionConfig): pg.ClientConfig {

@@ -21,3 +21,4 @@ export {
   WaitTimeoutError,
 } from './job-errors.js';
 export { EmptyFilterError, TaskQStateError } from './client-errors.js';
+export { ActorConfigDriftError, ActorConfigDriftList } from './actor-config-errors.js';

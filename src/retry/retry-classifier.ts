@@ -24,7 +24,10 @@ export type RetryDecision = Retry | Fail;
 
 /** The name used for an error in `error_class` columns. */
 export function errorClassName(error: unknown): string {
-  if (error instanceof Error) return error.constructor?.name && error.constructor.name !== 'Error' ? error.constructor.name : error.name || 'Error';
+  if (error instanceof Error)
+    return error.constructor?.name && error.constructor.name !== 'Error'
+      ? error.constructor.name
+      : error.name || 'Error';
   return typeof error;
 }
 
@@ -47,10 +50,13 @@ export function classifyFailure(
 ): RetryDecision {
   const errorClass = errorClassName(error);
   for (const cls of actor.nonRetryableErrors) {
-    if (error instanceof (cls as unknown as abstract new (...args: never[]) => unknown)) return { kind: 'fail', errorClass, retryable: false };
+    if (error instanceof (cls as unknown as abstract new (...args: never[]) => unknown))
+      return { kind: 'fail', errorClass, retryable: false };
   }
-  if (error instanceof PayloadValidationError) return { kind: 'fail', errorClass: 'PayloadValidationError', retryable: false };
-  if (error instanceof ResultTooLarge) return { kind: 'fail', errorClass: 'ResultTooLarge', retryable: false };
+  if (error instanceof PayloadValidationError)
+    return { kind: 'fail', errorClass: 'PayloadValidationError', retryable: false };
+  if (error instanceof ResultTooLarge)
+    return { kind: 'fail', errorClass: 'ResultTooLarge', retryable: false };
 
   let override: RetryOverride | null | undefined = null;
   if (actor.retryClassifier) {
@@ -65,7 +71,10 @@ export function classifyFailure(
   let overrideDelay: number | null = null;
   if (override?.delay !== undefined) {
     try {
-      overrideDelay = Math.min(toMs(override.delay, 'RetryOverride.delay', 'nonNegative'), options.maxRetryBackoffMs);
+      overrideDelay = Math.min(
+        toMs(override.delay, 'RetryOverride.delay', 'nonNegative'),
+        options.maxRetryBackoffMs,
+      );
     } catch (badDelay) {
       options.logger?.warn({ actor: actor.name, err: badDelay }, 'retry-classifier-bad-delay');
     }
@@ -75,7 +84,9 @@ export function classifyFailure(
     case 'nonRetryable':
       return { kind: 'fail', errorClass, retryable: false };
     case 'transient':
-      return attempt < actor.retry.maxAttempts ? { kind: 'retry', delayMs } : { kind: 'fail', errorClass, retryable: false };
+      return attempt < actor.retry.maxAttempts
+        ? { kind: 'retry', delayMs }
+        : { kind: 'fail', errorClass, retryable: false };
     case 'indefinite':
       return { kind: 'retry', delayMs };
     default:

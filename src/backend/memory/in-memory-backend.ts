@@ -22,7 +22,9 @@ import type {
   ActorConfigDrift,
   ActorStructure,
   DispatchRequest,
+  LeaderSession,
   NotificationHandlers,
+  PromotionResult,
   NotificationSubscription,
   Settlement,
   SettleResult,
@@ -399,7 +401,10 @@ export class InMemoryBackend implements Backend {
       r.cancelPhase = 1;
       this.event(r.id, 'cancel_request', { phase: 1, message: reason, worker_id: r.lockedByWorker });
       const owner = r.lockedByWorker;
-      if (owner) this.emit((sub) => (sub.workerId === owner.toLowerCase() ? sub.handlers.onCancel?.(r.id, owner) : undefined));
+      if (owner)
+        this.emit((sub) =>
+          sub.workerId === owner.toLowerCase() ? sub.handlers.onCancel?.(r.id, owner) : undefined,
+        );
       return true;
     }
     return false;
@@ -471,7 +476,9 @@ export class InMemoryBackend implements Backend {
     if (req.limit <= 0 || req.actors.length === 0 || req.queues.length === 0) return [];
     const now = this.clock.now();
     const running = [...this.jobs.values()].filter((j) => j.status === 'running');
-    const runningIdentities = new Set(running.filter((j) => j.identityKey !== null).map((j) => `${j.actor}\u0000${j.identityKey}`));
+    const runningIdentities = new Set(
+      running.filter((j) => j.identityKey !== null).map((j) => `${j.actor}\u0000${j.identityKey}`),
+    );
     type Candidate = { row: JobRow; rank: number };
     const capacity = new Map<string, { max: number | null; inFlight: number; residual: number }>();
     const candidates: Candidate[] = [];
@@ -483,8 +490,13 @@ export class InMemoryBackend implements Backend {
       if (residual <= 0) continue;
       for (const queue of req.queues) {
         const pending = [...this.jobs.values()]
-          .filter((j) => j.status === 'pending' && j.queue === queue && j.actor === a.name && j.scheduledAt <= now)
-          .sort((x, y) => y.priority - x.priority || us(x.scheduledAt) - us(y.scheduledAt) || (x.id < y.id ? -1 : 1));
+          .filter(
+            (j) => j.status === 'pending' && j.queue === queue && j.actor === a.name && j.scheduledAt <= now,
+          )
+          .sort(
+            (x, y) =>
+              y.priority - x.priority || us(x.scheduledAt) - us(y.scheduledAt) || (x.id < y.id ? -1 : 1),
+          );
         let ranked: Candidate[];
         if ((this.queueModes.get(queue) ?? 'strict_fifo') === 'round_robin') {
           const perKey = new Map<string, number>();
@@ -494,7 +506,13 @@ export class InMemoryBackend implements Backend {
             perKey.set(key, rank);
             return { row, rank };
           });
-          ranked.sort((x, y) => x.rank - y.rank || y.row.priority - x.row.priority || us(x.row.scheduledAt) - us(y.row.scheduledAt) || (x.row.id < y.row.id ? -1 : 1));
+          ranked.sort(
+            (x, y) =>
+              x.rank - y.rank ||
+              y.row.priority - x.row.priority ||
+              us(x.row.scheduledAt) - us(y.row.scheduledAt) ||
+              (x.row.id < y.row.id ? -1 : 1),
+          );
         } else {
           ranked = pending.map((row) => ({ row, rank: 1 }));
         }
@@ -502,7 +520,10 @@ export class InMemoryBackend implements Backend {
       }
     }
     const order = (x: Candidate, y: Candidate): number =>
-      x.rank - y.rank || y.row.priority - x.row.priority || us(x.row.scheduledAt) - us(y.row.scheduledAt) || (x.row.id < y.row.id ? -1 : 1);
+      x.rank - y.rank ||
+      y.row.priority - x.row.priority ||
+      us(x.row.scheduledAt) - us(y.row.scheduledAt) ||
+      (x.row.id < y.row.id ? -1 : 1);
     const seenIdentity = new Set<string>();
     const deduped = candidates
       .sort(order)
@@ -533,7 +554,13 @@ export class InMemoryBackend implements Backend {
         lockExpiresAt: new Date(now.getTime() + req.leaseMs),
         lastHeartbeatAt: now,
       } satisfies Partial<JobRow>);
-      this.event(row.id, 'state_change', { from_state: 'pending', to_state: 'running', reason: 'dispatched', worker_id: req.workerId, attempt: row.attempt });
+      this.event(row.id, 'state_change', {
+        from_state: 'pending',
+        to_state: 'running',
+        reason: 'dispatched',
+        worker_id: req.workerId,
+        attempt: row.attempt,
+      });
       claimed.push(clone(row));
     }
     return claimed;
@@ -565,8 +592,13 @@ export class InMemoryBackend implements Backend {
       }
       const now = this.clock.now();
       const delay = s.kind === 'failed' ? s.retryDelayMs : s.kind === 'reschedule' ? s.delayMs : null;
-      const deadlineHit = delay !== null && r.scheduleToClose !== null && now.getTime() + delay > r.scheduleToClose.getTime();
-      const budgetHit = s.kind === 'reschedule' && s.consumeBudget && r.retryKind === 'transient' && r.attempt >= r.maxAttempts;
+      const deadlineHit =
+        delay !== null && r.scheduleToClose !== null && now.getTime() + delay > r.scheduleToClose.getTime();
+      const budgetHit =
+        s.kind === 'reschedule' &&
+        s.consumeBudget &&
+        r.retryKind === 'transient' &&
+        r.attempt >= r.maxAttempts;
       const cancelRequested = r.cancelRequestedAt !== null;
       let status: JobStatus;
       if (s.kind === 'succeeded') status = 'succeeded';
@@ -609,8 +641,7 @@ export class InMemoryBackend implements Backend {
         r.progressState = clone(s.progress.state);
       }
       if (again) r.cancelPhase = 0;
-      const outcome =
-        s.kind === 'reschedule' ? s.outcome : s.kind === 'release' ? 'interrupted' : s.kind;
+      const outcome = s.kind === 'reschedule' ? s.outcome : s.kind === 'release' ? 'interrupted' : s.kind;
       this.attempts.push({
         jobId: r.id,
         attempt: ranAttempt,
@@ -624,7 +655,13 @@ export class InMemoryBackend implements Backend {
         errorTraceback: s.kind === 'succeeded' ? null : (error?.traceback ?? null),
       });
       const reason = s.kind === 'reschedule' ? s.outcome : s.kind === 'release' ? 'worker_shutdown' : s.kind;
-      const detail: Record<string, unknown> = { from_state: 'running', to_state: status, reason, worker_id: s.workerId.toLowerCase(), attempt: ranAttempt };
+      const detail: Record<string, unknown> = {
+        from_state: 'running',
+        to_state: status,
+        reason,
+        worker_id: s.workerId.toLowerCase(),
+        attempt: ranAttempt,
+      };
       if (r.errorClass !== null && status !== 'succeeded') detail.error_class = r.errorClass;
       this.event(r.id, 'state_change', detail);
       if (!again) done.push(r.id);
@@ -649,7 +686,12 @@ export class InMemoryBackend implements Backend {
         startedAt: null,
         scheduledAt: this.clock.now(),
       } satisfies Partial<JobRow>);
-      this.event(r.id, 'state_change', { from_state: 'running', to_state: 'pending', reason: 'drained', worker_id: workerId });
+      this.event(r.id, 'state_change', {
+        from_state: 'running',
+        to_state: 'pending',
+        reason: 'drained',
+        worker_id: workerId,
+      });
       n++;
     }
     if (n > 0) this.emitWake();
@@ -669,19 +711,33 @@ export class InMemoryBackend implements Backend {
     this.workers.delete(workerId);
   }
 
-  async syncActorConfig(actors: readonly ActorStructure[], options: { force: boolean }): Promise<ActorConfigDrift[]> {
+  async syncActorConfig(
+    actors: readonly ActorStructure[],
+    options: { force: boolean },
+  ): Promise<ActorConfigDrift[]> {
     const drifts: ActorConfigDrift[] = [];
     for (const a of actors) {
       const metadata = JSON.parse(JSON.stringify(a.metadata)) as Record<string, unknown>;
       const row = this.actorConfig.get(a.actor);
       if (!row) {
-        this.actorConfig.set(a.actor, { actor: a.actor, queue: a.queue, maxConcurrent: null, maxPending: null, resultTtlMs: null, metadata, updatedAt: this.clock.now() });
+        this.actorConfig.set(a.actor, {
+          actor: a.actor,
+          queue: a.queue,
+          maxConcurrent: null,
+          maxPending: null,
+          resultTtlMs: null,
+          metadata,
+          updatedAt: this.clock.now(),
+        });
         continue;
       }
       const before = drifts.length;
-      if (row.queue !== a.queue) drifts.push({ actor: a.actor, field: 'queue', registered: a.queue, stored: row.queue });
-      if (!isDeepStrictEqual(row.metadata, metadata)) drifts.push({ actor: a.actor, field: 'metadata', registered: a.metadata, stored: row.metadata });
-      if (options.force && drifts.length > before) Object.assign(row, { queue: a.queue, metadata, updatedAt: this.clock.now() });
+      if (row.queue !== a.queue)
+        drifts.push({ actor: a.actor, field: 'queue', registered: a.queue, stored: row.queue });
+      if (!isDeepStrictEqual(row.metadata, metadata))
+        drifts.push({ actor: a.actor, field: 'metadata', registered: a.metadata, stored: row.metadata });
+      if (options.force && drifts.length > before)
+        Object.assign(row, { queue: a.queue, metadata, updatedAt: this.clock.now() });
     }
     return drifts;
   }
@@ -693,7 +749,10 @@ export class InMemoryBackend implements Backend {
       .map(clone);
   }
 
-  async subscribe(handlers: NotificationHandlers, options: { workerId?: string } = {}): Promise<NotificationSubscription> {
+  async subscribe(
+    handlers: NotificationHandlers,
+    options: { workerId?: string } = {},
+  ): Promise<NotificationSubscription> {
     const sub = { handlers, workerId: options.workerId?.toLowerCase() ?? null };
     this.subscribers.add(sub);
     return {
@@ -703,6 +762,48 @@ export class InMemoryBackend implements Backend {
         this.subscribers.delete(sub);
       },
     };
+  }
+
+  // --- maintenance (leader) ------------------------------------------------------------------
+
+  private leader: object | null = null;
+
+  async openLeaderSession(): Promise<LeaderSession> {
+    const token = {};
+    const isHeld = (): boolean => this.leader === token;
+    return {
+      get held() {
+        return isHeld();
+      },
+      tryAcquire: async () => {
+        this.leader ??= token;
+        return isHeld();
+      },
+      close: async () => {
+        if (isHeld()) this.leader = null;
+      },
+    };
+  }
+
+  async scheduledToPending(limit = 10_000): Promise<PromotionResult> {
+    const now = this.clock.now().getTime();
+    let promoted = 0;
+    let next: number | null = null;
+    const due = [...this.jobs.values()]
+      .filter((j) => j.status === 'scheduled')
+      .sort((a, b) => a.scheduledAt.getTime() - b.scheduledAt.getTime());
+    for (const j of due) {
+      const at = j.scheduledAt.getTime();
+      if (at <= now && promoted < limit) {
+        j.status = 'pending';
+        this.event(j.id, 'state_change', { from_state: 'scheduled', to_state: 'pending', reason: 'due' });
+        promoted++;
+      } else if (at > now) {
+        next = next === null ? at - now : Math.min(next, at - now);
+      }
+    }
+    if (promoted > 0) this.emitWake();
+    return { promoted, nextDueInMs: next };
   }
 
   async close(): Promise<void> {

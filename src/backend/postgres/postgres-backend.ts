@@ -1,4 +1,10 @@
-import { executorFromClient, type ClientLike, type Driver, type Executor } from '../../db/driver.js';
+import {
+  executorFromClient,
+  type ClientLike,
+  type DedicatedConnection,
+  type Driver,
+  type Executor,
+} from '../../db/driver.js';
 import { MaxPendingExceededError, SingletonCollisionError } from '../../errors/backpressure-errors.js';
 import { SchemaNotMigratedError } from '../../errors/schema-errors.js';
 import type { Logger } from '../../obs/logger.js';
@@ -21,7 +27,9 @@ import type {
   ActorConfigDrift,
   ActorStructure,
   DispatchRequest,
+  LeaderSession,
   NotificationHandlers,
+  PromotionResult,
   NotificationSubscription,
   Settlement,
   SettleResult,
@@ -398,7 +406,9 @@ export class PostgresBackend implements Backend {
     const byId = new Map(rows.map((r) => [r.id, r]));
     return items.map((s) => {
       const r = byId.get(s.jobId);
-      return r ? { jobId: s.jobId, status: r.status, errorClass: r.error_class } : { jobId: s.jobId, status: 'noop', errorClass: null };
+      return r
+        ? { jobId: s.jobId, status: r.status, errorClass: r.error_class }
+        : { jobId: s.jobId, status: 'noop', errorClass: null };
     });
   }
 
@@ -409,7 +419,15 @@ export class PostgresBackend implements Backend {
   }
 
   async registerWorker(r: WorkerRegistration): Promise<void> {
-    await this.run('registerWorker', [r.workerId, r.hostname, r.pid, r.label, r.queues, r.maxConcurrency, r.version]);
+    await this.run('registerWorker', [
+      r.workerId,
+      r.hostname,
+      r.pid,
+      r.label,
+      r.queues,
+      r.maxConcurrency,
+      r.version,
+    ]);
   }
 
   async touchWorker(workerId: string): Promise<void> {
@@ -420,7 +438,10 @@ export class PostgresBackend implements Backend {
     await this.run('deregisterWorker', [workerId]);
   }
 
-  async syncActorConfig(actors: readonly ActorStructure[], options: { force: boolean }): Promise<ActorConfigDrift[]> {
+  async syncActorConfig(
+    actors: readonly ActorStructure[],
+    options: { force: boolean },
+  ): Promise<ActorConfigDrift[]> {
     if (actors.length === 0) return [];
     await this.run('insertActorConfigs', [
       actors.map((a) => a.actor),
@@ -433,7 +454,8 @@ export class PostgresBackend implements Backend {
       const row = stored.get(a.actor);
       if (!row) continue;
       const before = drifts.length;
-      if (row.queue !== a.queue) drifts.push({ actor: a.actor, field: 'queue', registered: a.queue, stored: row.queue });
+      if (row.queue !== a.queue)
+        drifts.push({ actor: a.actor, field: 'queue', registered: a.queue, stored: row.queue });
       if (!isDeepStrictEqual(row.metadata, JSON.parse(JSON.stringify(a.metadata)))) {
         drifts.push({ actor: a.actor, field: 'metadata', registered: a.metadata, stored: row.metadata });
       }
@@ -452,12 +474,15 @@ export class PostgresBackend implements Backend {
       maxConcurrent: r.max_concurrent === null ? null : Number(r.max_concurrent),
       maxPending: r.max_pending === null ? null : Number(r.max_pending),
       resultTtlMs: r.result_ttl_ms === null ? null : Number(r.result_ttl_ms),
-      metadata: (typeof r.metadata === 'string' ? JSON.parse(r.metadata) : r.metadata) as Record<string, unknown>,
+      metadata: r.metadata as Record<string, unknown>,
       updatedAt: r.updated_at as Date,
     }));
   }
 
-  async subscribe(handlers: NotificationHandlers, options: { workerId?: string } = {}): Promise<NotificationSubscription> {
+  async subscribe(
+    handlers: NotificationHandlers,
+    options: { workerId?: string } = {},
+  ): Promise<NotificationSubscription> {
     const conn = await this.driver.dedicated();
     const workerId = options.workerId?.toLowerCase();
     const onCancelPayload = (payload: string, filter: boolean): void => {
@@ -473,7 +498,9 @@ export class PostgresBackend implements Backend {
     try {
       if (handlers.onWake) await conn.listen(this.wake, () => handlers.onWake?.());
       if (handlers.onDone) {
-        await conn.listen(this.done, (payload) => handlers.onDone?.(payload === '*' || payload === '' ? '*' : payload.split(',')));
+        await conn.listen(this.done, (payload) =>
+          handlers.onDone?.(payload === '*' || payload === '' ? '*' : payload.split(',')),
+        );
       }
       if (handlers.onCancel && workerId) {
         await conn.listen(this.events, (p) => onCancelPayload(p, true));
@@ -489,6 +516,67 @@ export class PostgresBackend implements Backend {
       },
       onClose: (cb) => conn.onClose(cb),
       close: () => conn.close(),
+    };
+  }
+
+  // --- maintenance (leader) ------------------------------------------------------------------
+
+  async openLeaderSession(workerId: string, hostname: string): Promise<LeaderSession> {
+    const key = `taskq:maintenance_leader:${this.schema}`;
+    let conn: DedicatedConnection | null = null;
+    let held = false;
+    const drop = (): void => {
+      held = false;
+      conn = null;
+    };
+    const session: LeaderSession = {
+      get held() {
+        return held;
+      },
+      tryAcquire: async () => {
+        try {
+          if (!conn) {
+            const c = await this.driver.dedicated();
+            c.onClose(() => {
+              if (conn === c) drop();
+            });
+            conn = c;
+          }
+          const c = conn;
+          if (!held) {
+            const res = await c.query<{ acquired: boolean }>(this.sql.tryLeaderLock, [key]);
+            held = res.rows[0]?.acquired === true;
+          }
+          if (held) await c.query(this.sql.upsertLeaderRow, [workerId, hostname]);
+          return held;
+        } catch (err) {
+          // The session (and with it the lock) is gone or unusable: start over on the next tick.
+          const c = conn;
+          drop();
+          await c?.close().catch(() => undefined);
+          throw this.translate(err);
+        }
+      },
+      close: async () => {
+        const c = conn;
+        if (c && held) await c.query(this.sql.releaseLeaderLock, [key]).catch(() => undefined);
+        drop();
+        await c?.close().catch(() => undefined);
+      },
+    };
+    return session;
+  }
+
+  async scheduledToPending(limit = 10_000): Promise<PromotionResult> {
+    const rows = await this.run<{ promoted: number; next_due_ms: number | null }>('scheduledToPending', [
+      limit,
+      this.wake,
+    ]);
+    const r = rows[0];
+    return {
+      promoted: Number(r?.promoted ?? 0),
+      nextDueInMs:
+        r?.next_due_ms === null || r?.next_due_ms === undefined ? null : Math.max(0, Number(r.next_due_ms)),
     };
   }
 

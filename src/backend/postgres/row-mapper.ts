@@ -15,7 +15,8 @@ const date = (v: unknown): Date => (v instanceof Date ? v : new Date(v as string
 const dateOrNull = (v: unknown): Date | null => (v === null || v === undefined ? null : date(v));
 const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
-const json = (v: unknown): unknown => (typeof v === 'string' ? (JSON.parse(v) as unknown) : v);
+// Drivers parse jsonb themselves (a JSON string value arrives as a JS string, not as JSON text).
+const json = (v: unknown): unknown => v;
 
 /** Maps a row selected with `JOB_COLUMNS` to a {@link JobRow}. */
 export function toJobRow(r: Raw): JobRow {

@@ -69,3 +69,15 @@ export const getActorConfigs = "SELECT actor, queue, max_concurrent, max_pending
 
 /** From worker.sql. */
 export const updateActorConfigStructure = "UPDATE {schema}.actor_config\nSET queue = $2, metadata = $3::jsonb, updated_at = clock_timestamp()\nWHERE actor = $1;";
+
+/** From worker.sql. */
+export const scheduledToPending = "-- Sweep 3: promotes due scheduled jobs (database clock), wakes producers, and reports when the next\n-- scheduled job is due so the leader can sleep exactly that long (short retry delays stay short).\nWITH due AS (\n  SELECT j.id FROM {schema}.jobs j\n  WHERE j.status = 'scheduled' AND j.scheduled_at <= clock_timestamp()\n  ORDER BY j.scheduled_at\n  LIMIT $1\n  FOR UPDATE SKIP LOCKED\n),\nupd AS (\n  UPDATE {schema}.jobs AS j SET status = 'pending'\n  FROM due WHERE j.id = due.id AND j.status = 'scheduled'\n  RETURNING j.id\n),\nevents AS (\n  INSERT INTO {schema}.job_events (job_id, kind, detail)\n  SELECT id, 'state_change', '{\"from_state\": \"scheduled\", \"to_state\": \"pending\", \"reason\": \"due\"}'::jsonb FROM upd\n  RETURNING 1\n),\nwake AS (\n  SELECT pg_notify($2, '') FROM upd HAVING count(*) > 0\n)\nSELECT (SELECT count(*) FROM upd)::int AS promoted,\n       (SELECT count(*) FROM events)::int AS events,\n       (SELECT count(*) FROM wake)::int AS woke,\n       (SELECT (extract(epoch FROM (min(s.scheduled_at) - clock_timestamp())) * 1000)::float8\n          FROM {schema}.jobs s WHERE s.status = 'scheduled' AND s.scheduled_at > clock_timestamp()) AS next_due_ms;";
+
+/** From worker.sql. */
+export const tryLeaderLock = "SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS acquired;";
+
+/** From worker.sql. */
+export const releaseLeaderLock = "SELECT pg_advisory_unlock(hashtextextended($1, 0)) AS released;";
+
+/** From worker.sql. */
+export const upsertLeaderRow = "INSERT INTO {schema}.maintenance_leader (id, worker_id, hostname, acquired_at, last_seen_at)\nVALUES (true, $1, $2, clock_timestamp(), clock_timestamp())\nON CONFLICT (id) DO UPDATE\nSET worker_id = EXCLUDED.worker_id, hostname = EXCLUDED.hostname, last_seen_at = clock_timestamp(),\n    acquired_at = CASE WHEN {schema}.maintenance_leader.worker_id = EXCLUDED.worker_id\n                       THEN {schema}.maintenance_leader.acquired_at ELSE clock_timestamp() END;";

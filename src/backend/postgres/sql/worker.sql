@@ -59,3 +59,46 @@ ORDER BY actor;
 UPDATE {schema}.actor_config
 SET queue = $2, metadata = $3::jsonb, updated_at = clock_timestamp()
 WHERE actor = $1;
+
+-- name: scheduledToPending
+-- Sweep 3: promotes due scheduled jobs (database clock), wakes producers, and reports when the next
+-- scheduled job is due so the leader can sleep exactly that long (short retry delays stay short).
+WITH due AS (
+  SELECT j.id FROM {schema}.jobs j
+  WHERE j.status = 'scheduled' AND j.scheduled_at <= clock_timestamp()
+  ORDER BY j.scheduled_at
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+),
+upd AS (
+  UPDATE {schema}.jobs AS j SET status = 'pending'
+  FROM due WHERE j.id = due.id AND j.status = 'scheduled'
+  RETURNING j.id
+),
+events AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT id, 'state_change', '{"from_state": "scheduled", "to_state": "pending", "reason": "due"}'::jsonb FROM upd
+  RETURNING 1
+),
+wake AS (
+  SELECT pg_notify($2, '') FROM upd HAVING count(*) > 0
+)
+SELECT (SELECT count(*) FROM upd)::int AS promoted,
+       (SELECT count(*) FROM events)::int AS events,
+       (SELECT count(*) FROM wake)::int AS woke,
+       (SELECT (extract(epoch FROM (min(s.scheduled_at) - clock_timestamp())) * 1000)::float8
+          FROM {schema}.jobs s WHERE s.status = 'scheduled' AND s.scheduled_at > clock_timestamp()) AS next_due_ms;
+
+-- name: tryLeaderLock
+SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS acquired;
+
+-- name: releaseLeaderLock
+SELECT pg_advisory_unlock(hashtextextended($1, 0)) AS released;
+
+-- name: upsertLeaderRow
+INSERT INTO {schema}.maintenance_leader (id, worker_id, hostname, acquired_at, last_seen_at)
+VALUES (true, $1, $2, clock_timestamp(), clock_timestamp())
+ON CONFLICT (id) DO UPDATE
+SET worker_id = EXCLUDED.worker_id, hostname = EXCLUDED.hostname, last_seen_at = clock_timestamp(),
+    acquired_at = CASE WHEN {schema}.maintenance_leader.worker_id = EXCLUDED.worker_id
+                       THEN {schema}.maintenance_leader.acquired_at ELSE clock_timestamp() END;

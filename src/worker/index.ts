@@ -1,0 +1,17 @@
+// `taskq/worker`: running jobs.
+export { Worker, type WorkerOptions, type WorkerPhase, type StopReason } from './worker.js';
+export { runWorker, EXIT_CODES, type RunWorkerOptions } from './run-worker.js';
+export { NullErrorReporter, type ErrorReporter } from './error-reporter.js';
+export { LeaseLost } from './job-runner.js';
+export { isTransientError } from './transient-errors.js';
+export type { WorkerSettings } from '../settings/worker-settings.js';
+export {
+  loadWorkerSettings,
+  SettingsError,
+  workerPoolSize,
+  worstCaseShutdownMs,
+  type WorkerSettingsInput,
+  type LoadWorkerSettingsOptions,
+  type LoadedWorkerSettings,
+  type SettingProblem,
+} from '../settings/load-worker-settings.js';

@@ -1,0 +1,111 @@
+import type { Backend } from '../backend/backend.js';
+import type { Logger } from '../obs/logger.js';
+import type { JobRunner } from './job-runner.js';
+import { interruptibleSleep, jitter } from './sleep.js';
+import { isTransientError } from './transient-errors.js';
+
+/** What the producer needs to claim work. */
+export interface ProducerOptions {
+  workerId: string;
+  queues: readonly string[];
+  actors: readonly { name: string; maxConcurrent: number | null }[];
+  maxConcurrency: number;
+  leaseMs: number;
+  oversample: number;
+  /** Current poll period: short while NOTIFY is down, long while it works. */
+  pollIntervalMs: () => number;
+}
+
+/**
+ * Claims jobs up to the worker's free capacity and hands them to the runner. It claims again at
+ * once after a full batch, and otherwise sleeps until a NOTIFY wake-up, a freed slot, or the poll
+ * period. One dispatch statement is in flight at a time, so bursts of wake-ups coalesce.
+ */
+export class Producer {
+  private stopController = new AbortController();
+  private loopPromise: Promise<void> | null = null;
+  private woken = false;
+  private wakeSleep: (() => void) | null = null;
+  private errorStreak = 0;
+
+  constructor(
+    private readonly backend: Backend,
+    private readonly runner: JobRunner,
+    private readonly options: ProducerOptions,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    this.loopPromise ??= this.loop();
+  }
+
+  /** New work may be available, or a slot was freed: claim without waiting for the poll. */
+  notify(): void {
+    this.woken = true;
+    this.wakeSleep?.();
+  }
+
+  /**
+   * One claim: up to the free capacity. Returns how many jobs were claimed (and handed to the
+   * runner). Safe to call from tests without starting the loop.
+   */
+  async runOnce(): Promise<number> {
+    const free = this.options.maxConcurrency - this.runner.inFlight;
+    if (free <= 0) return 0;
+    const rows = await this.backend.dispatchBatch({
+      workerId: this.options.workerId,
+      queues: this.options.queues,
+      actors: this.options.actors,
+      limit: free,
+      leaseMs: this.options.leaseMs,
+      oversample: this.options.oversample,
+    });
+    if (this.stopController.signal.aborted && rows.length > 0) {
+      // Claimed while shutting down: these never start; give them straight back.
+      await this.backend.repend(
+        this.options.workerId,
+        rows.map((r) => r.id),
+      );
+      return 0;
+    }
+    for (const row of rows) this.runner.accept(row);
+    return rows.length;
+  }
+
+  private async loop(): Promise<void> {
+    const signal = this.stopController.signal;
+    while (!signal.aborted) {
+      this.woken = false;
+      const free = this.options.maxConcurrency - this.runner.inFlight;
+      let full = false;
+      try {
+        const claimed = await this.runOnce();
+        full = claimed > 0 && claimed === free;
+        this.errorStreak = 0;
+      } catch (err) {
+        this.errorStreak++;
+        this.logger.warn(
+          { err, transient: isTransientError(err), streak: this.errorStreak },
+          'dispatch-failed',
+        );
+        await interruptibleSleep(Math.min(this.options.pollIntervalMs() * this.errorStreak, 10_000), signal)
+          .promise;
+        continue;
+      }
+      if (signal.aborted) break;
+      if (full || this.woken) continue;
+      const sleep = interruptibleSleep(jitter(this.options.pollIntervalMs()), signal);
+      this.wakeSleep = sleep.wake;
+      if (this.woken) sleep.wake();
+      await sleep.promise;
+      this.wakeSleep = null;
+    }
+  }
+
+  /** Stops claiming and waits for an in-flight claim to finish (its rows are given back). */
+  async stop(): Promise<void> {
+    this.stopController.abort();
+    this.wakeSleep?.();
+    await this.loopPromise;
+  }
+}

@@ -1,0 +1,67 @@
+import { loadWorkerSettings, type WorkerSettingsInput } from '../settings/load-worker-settings.js';
+import { createLogger } from '../obs/logger.js';
+import { Worker, type StopReason, type WorkerOptions } from './worker.js';
+
+/** Options of {@link runWorker}. */
+export interface RunWorkerOptions extends Omit<WorkerOptions, 'settings'> {
+  /** Settings over the environment (these win). */
+  settings?: WorkerSettingsInput;
+  /** Environment to read `TASKQ_*` settings from. Default `process.env` (runWorker is an entry point). */
+  env?: Record<string, string | undefined>;
+  /** Install SIGTERM/SIGINT handlers (1st: graceful stop, 2nd: escalate, 3rd: exit 1). Default true. */
+  handleSignals?: boolean;
+  /** Called with the worker once it has started (tests, embedding). */
+  onStarted?: (worker: Worker) => void;
+}
+
+/** Exit codes of a worker process. */
+export const EXIT_CODES: Readonly<Record<StopReason, number>> = {
+  requested: 0,
+  idle: 0,
+  'idle-timeout': 4,
+  fatal: 1,
+};
+
+/**
+ * Runs a worker until it is told to stop, and resolves with the process exit code. Settings come
+ * from the environment (`TASKQ_*`) overlaid with `settings`; a bad value throws `SettingsError`
+ * naming the variable, the value and the rule before anything connects.
+ *
+ * ```ts
+ * import { runWorker } from 'taskq/worker';
+ * process.exitCode = await runWorker({ actors: [sendEmail], settings: { queues: ['emails'], maxConcurrency: 16 } });
+ * ```
+ */
+export async function runWorker(options: RunWorkerOptions): Promise<number> {
+  const { settings, warnings } = loadWorkerSettings({
+    env: options.env ?? process.env,
+    overrides: options.settings ?? {},
+  });
+  const logger = options.logger ?? createLogger({ level: settings.logLevel });
+  for (const w of warnings) logger.warn({ warning: w }, 'settings-warning');
+  const worker = new Worker({ ...options, settings, logger });
+  let signals = 0;
+  const onSignal = (sig: NodeJS.Signals): void => {
+    signals++;
+    logger.info({ signal: sig, count: signals }, 'worker-signal');
+    if (signals === 1) void worker.stop();
+    else if (signals === 2) worker.escalate();
+    else process.exit(1);
+  };
+  const handle = options.handleSignals ?? true;
+  if (handle) {
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  }
+  try {
+    await worker.start();
+    options.onStarted?.(worker);
+    const reason = await worker.stopped;
+    return EXIT_CODES[reason];
+  } finally {
+    if (handle) {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+    }
+  }
+}

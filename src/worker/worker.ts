@@ -1,0 +1,399 @@
+import { hostname } from 'node:os';
+
+import type { AnyActor } from '../actor.js';
+import type { Backend } from '../backend/backend.js';
+import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
+import type { Driver } from '../db/driver.js';
+import { PgDriver } from '../db/pg-driver.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { newJobId } from '../ids.js';
+import { Migrator } from '../migrations/migrator.js';
+import type { Logger } from '../obs/logger.js';
+import { createLogger } from '../obs/logger.js';
+import { loadWorkerSettings, type WorkerSettingsInput } from '../settings/load-worker-settings.js';
+import type { WorkerSettings } from '../settings/worker-settings.js';
+import { ActorConfigDriftList } from '../errors/actor-config-errors.js';
+import { Completer } from './completer.js';
+import { DrainMonitor } from './drain-monitor.js';
+import { NullErrorReporter, type ErrorReporter } from './error-reporter.js';
+import { Heartbeat } from './heartbeat.js';
+import { JobRunner } from './job-runner.js';
+import { NotifyListener } from './notify-listener.js';
+import { Producer } from './producer.js';
+import { interruptibleSleep } from './sleep.js';
+import { LeaderElector } from './maintenance/leader-elector.js';
+import { ScheduledPromoter } from './maintenance/scheduled-promoter.js';
+import { TASKQ_VERSION } from '../version.js';
+
+/** Where the worker is in its life. Shutdown moves strictly forward through the phases. */
+export type WorkerPhase =
+  'created' | 'starting' | 'running' | 'draining' | 'cancelling' | 'forcing' | 'stopped';
+
+/** Why a worker stopped. */
+export type StopReason = 'requested' | 'idle' | 'idle-timeout' | 'fatal';
+
+/** Options of {@link Worker}. */
+export interface WorkerOptions {
+  /** The actors this worker runs (it claims only their jobs). */
+  actors: readonly AnyActor[];
+  /** Resolved settings, or an input object merged over the defaults (the environment is not read). */
+  settings?: WorkerSettings | WorkerSettingsInput;
+  /** Run on this backend (e.g. `InMemoryBackend` in tests) instead of connecting to `pgDsn`. */
+  backend?: Backend;
+  /** Run on this driver (e.g. the embedded PGlite driver) instead of connecting to `pgDsn`. */
+  driver?: Driver;
+  /** Logger; default pino at `settings.logLevel`. */
+  logger?: Logger;
+  /** Receives jobs that failed for good. */
+  errorReporter?: ErrorReporter;
+  /** Stop (exit reason `idle`) once the queues stay empty for `idleSettleWindow`. */
+  untilIdle?: boolean;
+  /** Worker id (UUID). Default: a new UUIDv7. */
+  workerId?: string;
+}
+
+function isResolved(s: WorkerSettings | WorkerSettingsInput | undefined): s is WorkerSettings {
+  return (
+    s !== undefined && 'heartbeatIntervalMs' in s && 'lockLeaseMs' in s && 'queues' in s && 'schema' in s
+  );
+}
+
+/**
+ * The worker's composition root: it wires the producer, runner, completer, heartbeat, notify
+ * listener and (in until-idle mode) drain monitor, and orchestrates shutdown. It holds no SQL and
+ * no retry logic of its own.
+ *
+ * ```ts
+ * const worker = new Worker({ actors: [sendEmail], settings: { pgDsn, queues: ['emails'] } });
+ * await worker.start();
+ * // ... later
+ * await worker.stop();
+ * ```
+ */
+export class Worker {
+  readonly workerId: string;
+  readonly settings: WorkerSettings;
+  readonly logger: Logger;
+  /** Resolves when the worker has fully stopped, with the reason. */
+  readonly stopped: Promise<StopReason>;
+  private resolveStopped!: (r: StopReason) => void;
+  private currentPhase: WorkerPhase = 'created';
+  private readonly actors: Map<string, AnyActor>;
+  private readonly options: WorkerOptions;
+  private backend!: Backend;
+  private heartbeatBackend!: Backend;
+  private owned: Driver[] = [];
+  private runner!: JobRunner;
+  private completer!: Completer;
+  private producer!: Producer;
+  private heartbeat!: Heartbeat;
+  private listener: NotifyListener | null = null;
+  private drainMonitor: DrainMonitor | null = null;
+  private elector!: LeaderElector;
+  private promoter!: ScheduledPromoter;
+  private stopping: Promise<void> | null = null;
+  private stopReason: StopReason = 'requested';
+  private escalateNow: (() => void) | null = null;
+  private escalated = false;
+
+  constructor(options: WorkerOptions) {
+    if (!options || !Array.isArray(options.actors) || options.actors.length === 0) {
+      throw new InvalidArgumentError('worker.actors', options?.actors, 'must be a non-empty array of actors');
+    }
+    this.options = options;
+    this.settings = isResolved(options.settings)
+      ? options.settings
+      : loadWorkerSettings({ overrides: options.settings ?? {} }).settings;
+    this.workerId = (options.workerId ?? newJobId()).toLowerCase();
+    this.logger = (options.logger ?? createLogger({ level: this.settings.logLevel })).child({
+      workerId: this.workerId,
+    });
+    this.actors = new Map();
+    for (const a of options.actors) {
+      if (!a || typeof a.name !== 'string' || typeof a.handler !== 'function') {
+        throw new InvalidArgumentError(
+          'worker.actors',
+          a,
+          'every entry must be an actor declared with actor()',
+        );
+      }
+      const other = this.actors.get(a.name);
+      if (other && other !== a)
+        throw new InvalidArgumentError('worker.actors', a.name, 'two different actors share this name');
+      this.actors.set(a.name, a);
+    }
+    this.stopped = new Promise((resolve) => {
+      this.resolveStopped = resolve;
+    });
+  }
+
+  /** The current lifecycle phase. */
+  get phase(): WorkerPhase {
+    return this.currentPhase;
+  }
+
+  /** Jobs currently holding a slot. */
+  get inFlight(): number {
+    return this.runner?.inFlight ?? 0;
+  }
+
+  /** The backend the worker claims from (for tests and tooling). */
+  get jobsBackend(): Backend {
+    return this.backend;
+  }
+
+  /** True while this worker is the maintenance leader. */
+  get isLeader(): boolean {
+    return this.elector?.isLeader ?? false;
+  }
+
+  /** The notify listener, when NOTIFY is enabled (for tests and health checks). */
+  get notifyListener(): NotifyListener | null {
+    return this.listener;
+  }
+
+  private buildBackends(): void {
+    const s = this.settings;
+    if (this.options.backend) {
+      this.backend = this.options.backend;
+      this.heartbeatBackend = this.options.backend;
+      return;
+    }
+    if (this.options.driver) {
+      this.backend = new PostgresBackend(this.options.driver, { schema: s.schema, logger: this.logger });
+      this.heartbeatBackend = this.backend;
+      return;
+    }
+    const dsn = s.pgDsnDirect ?? s.pgDsn;
+    if (!dsn)
+      throw new InvalidArgumentError('pgDsn', null, 'a worker needs TASKQ_PG_DSN (or a backend/driver)');
+    const main = new PgDriver({
+      connection: dsn,
+      maxPoolSize: s.dispatcherPoolSize,
+      applicationName: 'taskq-worker',
+      statementTimeoutMs: s.dispatcherCommandTimeoutMs,
+    });
+    const hb = new PgDriver({
+      connection: dsn,
+      maxPoolSize: s.heartbeatPoolSize,
+      applicationName: 'taskq-heartbeat',
+      statementTimeoutMs: s.heartbeatCommandTimeoutMs,
+    });
+    this.owned.push(main, hb);
+    this.backend = new PostgresBackend(main, { schema: s.schema, logger: this.logger });
+    this.heartbeatBackend = new PostgresBackend(hb, { schema: s.schema, logger: this.logger });
+  }
+
+  /**
+   * Starts every service. Before claiming anything it checks the schema (unmigrated or too new:
+   * refuse) and syncs `actor_config` (structural drift: refuse unless `forceUpdateActorConfig`).
+   */
+  async start(): Promise<void> {
+    if (this.currentPhase !== 'created')
+      throw new InvalidArgumentError('worker.start', this.currentPhase, 'a worker starts once');
+    this.currentPhase = 'starting';
+    const s = this.settings;
+    try {
+      this.buildBackends();
+      if (this.backend instanceof PostgresBackend)
+        await new Migrator(this.backend.driver, { schema: s.schema, logger: this.logger }).verify();
+      const drifts = await this.backend.syncActorConfig(
+        [...this.actors.values()].map((a) => ({
+          actor: a.name,
+          queue: a.queue,
+          metadata: { ...a.metadata },
+        })),
+        { force: s.forceUpdateActorConfig },
+      );
+      if (drifts.length > 0) {
+        if (!s.forceUpdateActorConfig) throw new ActorConfigDriftList(drifts);
+        this.logger.warn({ drifts }, 'actor-config-drift-overwritten');
+      }
+      await this.backend.registerWorker({
+        workerId: this.workerId,
+        hostname: hostname(),
+        pid: process.pid,
+        label: s.workerLabel,
+        queues: s.queues,
+        maxConcurrency: s.maxConcurrency,
+        version: TASKQ_VERSION,
+      });
+    } catch (err) {
+      this.currentPhase = 'stopped';
+      await this.closeOwned();
+      this.resolveStopped('fatal');
+      throw err;
+    }
+
+    this.completer = new Completer(this.backend, this.logger);
+    this.runner = new JobRunner(
+      this.actors,
+      this.workerId,
+      s,
+      this.completer,
+      this.logger,
+      this.options.errorReporter ?? new NullErrorReporter(),
+      () => this.producer?.notify(),
+      () => this.promoter?.notify(),
+    );
+    this.producer = new Producer(
+      this.backend,
+      this.runner,
+      {
+        workerId: this.workerId,
+        queues: s.queues,
+        actors: [...this.actors.values()].map((a) => ({ name: a.name, maxConcurrent: a.maxConcurrent })),
+        maxConcurrency: s.maxConcurrency,
+        leaseMs: s.lockLeaseMs,
+        oversample: s.dispatchOversample,
+        pollIntervalMs: () => (this.listener?.connected ? s.notifyPollIntervalMs : s.pollIntervalMs),
+      },
+      this.logger,
+    );
+    this.heartbeat = new Heartbeat(
+      this.heartbeatBackend,
+      this.runner,
+      {
+        workerId: this.workerId,
+        intervalMs: s.heartbeatIntervalMs,
+        leaseMs: s.lockLeaseMs,
+        maxFailures: s.maxHeartbeatFailures,
+        onFatal: (reason) => {
+          this.logger.error({ reason }, 'worker-self-terminating');
+          void this.stop('fatal');
+        },
+      },
+      this.logger,
+    );
+    if (s.notifyEnabled) {
+      this.listener = new NotifyListener(
+        this.backend,
+        { onWake: () => this.producer.notify(), onCancel: (jobId) => this.runner.requestCancel(jobId) },
+        {
+          workerId: this.workerId,
+          healthCheckIntervalMs: s.notifyHealthCheckIntervalMs,
+          reconnectBackoffInitialMs: s.notifyReconnectBackoffInitialMs,
+          setupTimeoutMs: s.notifyListenerSetupTimeoutMs,
+        },
+        this.logger,
+      );
+      try {
+        await this.listener.start();
+      } catch (err) {
+        this.logger.warn({ err }, 'notify-unavailable-polling');
+      }
+    }
+    this.elector = new LeaderElector(
+      this.backend,
+      { workerId: this.workerId, hostname: hostname() },
+      s.heartbeatIntervalMs,
+      this.logger,
+    );
+    this.promoter = new ScheduledPromoter(this.backend, this.elector, 1000, this.logger);
+    this.elector.onChange(() => this.promoter.notify());
+    this.heartbeat.start();
+    this.elector.start();
+    this.promoter.start();
+    this.producer.start();
+    if (this.options.untilIdle) {
+      this.drainMonitor = new DrainMonitor(
+        this.backend,
+        this.runner,
+        s,
+        this.logger,
+        (reason) => void this.stop(reason),
+      );
+      this.drainMonitor.start();
+    }
+    this.currentPhase = 'running';
+    this.logger.info(
+      { queues: s.queues, actors: [...this.actors.keys()], maxConcurrency: s.maxConcurrency },
+      'worker-started',
+    );
+  }
+
+  /**
+   * Graceful shutdown: stop claiming and re-pend claimed-but-unstarted jobs (draining); give running
+   * handlers `cancellationGracePeriod` to finish; then abort their signals with `WorkerShutdown` and
+   * wait `cleanupGracePeriod` (cancelling); jobs still running go back to `pending` and their
+   * handlers are orphaned (forcing). Safe to call more than once.
+   */
+  stop(reason: StopReason = 'requested'): Promise<void> {
+    if (this.currentPhase === 'created' || this.currentPhase === 'stopped') return Promise.resolve();
+    this.stopReason = this.stopping ? this.stopReason : reason;
+    this.stopping ??= this.shutdown();
+    return this.stopping;
+  }
+
+  /** A second signal: skip the rest of the current grace and move to the next phase now. */
+  escalate(): void {
+    this.escalated = true;
+    this.escalateNow?.();
+  }
+
+  private async graceWait(ms: number): Promise<void> {
+    if (this.escalated) {
+      this.escalated = false;
+      return;
+    }
+    const sleep = interruptibleSleep(ms);
+    this.escalateNow = () => {
+      this.escalated = false;
+      sleep.wake();
+    };
+    await Promise.race([sleep.promise, this.runner.whenIdle()]);
+    sleep.wake();
+    this.escalateNow = null;
+  }
+
+  private async shutdown(): Promise<void> {
+    const s = this.settings;
+    while (this.currentPhase === 'starting') await new Promise((r) => setTimeout(r, 10));
+    const t0 = Date.now();
+    this.currentPhase = 'draining';
+    this.logger.info({ reason: this.stopReason, inFlight: this.runner.inFlight }, 'worker-draining');
+    await this.drainMonitor?.stop();
+    await this.producer.stop();
+    const unstarted = this.runner.unstartedJobIds();
+    if (unstarted.length > 0) {
+      try {
+        const n = await this.backend.repend(this.workerId, unstarted);
+        this.runner.forget(unstarted);
+        this.logger.info({ repended: n }, 'worker-repended-unstarted');
+      } catch (err) {
+        this.logger.warn({ err }, 'repend-failed-reclaim-will-recover');
+      }
+    }
+    await this.graceWait(s.cancellationGracePeriodMs);
+    if (this.runner.inFlight > 0) {
+      this.currentPhase = 'cancelling';
+      this.logger.info({ inFlight: this.runner.inFlight }, 'worker-cancelling');
+      this.runner.abortAll();
+      await this.graceWait(s.cleanupGracePeriodMs);
+    }
+    if (this.runner.inFlight > 0) {
+      this.currentPhase = 'forcing';
+      const n = await this.runner.releaseRemaining();
+      this.logger.warn({ released: n }, 'worker-forced-release');
+    }
+    await this.completer.drain();
+    await this.promoter.stop();
+    await this.elector.stop();
+    await this.heartbeat.stop();
+    await this.listener?.stop();
+    try {
+      await this.backend.deregisterWorker(this.workerId);
+    } catch (err) {
+      this.logger.warn({ err }, 'deregister-failed');
+    }
+    await this.closeOwned();
+    this.currentPhase = 'stopped';
+    this.logger.info({ reason: this.stopReason, shutdownMs: Date.now() - t0 }, 'worker-stopped');
+    this.resolveStopped(this.stopReason);
+  }
+
+  private async closeOwned(): Promise<void> {
+    for (const d of this.owned) await d.close().catch(() => undefined);
+    this.owned = [];
+  }
+}
