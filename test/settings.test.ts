@@ -51,6 +51,7 @@ describe('loadWorkerSettings defaults', () => {
       redisUrl: null,
       queues: ['default'],
       maxConcurrency: 8,
+      prefetch: null,
       heartbeatIntervalMs: 10 * S,
       lockLeaseMs: 60 * S,
       maxHeartbeatFailures: 3,

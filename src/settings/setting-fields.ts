@@ -167,6 +167,15 @@ export const WORKER_SETTING_FIELDS = [
   { key: 'queues', env: 'TASKQ_QUEUES', kind: 'queueList', default: ['default'] },
   { key: 'maxConcurrency', env: 'TASKQ_MAX_CONCURRENCY', kind: 'integer', default: 8, min: 1 },
   {
+    key: 'prefetch',
+    env: 'TASKQ_PREFETCH',
+    kind: 'integer',
+    default: null,
+    nullable: true,
+    min: 0,
+    max: 10_000,
+  },
+  {
     key: 'heartbeatIntervalMs',
     env: 'TASKQ_HEARTBEAT_INTERVAL',
     kind: 'duration',

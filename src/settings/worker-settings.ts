@@ -20,6 +20,13 @@ export interface WorkerSettings {
   queues: string[];
   /** `TASKQ_MAX_CONCURRENCY`: jobs run at once. Default 8. */
   maxConcurrency: number;
+  /**
+   * `TASKQ_PREFETCH`: jobs claimed ahead of free slots and held in the worker's local queue, so a
+   * finishing handler's slot is refilled without waiting for a claim round trip. Buffered jobs are
+   * re-pended (attempt given back) at shutdown. Default null = equal to `maxConcurrency`; 0 = claim
+   * only for free slots. Not in the reference: TaskQ for TypeScript's throughput setting.
+   */
+  prefetch: number | null;
   /** `TASKQ_HEARTBEAT_INTERVAL`: lease renewal cadence. Default 10 s; at least 500 ms. */
   heartbeatIntervalMs: number;
   /** `TASKQ_LOCK_LEASE`: lease of a claimed job; at least 4 × heartbeat interval. Default 60 s. */

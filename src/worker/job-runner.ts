@@ -31,6 +31,7 @@ export class LeaseLost extends TaskQError {
 
 /** What the runner needs from the worker's settings. */
 export interface RunnerSettings {
+  maxConcurrency: number;
   resultMaxBytes: number;
   defaultStartToCloseMs: number | null;
   maxRetryBackoffMs: number;
@@ -39,26 +40,34 @@ export interface RunnerSettings {
   cleanupGracePeriodMs: number;
 }
 
-/** One job this worker holds: claimed, running, or finished but not yet written. */
+/** One job this worker holds: claimed (buffered), running, or finished but not yet written. */
 interface ActiveJob {
   row: JobRow;
   controller: AbortController;
   /** Set once the outcome is handed to the completer (or the job was given up). */
   settled: boolean;
-  /** The handler's promise while it runs. */
-  handler: Promise<unknown> | null;
   started: boolean;
+  /** True while the job occupies a concurrency slot. */
+  holdsSlot: boolean;
 }
 
 /**
  * Runs claimed jobs: re-validates the payload, builds the context, enforces `startToClose`,
  * validates and size-checks the result, classifies failures, and hands the outcome to the
- * completer. Holds each job's concurrency slot until its handler has settled (or the cleanup grace
- * passed after it was given up).
+ * completer.
+ *
+ * Claimed jobs wait in a small local queue (the producer may claim ahead of free slots); at most
+ * `maxConcurrency` handlers run at once. A slot is freed as soon as the handler settles — the
+ * database write happens after, batched by the completer — so a busy worker keeps its slots full.
+ * A handler abandoned after a timeout or at shutdown keeps its slot until it settles or the cleanup
+ * grace passes. The job stays owned (its lease renewed) until its outcome is written.
  */
 export class JobRunner {
   private readonly active = new Map<string, ActiveJob>();
+  private readonly queue: ActiveJob[] = [];
+  private readonly holders = new Set<ActiveJob>();
   private idleWaiters: (() => void)[] = [];
+  private accepting = true;
 
   constructor(
     private readonly actors: ReadonlyMap<string, AnyActor>,
@@ -67,59 +76,102 @@ export class JobRunner {
     private readonly completer: Completer,
     private readonly logger: Logger,
     private readonly reporter: ErrorReporter,
-    private readonly onSlotFreed: () => void,
+    /** Called when capacity may have been freed (a slot, or a written outcome). */
+    private readonly onCapacity: () => void,
     /** Called when a job was rescheduled (the leader's promoter may need to look sooner). */
     private readonly onRescheduled: () => void = () => undefined,
   ) {}
 
-  /** Jobs holding a slot (claimed, running, or held until an orphaned handler settles). */
-  get inFlight(): number {
-    return this.active.size;
+  /** Handlers running (slots in use, including handlers still held after being given up). */
+  get running(): number {
+    return this.holders.size;
   }
 
-  /** Ids this worker must keep renewing: held and not yet written. */
+  /** Claimed jobs waiting for a slot. */
+  get buffered(): number {
+    return this.queue.length;
+  }
+
+  /** Jobs occupying claim capacity: running plus buffered. */
+  get held(): number {
+    return this.holders.size + this.queue.length;
+  }
+
+  /** Every job this worker still owns or holds (running, buffered, awaiting its write, or an orphaned handler). */
+  get inFlight(): number {
+    let orphans = 0;
+    for (const j of this.holders) if (!this.active.has(j.row.id)) orphans++;
+    return this.active.size + orphans;
+  }
+
+  /** Ids this worker must keep renewing: owned and not yet written. */
   ownedJobIds(): string[] {
     return [...this.active.values()].filter((j) => !j.settled).map((j) => j.row.id);
   }
 
-  /** Ids of jobs whose handler has not started (for re-pending at shutdown). */
+  /** Ids of claimed jobs whose handler has not started (re-pended at shutdown). */
   unstartedJobIds(): string[] {
-    return [...this.active.values()].filter((j) => !j.started && !j.settled).map((j) => j.row.id);
+    return this.queue.filter((j) => !j.settled).map((j) => j.row.id);
   }
 
-  /** Resolves when no job holds a slot. */
+  /** Resolves when nothing is running, buffered or awaiting its write. */
   whenIdle(): Promise<void> {
-    if (this.active.size === 0) return Promise.resolve();
+    if (this.inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** Takes a claimed job; it starts on the next turn of the event loop. */
+  private checkIdle(): void {
+    if (this.inFlight === 0 && this.idleWaiters.length > 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  }
+
+  /** Takes a claimed job; it starts as soon as a slot is free. */
   accept(row: JobRow): void {
     const job: ActiveJob = {
       row,
       controller: new AbortController(),
       settled: false,
-      handler: null,
       started: false,
+      holdsSlot: false,
     };
     this.active.set(row.id, job);
-    setImmediate(() => {
-      if (job.settled) return;
-      void this.execute(job).catch((err: unknown) =>
-        this.logger.error({ err, jobId: row.id }, 'job-runner-crashed'),
-      );
-    });
+    this.queue.push(job);
+    this.pump();
   }
 
-  /** Drops jobs that were re-pended before they started. */
+  /** Stops starting buffered jobs (shutdown); they are re-pended by the caller. */
+  stopStarting(): void {
+    this.accepting = false;
+  }
+
+  private pump(): void {
+    while (this.accepting && this.holders.size < this.settings.maxConcurrency && this.queue.length > 0) {
+      const job = this.queue.shift()!;
+      if (job.settled) continue;
+      job.started = true;
+      job.holdsSlot = true;
+      this.holders.add(job);
+      void this.execute(job).catch((err: unknown) =>
+        this.logger.error({ err, jobId: job.row.id }, 'job-runner-crashed'),
+      );
+    }
+  }
+
+  /** Drops buffered jobs that were re-pended before they started. */
   forget(jobIds: readonly string[]): void {
-    for (const id of jobIds) {
-      const job = this.active.get(id);
-      if (job && !job.started) {
+    const ids = new Set(jobIds);
+    for (let i = this.queue.length - 1; i >= 0; i--) {
+      const job = this.queue[i]!;
+      if (ids.has(job.row.id)) {
+        this.queue.splice(i, 1);
         job.settled = true;
-        this.release(id);
+        this.active.delete(job.row.id);
       }
     }
+    this.checkIdle();
   }
 
   /** Phase 1 of a cancel: aborts the job's signal. No database write. */
@@ -138,14 +190,20 @@ export class JobRunner {
       this.logger.warn({ jobId: id }, 'job-lease-lost');
       job.settled = true;
       if (!job.controller.signal.aborted) job.controller.abort(new LeaseLost(id));
-      if (!job.handler) this.release(id);
+      if (!job.started) {
+        const i = this.queue.indexOf(job);
+        if (i >= 0) this.queue.splice(i, 1);
+      }
+      if (!job.holdsSlot) this.active.delete(id);
     }
+    this.checkIdle();
   }
 
   /** Shutdown: aborts every running handler's signal with `WorkerShutdown`. */
   abortAll(): void {
     for (const job of this.active.values()) {
-      if (!job.settled && !job.controller.signal.aborted) job.controller.abort(new WorkerShutdown());
+      if (job.started && !job.settled && !job.controller.signal.aborted)
+        job.controller.abort(new WorkerShutdown());
     }
   }
 
@@ -173,25 +231,34 @@ export class JobRunner {
             },
           })
           .catch((err: unknown) => this.logger.error({ err, jobId: job.row.id }, 'release-failed'));
-        this.release(job.row.id);
+        this.active.delete(job.row.id);
+        if (job.holdsSlot) {
+          job.holdsSlot = false;
+          this.holders.delete(job);
+        }
       }),
     );
+    this.checkIdle();
     return stuck.length;
   }
 
-  private release(jobId: string): void {
-    if (!this.active.delete(jobId)) return;
-    this.onSlotFreed();
-    if (this.active.size === 0) {
-      const waiters = this.idleWaiters;
-      this.idleWaiters = [];
-      for (const w of waiters) w();
-    }
+  private freeSlot(job: ActiveJob): void {
+    if (!job.holdsSlot) return;
+    job.holdsSlot = false;
+    this.holders.delete(job);
+    this.checkIdle();
+    this.pump();
+    this.onCapacity();
+  }
+
+  private disown(job: ActiveJob): void {
+    this.active.delete(job.row.id);
+    this.checkIdle();
+    this.onCapacity();
   }
 
   private async execute(job: ActiveJob): Promise<void> {
     const row = job.row;
-    job.started = true;
     const log = this.logger.child({
       jobId: row.id,
       actor: row.actor,
@@ -207,6 +274,7 @@ export class JobRunner {
     });
     if (!actor) {
       // Dispatch only claims registered actors; this guards a mismatch between claim and registry.
+      this.freeSlot(job);
       await this.finish(
         job,
         log,
@@ -237,6 +305,7 @@ export class JobRunner {
           })
         : row.payload;
     } catch (err) {
+      this.freeSlot(job);
       await this.finish(job, log, this.failure(actor, row, err, timing()), err, actor);
       return;
     }
@@ -253,7 +322,15 @@ export class JobRunner {
     });
     const startToCloseMs = row.startToCloseMs ?? actor.startToCloseMs ?? this.settings.defaultStartToCloseMs;
     const handler = Promise.resolve().then(() => actor.handler(payload, ctx));
-    job.handler = handler;
+    let handlerSettled = false;
+    const handlerDone = handler.then(
+      () => {
+        handlerSettled = true;
+      },
+      () => {
+        handlerSettled = true;
+      },
+    );
     let timer: NodeJS.Timeout | undefined;
     const aborted = new Promise<never>((_, reject) => {
       const onAbort = (): void => reject(job.controller.signal.reason);
@@ -272,7 +349,7 @@ export class JobRunner {
       // timeout is not awaited past it (its slot stays held until it settles, see below).
       const value = await Promise.race([
         handler,
-        startToCloseMs !== null ? abortedOnTimeout(aborted, job) : handler,
+        startToCloseMs !== null ? abortedOnTimeout(aborted) : handler,
       ]);
       outcome = await this.success(actor, row, value, timing());
     } catch (err) {
@@ -281,20 +358,15 @@ export class JobRunner {
     } finally {
       clearTimeout(timer);
     }
+    if (handlerSettled) this.freeSlot(job);
+    else {
+      // Given up on (timeout): keep the slot until the handler settles or the cleanup grace passes.
+      void withTimeout(handlerDone, this.settings.cleanupGracePeriodMs, () => new Error('grace'))
+        .catch(() => log.warn({ graceMs: this.settings.cleanupGracePeriodMs }, 'handler-orphaned'))
+        .finally(() => this.freeSlot(job));
+    }
     if (!job.settled) await this.finish(job, log, outcome, thrown, actor);
-    else if (!this.active.has(row.id)) return;
-    // Keep the slot until the handler really settled, bounded by the cleanup grace.
-    await withTimeout(
-      handler.then(
-        () => undefined,
-        () => undefined,
-      ),
-      this.settings.cleanupGracePeriodMs,
-      () => new Error('grace'),
-    ).catch(() => {
-      log.warn({ graceMs: this.settings.cleanupGracePeriodMs }, 'handler-orphaned');
-    });
-    this.release(row.id);
+    else this.disown(job);
   }
 
   private async success(
@@ -428,11 +500,10 @@ export class JobRunner {
 }
 
 /** Rejects when the job's signal aborts with a StartToCloseTimeout (other aborts are the handler's to honour). */
-function abortedOnTimeout(aborted: Promise<never>, job: ActiveJob): Promise<never> {
+function abortedOnTimeout(aborted: Promise<never>): Promise<never> {
   return aborted.catch((reason: unknown) => {
     if (reason instanceof StartToCloseTimeout) throw reason;
     // Cancels and shutdown aborts: wait for the handler itself (cooperative), i.e. never settle here.
-    void job;
     return new Promise<never>(() => undefined);
   });
 }

@@ -10,6 +10,12 @@ export interface ProducerOptions {
   queues: readonly string[];
   actors: readonly { name: string; maxConcurrent: number | null }[];
   maxConcurrency: number;
+  /** Jobs claimed beyond free slots (local queue). */
+  prefetch: number;
+  /** Stop claiming while this many outcomes wait to be written (the database is behind). */
+  maxSettleBacklog: number;
+  /** Outcomes waiting to be written. */
+  settleBacklog: () => number;
   leaseMs: number;
   oversample: number;
   /** Current poll period: short while NOTIFY is down, long while it works. */
@@ -49,8 +55,14 @@ export class Producer {
    * One claim: up to the free capacity. Returns how many jobs were claimed (and handed to the
    * runner). Safe to call from tests without starting the loop.
    */
+  /** How many jobs the producer may claim now. */
+  freeCapacity(): number {
+    if (this.options.settleBacklog() >= this.options.maxSettleBacklog) return 0;
+    return this.options.maxConcurrency + this.options.prefetch - this.runner.held;
+  }
+
   async runOnce(): Promise<number> {
-    const free = this.options.maxConcurrency - this.runner.inFlight;
+    const free = this.freeCapacity();
     if (free <= 0) return 0;
     const rows = await this.backend.dispatchBatch({
       workerId: this.options.workerId,
@@ -76,7 +88,7 @@ export class Producer {
     const signal = this.stopController.signal;
     while (!signal.aborted) {
       this.woken = false;
-      const free = this.options.maxConcurrency - this.runner.inFlight;
+      const free = this.freeCapacity();
       let full = false;
       try {
         const claimed = await this.runOnce();

@@ -244,6 +244,9 @@ export class Worker {
         queues: s.queues,
         actors: [...this.actors.values()].map((a) => ({ name: a.name, maxConcurrent: a.maxConcurrent })),
         maxConcurrency: s.maxConcurrency,
+        prefetch: s.prefetch ?? s.maxConcurrency,
+        maxSettleBacklog: Math.max(100, s.maxConcurrency * 4),
+        settleBacklog: () => this.completer.backlog,
         leaseMs: s.lockLeaseMs,
         oversample: s.dispatchOversample,
         pollIntervalMs: () => (this.listener?.connected ? s.notifyPollIntervalMs : s.pollIntervalMs),
@@ -353,6 +356,7 @@ export class Worker {
     this.currentPhase = 'draining';
     this.logger.info({ reason: this.stopReason, inFlight: this.runner.inFlight }, 'worker-draining');
     await this.drainMonitor?.stop();
+    this.runner.stopStarting();
     await this.producer.stop();
     const unstarted = this.runner.unstartedJobIds();
     if (unstarted.length > 0) {
