@@ -472,6 +472,9 @@ export class JobRunner {
     } catch (err) {
       log.error({ err }, 'settle-gave-up');
       return;
+    } finally {
+      // Written (or given up): the job is no longer this worker's to renew.
+      if (this.active.get(job.row.id) === job) this.disown(job);
     }
     if (result.status === 'noop') {
       log.warn({ kind: outcome.kind }, 'settle-noop-not-owner');
