@@ -6,6 +6,7 @@ export default tseslint.config(
   {
     ignores: [
       'dist/**',
+      'scratch/**',
       'node_modules/**',
       'coverage/**',
       '**/*.generated.ts',

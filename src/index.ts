@@ -28,6 +28,20 @@ export {
 } from './client/jobs-client.js';
 export { JobHandle } from './client/job-handle.js';
 export type { EnqueueOptions } from './client/enqueue-options.js';
+export {
+  Snooze,
+  RetryAfter,
+  StartToCloseTimeout,
+  WorkerShutdown,
+  CancelRequested,
+} from './retry/control-flow.js';
+export {
+  classifyFailure,
+  errorClassName,
+  type Retry,
+  type Fail,
+  type RetryDecision,
+} from './retry/retry-classifier.js';
 export { RetryPolicy, type RetryPolicyOptions, type BackoffKind } from './retry/retry-policy.js';
 export { JobSortField } from './backend/cursor.js';
 export type { JobFilter } from './backend/job-filter.js';

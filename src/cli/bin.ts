@@ -3,4 +3,6 @@
 // Installed packages use bin/taskq.js, which runs the compiled dist/cli/main.js.
 import { runCli } from './main.js';
 
-process.exitCode = await runCli(process.argv.slice(2));
+// Exit explicitly: a handler orphaned at worker shutdown (it ignored its abort signal) may still
+// hold timers or sockets, and the process must not wait for it.
+process.exit(await runCli(process.argv.slice(2)));

@@ -3,6 +3,8 @@ import { Command, CommanderError } from 'commander';
 import { TaskQError } from '../errors/taskq-error.js';
 import { CliExit, processIo, type CliIo } from './io.js';
 import { migrateCommand } from './migrate-command.js';
+import { workerCommand } from './worker-command.js';
+import { devCommand } from './dev-command.js';
 
 /** Builds the `taskq` command tree. */
 export function buildProgram(io: CliIo): Command {
@@ -11,6 +13,8 @@ export function buildProgram(io: CliIo): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
   program.addCommand(migrateCommand(io));
+  program.addCommand(workerCommand(io));
+  program.addCommand(devCommand(io));
   for (const sub of program.commands) {
     sub.exitOverride();
     for (const leaf of sub.commands) leaf.exitOverride();

@@ -43,7 +43,7 @@ export interface Driver extends Executor {
   /** Runs `fn` inside BEGIN … COMMIT on one connection; rolls back when it throws. */
   transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T>;
   /** Opens a connection outside the pool (or the shared one, for PGlite). */
-  dedicated(): Promise<DedicatedConnection>;
+  dedicated(options?: { applicationName?: string }): Promise<DedicatedConnection>;
   /** Closes what the driver owns. Caller-provided pools are left open. */
   close(): Promise<void>;
 }

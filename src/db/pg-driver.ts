@@ -137,9 +137,14 @@ export class PgDriver implements Driver {
     }
   }
 
-  async dedicated(): Promise<DedicatedConnection> {
+  async dedicated(options: { applicationName?: string } = {}): Promise<DedicatedConnection> {
     if (this.config) {
-      const client = new pg.Client({ ...this.config, keepAlive: true });
+      const appName = options.applicationName ?? this.config.application_name;
+      const client = new pg.Client({
+        ...this.config,
+        keepAlive: true,
+        ...(appName ? { application_name: appName } : {}),
+      });
       client.on('error', () => undefined);
       await client.connect();
       const pid = (client as unknown as { processID?: number }).processID ?? null;

@@ -16,7 +16,11 @@ export interface WorkerProcess {
 }
 
 /** Starts `test/fixtures/worker-process.ts` against a schema with extra TASKQ_* settings. */
-export function startWorkerProcess(schema: string, env: Record<string, string> = {}, script = 'test/fixtures/worker-process.ts'): WorkerProcess {
+export function startWorkerProcess(
+  schema: string,
+  env: Record<string, string> = {},
+  script = 'test/fixtures/worker-process.ts',
+): WorkerProcess {
   const proc = spawn(process.execPath, ['--import', 'tsx', script], {
     cwd: process.cwd(),
     env: {
@@ -56,7 +60,11 @@ export function startWorkerProcess(schema: string, env: Record<string, string> =
   proc.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     proc.on('exit', (code, signal) => {
-      rejectReady(new Error(`worker exited before ready (code ${code}, signal ${signal}): ${stderr.join('').slice(-2000)}`));
+      rejectReady(
+        new Error(
+          `worker exited before ready (code ${code}, signal ${signal}): ${stderr.join('').slice(-2000)}`,
+        ),
+      );
       resolve({ code, signal });
     });
   });

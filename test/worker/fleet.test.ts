@@ -24,7 +24,11 @@ interface Run {
 }
 
 async function runs(actor: string): Promise<Run[]> {
-  return (await db.pool.query<Run>(`SELECT * FROM "${db.schema}".test_runs WHERE actor = $1 ORDER BY started_at`, [actor])).rows;
+  return (
+    await db.pool.query<Run>(`SELECT * FROM "${db.schema}".test_runs WHERE actor = $1 ORDER BY started_at`, [
+      actor,
+    ])
+  ).rows;
 }
 
 /** Largest number of intervals overlapping at one instant. */
@@ -41,7 +45,13 @@ function maxOverlap(rs: Run[]): number {
 }
 
 async function allDone(n: number): Promise<void> {
-  await waitFor(async () => (await tq.countActiveJobs(['fleet', 'ordered'])) === 0 && (await tq.list({ active: false, limit: n + 1 })).jobs.length >= n, 60_000, 'all jobs to finish');
+  await waitFor(
+    async () =>
+      (await tq.countActiveJobs(['fleet', 'ordered'])) === 0 &&
+      (await tq.list({ active: false, limit: n + 1 })).jobs.length >= n,
+    60_000,
+    'all jobs to finish',
+  );
 }
 
 beforeAll(async () => {
@@ -68,7 +78,9 @@ async function stopAll(procs: WorkerProcess[]): Promise<void> {
 }
 
 async function reset(): Promise<void> {
-  await db.pool.query(`TRUNCATE "${db.schema}".jobs, "${db.schema}".test_runs, "${db.schema}".queues CASCADE`);
+  await db.pool.query(
+    `TRUNCATE "${db.schema}".jobs, "${db.schema}".test_runs, "${db.schema}".queues CASCADE`,
+  );
 }
 
 describe('a fleet of worker processes', () => {
@@ -76,15 +88,21 @@ describe('a fleet of worker processes', () => {
     await reset();
     const procs = await fleet(3, { TASKQ_QUEUES: 'fleet', TASKQ_MAX_CONCURRENCY: '4' });
     try {
-      const batch = await tq.enqueueBatch(Array.from({ length: 300 }, (_, i) => batchItem(record_, { ms: i % 5 })));
+      const batch = await tq.enqueueBatch(
+        Array.from({ length: 300 }, (_, i) => batchItem(record_, { ms: i % 5 })),
+      );
       await allDone(300);
       const rs = await runs('record');
       expect(rs).toHaveLength(300);
       expect(new Set(rs.map((r) => r.job_id)).size).toBe(300);
       expect(new Set(rs.map((r) => r.pid)).size).toBeGreaterThanOrEqual(2);
-      const statuses = await db.pool.query(`SELECT status::text, count(*)::int AS n FROM "${db.schema}".jobs GROUP BY status`);
+      const statuses = await db.pool.query(
+        `SELECT status::text, count(*)::int AS n FROM "${db.schema}".jobs GROUP BY status`,
+      );
       expect(statuses.rows).toEqual([{ status: 'succeeded', n: 300 }]);
-      const attempts = await db.pool.query(`SELECT count(*)::int AS n FROM "${db.schema}".job_attempts WHERE outcome = 'succeeded'`);
+      const attempts = await db.pool.query(
+        `SELECT count(*)::int AS n FROM "${db.schema}".job_attempts WHERE outcome = 'succeeded'`,
+      );
       expect(attempts.rows[0].n).toBe(300);
       expect(batch.size).toBe(300);
     } finally {
@@ -113,12 +131,15 @@ describe('a fleet of worker processes', () => {
     const procs = await fleet(3, { TASKQ_QUEUES: 'fleet', TASKQ_MAX_CONCURRENCY: '6' });
     try {
       await tq.enqueueBatch(
-        Array.from({ length: 45 }, (_, i) => batchItem(record_, { ms: 25, identity: `k${i % 3}` }, { identityKey: `k${i % 3}` })),
+        Array.from({ length: 45 }, (_, i) =>
+          batchItem(record_, { ms: 25, identity: `k${i % 3}` }, { identityKey: `k${i % 3}` }),
+        ),
       );
       await allDone(45);
       const rs = await runs('record');
       expect(rs).toHaveLength(45);
-      for (const key of ['k0', 'k1', 'k2']) expect(maxOverlap(rs.filter((r) => r.identity_key === key))).toBe(1);
+      for (const key of ['k0', 'k1', 'k2'])
+        expect(maxOverlap(rs.filter((r) => r.identity_key === key))).toBe(1);
     } finally {
       await stopAll(procs);
     }
@@ -126,13 +147,24 @@ describe('a fleet of worker processes', () => {
 
   it('orders strict FIFO queues by priority, then time, then id', async () => {
     await reset();
-    const items = [0, 1, 2, 3, 4, 5].map((i) => batchItem(ordered, { ms: 0, identity: `p${i}` }, { priority: i % 3 }));
+    const items = [0, 1, 2, 3, 4, 5].map((i) =>
+      batchItem(ordered, { ms: 0, identity: `p${i}` }, { priority: i % 3 }),
+    );
     const batch = await tq.enqueueBatch(items);
     const expected = batch.jobHandles
       .map((h) => h.row)
-      .sort((a, b) => b.priority - a.priority || a.scheduledAt.getTime() - b.scheduledAt.getTime() || (a.id < b.id ? -1 : 1))
+      .sort(
+        (a, b) =>
+          b.priority - a.priority ||
+          a.scheduledAt.getTime() - b.scheduledAt.getTime() ||
+          (a.id < b.id ? -1 : 1),
+      )
       .map((r) => r.id);
-    const procs = await fleet(1, { TASKQ_QUEUES: 'ordered', TASKQ_MAX_CONCURRENCY: '1', TASKQ_PREFETCH: '0' });
+    const procs = await fleet(1, {
+      TASKQ_QUEUES: 'ordered',
+      TASKQ_MAX_CONCURRENCY: '1',
+      TASKQ_PREFETCH: '0',
+    });
     try {
       await allDone(6);
       expect((await runs('ordered')).map((r) => r.job_id)).toEqual(expected);
@@ -144,10 +176,22 @@ describe('a fleet of worker processes', () => {
   it('interleaves fairness keys on a round-robin queue', async () => {
     await reset();
     await db.pool.query(`INSERT INTO "${db.schema}".queues (name, mode) VALUES ('ordered', 'round_robin')`);
-    await tq.enqueueBatch(Array.from({ length: 8 }, (_, i) => batchItem(ordered, { ms: 0, identity: `big-${i}` }, { fairnessKey: 'big' })));
-    await tq.enqueueBatch(Array.from({ length: 2 }, (_, i) => batchItem(ordered, { ms: 0, identity: `small-${i}` }, { fairnessKey: 'small' })));
+    await tq.enqueueBatch(
+      Array.from({ length: 8 }, (_, i) =>
+        batchItem(ordered, { ms: 0, identity: `big-${i}` }, { fairnessKey: 'big' }),
+      ),
+    );
+    await tq.enqueueBatch(
+      Array.from({ length: 2 }, (_, i) =>
+        batchItem(ordered, { ms: 0, identity: `small-${i}` }, { fairnessKey: 'small' }),
+      ),
+    );
     // Fairness is decided per claim: one claim of four takes the first two jobs of each key.
-    const procs = await fleet(1, { TASKQ_QUEUES: 'ordered', TASKQ_MAX_CONCURRENCY: '4', TASKQ_PREFETCH: '0' });
+    const procs = await fleet(1, {
+      TASKQ_QUEUES: 'ordered',
+      TASKQ_MAX_CONCURRENCY: '4',
+      TASKQ_PREFETCH: '0',
+    });
     try {
       await allDone(10);
       const firstClaim = await db.pool.query<{ identity_key: string }>(
@@ -155,7 +199,12 @@ describe('a fleet of worker processes', () => {
          ORDER BY j.started_at, r.started_at LIMIT 4`,
       );
       // Strict FIFO would claim four "big" jobs; round-robin takes both "small" ones in the first claim.
-      expect(firstClaim.rows.map((r) => r.identity_key.split('-')[0]).sort()).toEqual(['big', 'big', 'small', 'small']);
+      expect(firstClaim.rows.map((r) => r.identity_key.split('-')[0]).sort()).toEqual([
+        'big',
+        'big',
+        'small',
+        'small',
+      ]);
     } finally {
       await stopAll(procs);
     }

@@ -483,8 +483,10 @@ export class PostgresBackend implements Backend {
     handlers: NotificationHandlers,
     options: { workerId?: string } = {},
   ): Promise<NotificationSubscription> {
-    const conn = await this.driver.dedicated();
     const workerId = options.workerId?.toLowerCase();
+    const conn = await this.driver.dedicated({
+      applicationName: workerId ? `taskq-listen:${workerId.slice(-12)}` : 'taskq-listen',
+    });
     const onCancelPayload = (payload: string, filter: boolean): void => {
       try {
         const msg = JSON.parse(payload) as { type?: string; job_id?: string; worker_id?: string };
@@ -536,7 +538,7 @@ export class PostgresBackend implements Backend {
       tryAcquire: async () => {
         try {
           if (!conn) {
-            const c = await this.driver.dedicated();
+            const c = await this.driver.dedicated({ applicationName: `taskq-leader:${workerId.slice(-12)}` });
             c.onClose(() => {
               if (conn === c) drop();
             });

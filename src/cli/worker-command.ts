@@ -1,0 +1,231 @@
+import { existsSync } from 'node:fs';
+import { extname, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+import { Command } from 'commander';
+
+import type { AnyActor } from '../actor.js';
+import { ActorConfigDriftList } from '../errors/actor-config-errors.js';
+import { SchemaNotMigratedError, SchemaTooNewError } from '../errors/schema-errors.js';
+import { TaskQError } from '../errors/taskq-error.js';
+import {
+  loadWorkerSettings,
+  SettingsError,
+  type WorkerSettingsInput,
+} from '../settings/load-worker-settings.js';
+import type { WorkerSettings } from '../settings/worker-settings.js';
+import { EXIT_CODES, runWorker, type RunWorkerOptions } from '../worker/run-worker.js';
+import { CliExit, type CliIo } from './io.js';
+
+/** Flags of `taskq worker` as commander hands them over (all text). */
+export interface WorkerFlags {
+  module?: string;
+  queues?: string;
+  concurrency?: string;
+  untilIdle?: boolean;
+  dsn?: string;
+  schema?: string;
+}
+
+/** Which flag set which override, so a settings problem names the flag the user typed. */
+const FLAG_OF_SETTING: Readonly<Record<string, string>> = {
+  'settings.pgDsn': '--dsn',
+  'settings.schema': '--schema',
+  'settings.queues': '--queues',
+  'settings.maxConcurrency': '--concurrency',
+};
+
+/** True for what `actor()` returns; checked structurally so a module may bundle its own copy of taskq. */
+export function looksLikeActor(value: unknown): value is AnyActor {
+  if (value === null || typeof value !== 'object') return false;
+  const v = value as Record<string, unknown>;
+  return (
+    typeof v.name === 'string' &&
+    typeof v.queue === 'string' &&
+    typeof v.handler === 'function' &&
+    v.retry !== null &&
+    typeof v.retry === 'object'
+  );
+}
+
+/** A loaded `--module`: its actors and all its exports. */
+export interface ActorModule {
+  actors: AnyActor[];
+  exports: Record<string, unknown>;
+}
+
+/**
+ * Imports the module at `modulePath` (relative to the current directory) and finds its actors:
+ * a default export that is an array of actors, or else every export that is an actor.
+ * @throws CliExit (2) when the file is missing, fails to load, or holds no actors.
+ */
+export async function loadActorModule(modulePath: string, io: CliIo): Promise<ActorModule> {
+  const file = resolve(process.cwd(), modulePath);
+  if (!existsSync(file)) throw new CliExit(2, `--module ${modulePath}: no such file (looked for ${file})`);
+  let mod: Record<string, unknown>;
+  try {
+    mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (err) {
+    const e = err as { code?: string; message?: string; stack?: string };
+    if (e.code === 'ERR_UNKNOWN_FILE_EXTENSION' && ['.ts', '.mts', '.cts'].includes(extname(file))) {
+      throw new CliExit(
+        2,
+        `--module ${modulePath}: this Node.js cannot import TypeScript by itself; compile the module to ` +
+          `JavaScript, or load a TypeScript runner first: NODE_OPTIONS='--import tsx' npx taskq ...`,
+      );
+    }
+    // A bug in the user's module: its stack says where.
+    if (!(err instanceof TaskQError) && e.stack) io.err(e.stack);
+    throw new CliExit(2, `--module ${modulePath}: loading it failed: ${e.message ?? String(err)}`);
+  }
+  return { actors: actorsOf(mod, modulePath), exports: mod };
+}
+
+function actorsOf(mod: Record<string, unknown>, modulePath: string): AnyActor[] {
+  const found: { exportName: string; actor: AnyActor }[] = [];
+  if (Array.isArray(mod.default)) {
+    mod.default.forEach((item: unknown, i) => {
+      if (!looksLikeActor(item)) {
+        throw new CliExit(
+          2,
+          `--module ${modulePath}: the default export is an array, but item ${i} is not an actor declared with actor()`,
+        );
+      }
+      found.push({ exportName: `default[${i}]`, actor: item });
+    });
+  } else {
+    for (const [exportName, value] of Object.entries(mod)) {
+      if (looksLikeActor(value)) found.push({ exportName, actor: value });
+    }
+  }
+  const byName = new Map<string, { exportName: string; actor: AnyActor }>();
+  for (const entry of found) {
+    const seen = byName.get(entry.actor.name);
+    if (seen === undefined) byName.set(entry.actor.name, entry);
+    else if (seen.actor !== entry.actor) {
+      throw new CliExit(
+        2,
+        `--module ${modulePath}: exports ${seen.exportName} and ${entry.exportName} are two different actors ` +
+          `named ${JSON.stringify(entry.actor.name)}; actor names must be unique`,
+      );
+    }
+  }
+  if (byName.size === 0) {
+    throw new CliExit(
+      2,
+      `--module ${modulePath}: no actors found; export the actors declared with actor() ` +
+        '(export const sendEmail = actor(...)), or export default [sendEmail, ...]',
+    );
+  }
+  return [...byName.values()].map((e) => e.actor);
+}
+
+/** `--dsn`, `--schema`, `--queues`, `--concurrency` as settings overrides (they win over TASKQ_*). */
+export function settingsFromFlags(flags: WorkerFlags): WorkerSettingsInput {
+  const s: WorkerSettingsInput = {};
+  if (flags.dsn !== undefined) s.pgDsn = flags.dsn;
+  if (flags.schema !== undefined) s.schema = flags.schema;
+  // Empty entries are kept so the settings loader can point at the stray comma.
+  if (flags.queues !== undefined) s.queues = flags.queues.split(',').map((q) => q.trim());
+  if (flags.concurrency !== undefined) {
+    const text = flags.concurrency.trim();
+    // Text that is not an integer goes through as text, so the loader reports it with the rule.
+    s.maxConcurrency = (/^[+-]?\d+$/.test(text) ? Number(text) : flags.concurrency) as number;
+  }
+  return s;
+}
+
+/**
+ * Resolves settings from `io.env` overlaid with `overrides`, as `runWorker` will, so bad values
+ * end the command (exit 2) before anything connects; problems from flags name the flag.
+ */
+export function resolveWorkerSettings(io: CliIo, overrides: WorkerSettingsInput): WorkerSettings {
+  try {
+    return loadWorkerSettings({ env: io.env, overrides }).settings;
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    const renamed = err.problems.map((p) => ({ ...p, source: FLAG_OF_SETTING[p.source] ?? p.source }));
+    throw new CliExit(2, new SettingsError(renamed, err.warnings).message);
+  }
+}
+
+/**
+ * Runs `runWorker` and turns its outcome into the command's: 0 returns normally; a startup refusal
+ * the operator must fix (unmigrated or too-new schema, actor config drift) exits 2; an until-idle
+ * timeout exits 4; a fatal stop exits 1. `notMigrated` words the message for an unmigrated schema.
+ */
+export async function runWorkerCommand(
+  options: RunWorkerOptions,
+  notMigrated: (err: SchemaNotMigratedError) => string = (err) => err.message,
+): Promise<void> {
+  let code: number;
+  try {
+    code = await runWorker(options);
+  } catch (err) {
+    if (err instanceof SchemaNotMigratedError) throw new CliExit(2, notMigrated(err));
+    if (
+      err instanceof SettingsError ||
+      err instanceof SchemaTooNewError ||
+      err instanceof ActorConfigDriftList
+    ) {
+      throw new CliExit(2, err.message);
+    }
+    throw err;
+  }
+  if (code === EXIT_CODES['idle-timeout']) {
+    throw new CliExit(
+      code,
+      'until-idle: the queues were still busy when TASKQ_IDLE_MAX_RUNTIME ran out; the worker stopped',
+    );
+  }
+  if (code !== 0) throw new CliExit(code, 'the worker stopped after a fatal error (see its log above)');
+}
+
+/** Warns about actors whose home queue this worker does not claim from (their jobs would wait). */
+export function warnUnclaimedQueues(actors: readonly AnyActor[], queues: readonly string[], io: CliIo): void {
+  for (const a of actors) {
+    if (!queues.includes(a.queue)) {
+      io.err(
+        `warning: actor ${a.name}'s home queue ${JSON.stringify(a.queue)} is not among this worker's queues ` +
+          `(${queues.join(', ')}); its jobs there will wait. Pass --queues or set TASKQ_QUEUES.`,
+      );
+    }
+  }
+}
+
+/** `taskq worker --module <path> [...]`. */
+export function workerCommand(io: CliIo): Command {
+  return new Command('worker')
+    .description('run a worker for the actors exported by a module')
+    .option(
+      '--module <path>',
+      'module exporting the actors (each actor export, or a default export array of actors)',
+    )
+    .option('--queues <list>', 'comma-separated queues to claim from (default: $TASKQ_QUEUES or default)')
+    .option('--concurrency <n>', 'jobs run at once (default: $TASKQ_MAX_CONCURRENCY or 8)')
+    .option('--until-idle', 'stop once the queues stay empty (exit 4 after $TASKQ_IDLE_MAX_RUNTIME)')
+    .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
+    .option('--schema <schema>', 'schema holding the TaskQ tables (default: $TASKQ_SCHEMA_NAME or taskq)')
+    .action(async (flags: WorkerFlags) => {
+      if (flags.module === undefined || flags.module.trim() === '') {
+        throw new CliExit(2, 'no actors: pass --module <path to the module exporting your actors>');
+      }
+      const overrides = settingsFromFlags(flags);
+      const settings = resolveWorkerSettings(io, overrides);
+      if (settings.pgDsn === null) {
+        throw new CliExit(
+          2,
+          'no database configured: set TASKQ_PG_DSN (or pass --dsn postgres://...), ' +
+            'or run `taskq dev` to work on an embedded Postgres',
+        );
+      }
+      const { actors } = await loadActorModule(flags.module, io);
+      warnUnclaimedQueues(actors, settings.queues, io);
+      await runWorkerCommand({
+        actors,
+        env: io.env,
+        settings: overrides,
+        untilIdle: flags.untilIdle ?? false,
+      });
+    });
+}

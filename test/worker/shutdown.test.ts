@@ -1,0 +1,114 @@
+/**
+ * Graceful shutdown of a real worker process: SIGTERM while jobs run and more are claimed.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+
+import { TaskQ } from '../../src/client/taskq.js';
+import { polite, stubborn } from '../fixtures/fleet-actors.js';
+import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+import { startWorkerProcess } from '../helpers/worker-process.js';
+
+let db: TestSchema;
+let tq: TaskQ;
+
+beforeAll(async () => {
+  db = await migratedSchema('shut');
+  await db.pool.query(
+    `CREATE TABLE "${db.schema}".test_runs (job_id uuid, actor text, identity_key text, pid int, attempt int, started_at timestamptz, finished_at timestamptz)`,
+  );
+  tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
+});
+afterAll(async () => {
+  await tq.close();
+  await db.drop();
+});
+beforeEach(async () => {
+  await db.pool.query(`TRUNCATE "${db.schema}".jobs, "${db.schema}".test_runs CASCADE`);
+});
+
+const runningCount = async (): Promise<number> =>
+  (await db.pool.query(`SELECT count(*)::int AS n FROM "${db.schema}".jobs WHERE status = 'running'`)).rows[0]
+    .n as number;
+
+describe('worker shutdown (SIGTERM)', () => {
+  it('finishes what fits in the grace, aborts the rest, re-pends claimed-but-unstarted jobs, and exits 0', async () => {
+    const quick = await tq.enqueue(polite, { ms: 300 }, { priority: 10 });
+    const long = await tq.enqueue(polite, { ms: 60_000 }, { priority: 9 });
+    const ignores = await tq.enqueue(stubborn, { ms: 60_000 }, { priority: 8 });
+    const buffered = await Promise.all(
+      [1, 2, 3].map(() => tq.enqueue(polite, { ms: 60_000 }, { priority: 1 })),
+    );
+    const w = startWorkerProcess(db.schema, {
+      TASKQ_QUEUES: 'shutdown',
+      TASKQ_MAX_CONCURRENCY: '3',
+      TASKQ_PREFETCH: '3',
+      TASKQ_CANCELLATION_GRACE_PERIOD: '1',
+      TASKQ_CLEANUP_GRACE_PERIOD: '1',
+      TASKQ_TERMINATION_GRACE_PERIOD: '10',
+      TASKQ_HEARTBEAT_INTERVAL: '1',
+      TASKQ_LOCK_LEASE: '30',
+      TASKQ_LOG_LEVEL: 'info',
+    });
+    await w.ready;
+    await waitFor(async () => (await runningCount()) >= 5, 10_000, 'claimed jobs');
+    const t0 = Date.now();
+    w.proc.kill('SIGTERM');
+    const exit = await w.exited;
+    const took = Date.now() - t0;
+    console.log(`SIGTERM to exit: ${took} ms`);
+    expect(exit.code).toBe(0);
+    expect(took).toBeLessThan(9000);
+
+    expect(await tq.getRow(quick.jobId)).toMatchObject({ status: 'succeeded', attempt: 1 });
+    for (const b of buffered) {
+      const row = await tq.getRow(b.jobId);
+      expect(row).toMatchObject({ status: 'pending', attempt: 0, lockedByWorker: null });
+      expect((await b.events()).at(-1)?.detail).toMatchObject({ to_state: 'pending', reason: 'drained' });
+    }
+    const politeRow = await tq.getRow(long.jobId);
+    expect(politeRow).toMatchObject({ status: 'pending', attempt: 0 });
+    expect((await long.attempts()).map((a) => a.outcome)).toEqual(['interrupted']);
+    const stubbornRow = await tq.getRow(ignores.jobId);
+    expect(stubbornRow).toMatchObject({ status: 'pending', attempt: 0 });
+    expect((await ignores.attempts()).map((a) => a.outcome)).toEqual(['interrupted']);
+    expect(w.stdout.join('\n')).toContain('worker-forced-release');
+  });
+
+  it('a second signal skips the rest of the grace; a third exits 1', async () => {
+    await tq.enqueue(polite, { ms: 60_000 });
+    const w = startWorkerProcess(db.schema, {
+      TASKQ_QUEUES: 'shutdown',
+      TASKQ_CANCELLATION_GRACE_PERIOD: '25',
+      TASKQ_CLEANUP_GRACE_PERIOD: '20',
+      TASKQ_TERMINATION_GRACE_PERIOD: '60',
+      TASKQ_LOG_LEVEL: 'info',
+    });
+    await w.ready;
+    await waitFor(async () => (await runningCount()) === 1, 10_000, 'a running job');
+    const t0 = Date.now();
+    w.proc.kill('SIGTERM');
+    await waitFor(() => w.stdout.some((l) => l.includes('worker-draining')), 10_000, 'draining');
+    w.proc.kill('SIGTERM');
+    const exit = await w.exited;
+    expect(exit.code).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(15_000);
+
+    await tq.enqueue(stubborn, { ms: 60_000 });
+    const w2 = startWorkerProcess(db.schema, {
+      TASKQ_QUEUES: 'shutdown',
+      TASKQ_CANCELLATION_GRACE_PERIOD: '25',
+      TASKQ_CLEANUP_GRACE_PERIOD: '20',
+      TASKQ_TERMINATION_GRACE_PERIOD: '60',
+      TASKQ_LOG_LEVEL: 'info',
+    });
+    await w2.ready;
+    await waitFor(async () => (await runningCount()) >= 1, 10_000, 'a running job');
+    w2.proc.kill('SIGTERM');
+    await waitFor(() => w2.stdout.some((l) => l.includes('worker-draining')), 10_000, 'draining');
+    w2.proc.kill('SIGTERM');
+    await waitFor(() => w2.stdout.some((l) => l.includes('"count":2')), 10_000, 'second signal');
+    w2.proc.kill('SIGTERM');
+    expect((await w2.exited).code).toBe(1);
+  });
+});
