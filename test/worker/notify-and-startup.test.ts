@@ -1,0 +1,143 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { actor } from '../../src/actor.js';
+import { TaskQ } from '../../src/client/taskq.js';
+import { ActorConfigDriftList, SchemaNotMigratedError } from '../../src/errors/index.js';
+import { silentLogger } from '../../src/obs/logger.js';
+import { Worker } from '../../src/worker/worker.js';
+import { migratedSchema, TEST_DSN, uniqueSchemaName, type TestSchema } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+
+let db: TestSchema;
+let tq: TaskQ;
+const admin = new pg.Pool({ connectionString: TEST_DSN, max: 2 });
+
+const echo = actor({ name: 'echo', queue: 'echo' }, async (p: unknown) => p);
+
+const base = {
+  pgDsn: TEST_DSN,
+  queues: ['echo'],
+  heartbeatInterval: '1s',
+  lockLease: '10s',
+  cancellationGracePeriod: '1s',
+  cleanupGracePeriod: '1s',
+  terminationGracePeriod: '10s',
+  watchdogEnabled: false,
+} as const;
+
+beforeAll(async () => {
+  db = await migratedSchema('ntf');
+  tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
+});
+afterAll(async () => {
+  await tq.close();
+  await admin.end();
+  await db.drop();
+});
+
+describe('NOTIFY wake-ups', () => {
+  it('re-establishes a LISTEN connection killed by the server and keeps jobs flowing', async () => {
+    const worker = new Worker({
+      actors: [echo],
+      settings: {
+        ...base,
+        schema: db.schema,
+        // Polling is slow on purpose: a job that runs promptly came through NOTIFY.
+        pollInterval: '20s',
+        notifyPollInterval: '20s',
+        notifyHealthCheckInterval: '200ms',
+        notifyReconnectBackoffInitial: '100ms',
+      },
+      logger: silentLogger,
+    });
+    await worker.start();
+    try {
+      const first = await tq.enqueue(echo, { n: 1 });
+      expect(await first.wait({ timeout: '5s' })).toEqual({ n: 1 });
+
+      const suffix = worker.workerId.slice(-12);
+      const killed = await admin.query(
+        `SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1`,
+        [`taskq-listen:${suffix}`],
+      );
+      expect(killed.rowCount).toBe(1);
+      await waitFor(() => (worker.notifyListener?.reconnects ?? 0) >= 1, 10_000, 'the listener to reconnect');
+      expect(worker.notifyListener?.connected).toBe(true);
+
+      const t0 = Date.now();
+      const second = await tq.enqueue(echo, { n: 2 });
+      expect(await second.wait({ timeout: '5s' })).toEqual({ n: 2 });
+      const ms = Date.now() - t0;
+      console.log(`after reconnect, enqueue to done: ${ms} ms`);
+      expect(ms).toBeLessThan(5000);
+    } finally {
+      await worker.stop();
+    }
+  });
+});
+
+describe('worker startup checks', () => {
+  it('refuses an unmigrated schema with the command to run', async () => {
+    const worker = new Worker({
+      actors: [echo],
+      settings: { ...base, schema: uniqueSchemaName('none') },
+      logger: silentLogger,
+    });
+    const err = await worker.start().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SchemaNotMigratedError);
+    expect((err as Error).message).toContain('taskq migrate up');
+    expect(await worker.stopped).toBe('fatal');
+  });
+
+  it('refuses structural actor_config drift unless forced, and never overwrites stored capacity', async () => {
+    await db.pool.query(
+      `INSERT INTO "${db.schema}".actor_config (actor, queue, metadata, max_concurrent) VALUES ('drifty', 'old-queue', '{"v":1}', 3)`,
+    );
+    const drifty = actor(
+      { name: 'drifty', queue: 'new-queue', metadata: { v: 2 }, maxConcurrent: 9 },
+      async () => undefined,
+    );
+    const w1 = new Worker({
+      actors: [drifty],
+      settings: { ...base, schema: db.schema },
+      logger: silentLogger,
+    });
+    const err = await w1.start().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ActorConfigDriftList);
+    expect((err as ActorConfigDriftList).drifts.map((d) => d.field).sort()).toEqual(['metadata', 'queue']);
+    expect((err as Error).message).toContain('TASKQ_FORCE_UPDATE_ACTOR_CONFIG');
+
+    const w2 = new Worker({
+      actors: [drifty],
+      settings: { ...base, schema: db.schema, forceUpdateActorConfig: true },
+      logger: silentLogger,
+    });
+    await w2.start();
+    await w2.stop();
+    const row = await db.pool.query(
+      `SELECT queue, metadata, max_concurrent FROM "${db.schema}".actor_config WHERE actor = 'drifty'`,
+    );
+    expect(row.rows[0]).toEqual({ queue: 'new-queue', metadata: { v: 2 }, max_concurrent: 3 });
+  });
+
+  it('registers itself in workers while running and leaves on stop', async () => {
+    const worker = new Worker({
+      actors: [echo],
+      settings: { ...base, schema: db.schema, workerLabel: 'blue' },
+      logger: silentLogger,
+    });
+    await worker.start();
+    const rows = await db.pool.query(
+      `SELECT worker_label, pid, queues FROM "${db.schema}".workers WHERE id = $1`,
+      [worker.workerId],
+    );
+    expect(rows.rows[0]).toEqual({ worker_label: 'blue', pid: process.pid, queues: ['echo'] });
+    await waitFor(() => worker.isLeader, 5000, 'leadership');
+    await worker.stop();
+    const after = await db.pool.query(`SELECT 1 FROM "${db.schema}".workers WHERE id = $1`, [
+      worker.workerId,
+    ]);
+    expect(after.rowCount).toBe(0);
+  });
+});
