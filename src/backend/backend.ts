@@ -8,6 +8,9 @@ import type {
   LeaderSession,
   NotificationHandlers,
   PromotionResult,
+  ReclaimResult,
+  RetentionPolicy,
+  StrandedActor,
   NotificationSubscription,
   Settlement,
   SettleResult,
@@ -133,6 +136,30 @@ export interface Backend {
    * Sweep 3: moves up to `limit` due scheduled jobs to pending (backend clock) and wakes producers.
    */
   scheduledToPending(limit?: number): Promise<PromotionResult>;
+  /**
+   * Sweep 1: reclaims running jobs whose lease expired (backend clock): back to pending when attempts
+   * remain, else crashed (or cancelled when a cancel was in flight). Jobs with a cancel in flight get
+   * `cancelGraceMs + cleanupGraceMs + 60 s` of extra headroom. Writes a `crashed` attempt row and a
+   * `lock_expired` event per job.
+   */
+  reclaimExpiredLocks(cancelGraceMs: number, cleanupGraceMs: number, limit?: number): Promise<ReclaimResult>;
+  /** Sweep 2: fails pending/scheduled jobs past their deadline with `DeadlineExceeded`; returns the count. */
+  deadlineSweep(limit?: number): Promise<number>;
+  /** Drops stored results past `result_expires_at`; returns the count. */
+  sweepExpiredResults(limit?: number): Promise<number>;
+  /** Removes workers not seen for `olderThanMs`; returns the count. */
+  cleanupStaleWorkers(olderThanMs: number): Promise<number>;
+  /** Actors with pending/scheduled jobs and no `actor_config` row. */
+  strandedActors(): Promise<StrandedActor[]>;
+  /** Sweep 5, one batch: moves up to `batchSize` expired terminal jobs (and their attempts) to the archive. */
+  pruneJobs(retention: RetentionPolicy, batchSize: number): Promise<{ archived: number; attempts: number }>;
+  /** Sweep 6, one batch: deletes up to `batchSize` archived jobs past their expiry; returns the count. */
+  expireArchive(batchSize: number): Promise<number>;
+  /**
+   * The crash-reclaim feed: `lock_expired` events with id > `afterId`, ascending, older than the
+   * visibility delay (a trailing watermark; see docs/maintenance.md).
+   */
+  pollReclaimEvents(afterId: string, options?: { limit?: number; visibilityDelayMs?: number }): Promise<EventRow[]>;
 
   /** Releases what the backend owns. */
   close(): Promise<void>;

@@ -141,3 +141,28 @@ export interface PromotionResult {
   /** Milliseconds until the next scheduled job is due (database clock), or null when none. */
   nextDueInMs: number | null;
 }
+
+/** What one reclaim sweep did. */
+export interface ReclaimResult {
+  /** Expired leases reclaimed. */
+  reclaimed: number;
+  /** Of those, jobs sent back to pending (attempts left). */
+  retried: number;
+}
+
+/** Retention of terminal jobs before they move to the archive, and of the archive, in ms. */
+export interface RetentionPolicy {
+  succeededMs: number;
+  failedMs: number;
+  cancelledMs: number;
+  /** Abandoned and crashed jobs. */
+  abandonedMs: number;
+  /** Archived rows are deleted this long after archiving. */
+  archiveMs: number;
+}
+
+/** An actor with pending/scheduled jobs but no `actor_config` row. */
+export interface StrandedActor {
+  actor: string;
+  jobs: number;
+}

@@ -2,6 +2,7 @@ import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { defineBackendContract, type ContractHarness } from './backend-contract.js';
 import { defineWorkerBackendContract } from './worker-backend-contract.js';
+import { defineMaintenanceContract } from './maintenance-contract.js';
 
 async function harness(): Promise<ContractHarness> {
   const clock = new FakeClock(Date.now());
@@ -65,3 +66,4 @@ async function harness(): Promise<ContractHarness> {
 
 defineBackendContract('InMemoryBackend', harness);
 defineWorkerBackendContract('InMemoryBackend', harness);
+defineMaintenanceContract('InMemoryBackend', harness);

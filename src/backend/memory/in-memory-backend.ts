@@ -25,12 +25,17 @@ import type {
   LeaderSession,
   NotificationHandlers,
   PromotionResult,
+  ReclaimResult,
+  RetentionPolicy,
+  StrandedActor,
   NotificationSubscription,
   Settlement,
   SettleResult,
   WorkerRegistration,
 } from '../worker-types.js';
 import { MemoryTransaction } from './memory-transaction.js';
+import * as maintenance from './memory-maintenance.js';
+import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 
 /** Options of {@link InMemoryBackend}. */
 export interface InMemoryBackendOptions {
@@ -62,9 +67,37 @@ export class InMemoryBackend implements Backend {
   /** The worker registry (`workers` rows). */
   readonly workers = new Map<string, WorkerRegistration & { lastSeenAt: Date }>();
   private readonly subscribers = new Set<{ handlers: NotificationHandlers; workerId: string | null }>();
+  /** `jobs_archive` rows (pruned terminal jobs). */
+  readonly archive = new Map<string, JobRow & { archivedAt: Date; expireAt: Date }>();
+  /** `job_attempts_archive` rows. */
+  readonly archivedAttempts: AttemptRow[] = [];
+  private readonly maintenanceState: maintenance.MemoryMaintenanceState = {
+    clock: this.clockRef(),
+    jobs: this.jobs,
+    attempts: () => this.attempts,
+    setAttempts: (rows) => {
+      this.attempts = rows;
+    },
+    events: () => this.events,
+    setEvents: (rows) => {
+      this.events = rows;
+    },
+    archive: this.archive,
+    archivedAttempts: this.archivedAttempts,
+    actorConfig: this.actorConfig,
+    workers: this.workers,
+    event: (jobId, kind, detail) => this.event(jobId, kind, detail),
+    emitWake: () => this.emitWake(),
+    emitDone: (ids) => this.emit((sub) => sub.handlers.onDone?.(ids.length > 150 ? '*' : ids)),
+  };
 
   constructor(options: InMemoryBackendOptions = {}) {
     this.clock = options.clock ?? new SystemClock();
+  }
+
+  private clockRef(): Clock {
+    // Field initialisers run before the constructor body: read the clock lazily.
+    return { now: () => this.clock.now(), monotonic: () => this.clock.monotonic() };
   }
 
   /** Forgets every job, attempt, event, stored configuration and worker (between tests). Subscriptions stay. */
@@ -75,6 +108,8 @@ export class InMemoryBackend implements Backend {
     this.actorConfig.clear();
     this.queueModes.clear();
     this.workers.clear();
+    this.archive.clear();
+    this.archivedAttempts.length = 0;
   }
 
   /** Starts a simulated transaction for `enqueueWithConn` (commit/rollback like a real one). */
@@ -804,6 +839,39 @@ export class InMemoryBackend implements Backend {
     }
     if (promoted > 0) this.emitWake();
     return { promoted, nextDueInMs: next };
+  }
+
+  async reclaimExpiredLocks(cancelGraceMs: number, cleanupGraceMs: number, limit = 1000): Promise<ReclaimResult> {
+    return maintenance.reclaimExpiredLocks(this.maintenanceState, cancelGraceMs, cleanupGraceMs, limit);
+  }
+
+  async deadlineSweep(limit = 1000): Promise<number> {
+    return maintenance.deadlineSweep(this.maintenanceState, limit);
+  }
+
+  async sweepExpiredResults(limit = 1000): Promise<number> {
+    return maintenance.sweepExpiredResults(this.maintenanceState, limit);
+  }
+
+  async cleanupStaleWorkers(olderThanMs: number): Promise<number> {
+    return maintenance.cleanupStaleWorkers(this.maintenanceState, olderThanMs);
+  }
+
+  async strandedActors(): Promise<StrandedActor[]> {
+    return maintenance.strandedActors(this.maintenanceState);
+  }
+
+  async pruneJobs(retention: RetentionPolicy, batchSize: number): Promise<{ archived: number; attempts: number }> {
+    return maintenance.pruneJobs(this.maintenanceState, retention, batchSize);
+  }
+
+  async expireArchive(batchSize: number): Promise<number> {
+    return maintenance.expireArchive(this.maintenanceState, batchSize);
+  }
+
+  async pollReclaimEvents(afterId: string, options: { limit?: number; visibilityDelayMs?: number } = {}): Promise<EventRow[]> {
+    if (!/^\d+$/.test(afterId)) throw new InvalidArgumentError('afterId', afterId, 'must be a non-negative integer event id (as a string)');
+    return maintenance.pollReclaimEvents(this.maintenanceState, afterId, options.limit ?? 100, options.visibilityDelayMs ?? 2000);
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,7 @@ import {
   type Executor,
 } from '../../db/driver.js';
 import { MaxPendingExceededError, SingletonCollisionError } from '../../errors/backpressure-errors.js';
+import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import { SchemaNotMigratedError } from '../../errors/schema-errors.js';
 import type { Logger } from '../../obs/logger.js';
 import { silentLogger } from '../../obs/logger.js';
@@ -30,6 +31,9 @@ import type {
   LeaderSession,
   NotificationHandlers,
   PromotionResult,
+  ReclaimResult,
+  RetentionPolicy,
+  StrandedActor,
   NotificationSubscription,
   Settlement,
   SettleResult,
@@ -582,7 +586,96 @@ export class PostgresBackend implements Backend {
     };
   }
 
+  async reclaimExpiredLocks(cancelGraceMs: number, cleanupGraceMs: number, limit = 1000): Promise<ReclaimResult> {
+    const rows = await this.run<{ reclaimed: number; retried: number }>('reclaimExpiredLocks', [
+      cancelGraceMs,
+      cleanupGraceMs,
+      limit,
+      this.wake,
+      this.done,
+    ]);
+    return { reclaimed: Number(rows[0]?.reclaimed ?? 0), retried: Number(rows[0]?.retried ?? 0) };
+  }
+
+  async deadlineSweep(limit = 1000): Promise<number> {
+    const rows = await this.run<{ failed: number }>('deadlineSweep', [limit, this.done]);
+    return Number(rows[0]?.failed ?? 0);
+  }
+
+  async sweepExpiredResults(limit = 1000): Promise<number> {
+    const res = await this.driver.query(this.sql.sweepExpiredResults, [limit]).catch((err: unknown) => {
+      throw this.translate(err);
+    });
+    return res.rowCount;
+  }
+
+  async cleanupStaleWorkers(olderThanMs: number): Promise<number> {
+    const res = await this.driver.query(this.sql.cleanupStaleWorkers, [olderThanMs]).catch((err: unknown) => {
+      throw this.translate(err);
+    });
+    return res.rowCount;
+  }
+
+  async strandedActors(): Promise<StrandedActor[]> {
+    const rows = await this.run<{ actor: string; jobs: number }>('strandedActors', []);
+    return rows.map((r) => ({ actor: r.actor, jobs: Number(r.jobs) }));
+  }
+
+  async pruneJobs(r: RetentionPolicy, batchSize: number): Promise<{ archived: number; attempts: number }> {
+    const rows = await this.run<{ archived: number; attempts: number }>('pruneJobs', [
+      batchSize,
+      r.succeededMs,
+      r.failedMs,
+      r.cancelledMs,
+      r.abandonedMs,
+      r.archiveMs,
+    ]);
+    return { archived: Number(rows[0]?.archived ?? 0), attempts: Number(rows[0]?.attempts ?? 0) };
+  }
+
+  async expireArchive(batchSize: number): Promise<number> {
+    const res = await this.driver.query(this.sql.expireArchive, [batchSize]).catch((err: unknown) => {
+      throw this.translate(err);
+    });
+    return res.rowCount;
+  }
+
+  async pollReclaimEvents(afterId: string, options: { limit?: number; visibilityDelayMs?: number } = {}): Promise<EventRow[]> {
+    if (!/^\d+$/.test(afterId)) throw new InvalidArgumentError('afterId', afterId, 'must be a non-negative integer event id (as a string)');
+    const rows = await this.run('pollReclaimEvents', [afterId, options.limit ?? 100, options.visibilityDelayMs ?? 2000]);
+    return rows.map(toEventRow);
+  }
+
+  /**
+   * Transactions that have held `job_events` open (a write lock) for longer than `marginMs` — the
+   * situation in which the reclaim feed's visibility delay could be too short. A proxy signal.
+   */
+  async checkReclaimVisibilityDelayRisk(marginMs: number): Promise<LongRunningJobEventsWriter[]> {
+    const rows = await this.run<{ pid: number; application_name: string; state: string; xact_start: Date; open_ms: number; query: string }>(
+      'reclaimVisibilityRisk',
+      [`${this.quoted}.job_events`, marginMs],
+    );
+    return rows.map((r) => ({
+      pid: Number(r.pid),
+      applicationName: r.application_name,
+      state: r.state,
+      transactionStart: r.xact_start,
+      openMs: Number(r.open_ms),
+      query: r.query,
+    }));
+  }
+
   async close(): Promise<void> {
     await this.driver.close();
   }
+}
+
+/** A transaction holding `job_events` open past the reclaim feed's visibility margin. */
+export interface LongRunningJobEventsWriter {
+  pid: number;
+  applicationName: string;
+  state: string;
+  transactionStart: Date;
+  openMs: number;
+  query: string;
 }

@@ -1,0 +1,193 @@
+/**
+ * The in-memory backend's maintenance sweeps, mirroring the Postgres statements in
+ * `postgres/sql/maintenance.sql` (same selection rules, same outcomes, same history rows).
+ */
+import type { Clock } from '../../clock.js';
+import type { AttemptRow, EventKind, EventRow, JobRow } from '../types.js';
+import type { ReclaimResult, RetentionPolicy, StrandedActor } from '../worker-types.js';
+
+/** The slice of the in-memory backend's state the sweeps work on. */
+export interface MemoryMaintenanceState {
+  readonly clock: Clock;
+  readonly jobs: Map<string, JobRow>;
+  readonly attempts: () => AttemptRow[];
+  readonly setAttempts: (rows: AttemptRow[]) => void;
+  readonly events: () => EventRow[];
+  readonly setEvents: (rows: EventRow[]) => void;
+  readonly archive: Map<string, JobRow & { archivedAt: Date; expireAt: Date }>;
+  readonly archivedAttempts: AttemptRow[];
+  readonly actorConfig: Map<string, unknown>;
+  readonly workers: Map<string, { lastSeenAt: Date }>;
+  event(jobId: string, kind: EventKind, detail: Record<string, unknown>): void;
+  emitWake(): void;
+  emitDone(ids: string[]): void;
+}
+
+const CRASH_MESSAGE = 'the worker holding the job stopped renewing its lease (it crashed or lost its connection)';
+
+export function reclaimExpiredLocks(s: MemoryMaintenanceState, cancelGraceMs: number, cleanupGraceMs: number, limit: number): ReclaimResult {
+  const now = s.clock.now().getTime();
+  const expired = [...s.jobs.values()]
+    .filter(
+      (j) =>
+        j.status === 'running' &&
+        j.lockExpiresAt !== null &&
+        j.lockExpiresAt.getTime() < now &&
+        (j.cancelRequestedAt === null || j.lockExpiresAt.getTime() + cancelGraceMs + cleanupGraceMs + 60_000 < now),
+    )
+    .sort((a, b) => a.lockExpiresAt!.getTime() - b.lockExpiresAt!.getTime())
+    .slice(0, limit);
+  const done: string[] = [];
+  let retried = 0;
+  for (const j of expired) {
+    const retry = j.retryKind === 'indefinite' || (j.retryKind === 'transient' && j.attempt < j.maxAttempts);
+    const to = retry ? 'pending' : j.cancelRequestedAt !== null ? 'cancelled' : 'crashed';
+    const worker = j.lockedByWorker;
+    s.attempts().push({
+      jobId: j.id,
+      attempt: j.attempt,
+      workerId: worker,
+      startedAt: j.startedAt,
+      finishedAt: new Date(now),
+      durationMs: null,
+      outcome: 'crashed',
+      errorClass: 'WorkerCrashed',
+      errorMessage: 'the worker holding the job stopped renewing its lease',
+      errorTraceback: null,
+    });
+    Object.assign(j, {
+      status: to,
+      lockedByWorker: null,
+      lockExpiresAt: null,
+      finishedAt: retry ? null : new Date(now),
+      scheduledAt: retry ? new Date(now) : j.scheduledAt,
+      cancelRequestedAt: retry ? null : j.cancelRequestedAt,
+      cancelPhase: retry ? 0 : j.cancelPhase,
+      errorClass: 'WorkerCrashed',
+      errorMessage: CRASH_MESSAGE,
+      errorTraceback: null,
+    } satisfies Partial<JobRow>);
+    s.event(j.id, 'state_change', { from_state: 'running', to_state: to, reason: 'lock_expired', worker_id: worker, attempt: j.attempt });
+    if (retry) retried++;
+    else done.push(j.id);
+  }
+  if (expired.length > 0) s.emitWake();
+  if (done.length > 0) s.emitDone(done);
+  return { reclaimed: expired.length, retried };
+}
+
+export function deadlineSweep(s: MemoryMaintenanceState, limit: number): number {
+  const now = s.clock.now();
+  const due = [...s.jobs.values()]
+    .filter((j) => (j.status === 'pending' || j.status === 'scheduled') && j.scheduleToClose !== null && j.scheduleToClose < now)
+    .sort((a, b) => a.scheduleToClose!.getTime() - b.scheduleToClose!.getTime())
+    .slice(0, limit);
+  for (const j of due) {
+    const from = j.status;
+    Object.assign(j, {
+      status: 'failed',
+      finishedAt: now,
+      errorClass: 'DeadlineExceeded',
+      errorMessage: 'the job did not finish before its deadline (schedule_to_close)',
+      errorTraceback: null,
+    } satisfies Partial<JobRow>);
+    s.event(j.id, 'state_change', { from_state: from, to_state: 'failed', reason: 'deadline_exceeded' });
+  }
+  if (due.length > 0) s.emitDone(due.map((j) => j.id));
+  return due.length;
+}
+
+export function sweepExpiredResults(s: MemoryMaintenanceState, limit: number): number {
+  const now = s.clock.now();
+  let n = 0;
+  for (const j of s.jobs.values()) {
+    if (n >= limit) break;
+    if (j.result !== null && j.resultExpiresAt !== null && j.resultExpiresAt < now) {
+      j.result = null;
+      j.resultSizeBytes = null;
+      n++;
+    }
+  }
+  return n;
+}
+
+export function cleanupStaleWorkers(s: MemoryMaintenanceState, olderThanMs: number): number {
+  const cutoff = s.clock.now().getTime() - olderThanMs;
+  let n = 0;
+  for (const [id, w] of s.workers) {
+    if (w.lastSeenAt.getTime() < cutoff) {
+      s.workers.delete(id);
+      n++;
+    }
+  }
+  return n;
+}
+
+export function strandedActors(s: MemoryMaintenanceState): StrandedActor[] {
+  const counts = new Map<string, number>();
+  for (const j of s.jobs.values()) {
+    if ((j.status === 'pending' || j.status === 'scheduled') && !s.actorConfig.has(j.actor)) counts.set(j.actor, (counts.get(j.actor) ?? 0) + 1);
+  }
+  return [...counts].sort(([a], [b]) => (a < b ? -1 : 1)).map(([actor, jobs]) => ({ actor, jobs }));
+}
+
+function retentionOf(j: JobRow, r: RetentionPolicy): number | null {
+  switch (j.status) {
+    case 'succeeded':
+      return r.succeededMs;
+    case 'failed':
+      return r.failedMs;
+    case 'cancelled':
+      return r.cancelledMs;
+    case 'crashed':
+    case 'abandoned':
+      return r.abandonedMs;
+    default:
+      return null;
+  }
+}
+
+export function pruneJobs(s: MemoryMaintenanceState, r: RetentionPolicy, batchSize: number): { archived: number; attempts: number } {
+  const now = s.clock.now().getTime();
+  const doomed = [...s.jobs.values()]
+    .filter((j) => {
+      const keep = retentionOf(j, r);
+      return keep !== null && j.finishedAt !== null && j.finishedAt.getTime() < now - keep;
+    })
+    .sort((a, b) => a.finishedAt!.getTime() - b.finishedAt!.getTime())
+    .slice(0, batchSize);
+  const ids = new Set(doomed.map((j) => j.id));
+  const moved = s.attempts().filter((a) => ids.has(a.jobId));
+  for (const j of doomed) {
+    s.jobs.delete(j.id);
+    s.archive.set(j.id, { ...j, archivedAt: new Date(now), expireAt: new Date(now + r.archiveMs) });
+  }
+  s.archivedAttempts.push(...moved);
+  s.setAttempts(s.attempts().filter((a) => !ids.has(a.jobId)));
+  s.setEvents(s.events().filter((e) => !ids.has(e.jobId)));
+  return { archived: doomed.length, attempts: moved.length };
+}
+
+export function expireArchive(s: MemoryMaintenanceState, batchSize: number): number {
+  const now = s.clock.now();
+  const doomed = [...s.archive.values()]
+    .filter((a) => a.expireAt < now)
+    .sort((a, b) => a.expireAt.getTime() - b.expireAt.getTime())
+    .slice(0, batchSize)
+    .map((a) => a.id);
+  const ids = new Set(doomed);
+  for (const id of doomed) s.archive.delete(id);
+  const kept = s.archivedAttempts.filter((a) => !ids.has(a.jobId));
+  s.archivedAttempts.splice(0, s.archivedAttempts.length, ...kept);
+  return doomed.length;
+}
+
+export function pollReclaimEvents(s: MemoryMaintenanceState, afterId: string, limit: number, visibilityDelayMs: number): EventRow[] {
+  const after = BigInt(afterId);
+  const cutoff = s.clock.now().getTime() - visibilityDelayMs;
+  return s
+    .events()
+    .filter((e) => BigInt(e.eventId) > after && e.kind === 'state_change' && e.detail.reason === 'lock_expired' && e.occurredAt.getTime() < cutoff)
+    .slice(0, limit)
+    .map((e) => structuredClone(e));
+}

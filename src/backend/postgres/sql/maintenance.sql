@@ -1,0 +1,209 @@
+-- name: reclaimExpiredLocks
+-- Sweep 1: running jobs whose lease expired (database clock) — their worker died or lost its
+-- connection. A job being cancelled gets extra headroom (cancel grace + cleanup grace + 60 s) so a
+-- slow cancel is not mistaken for a crash.
+--   attempts left (transient with attempt < max_attempts, or indefinite) → pending, cancel state cleared
+--   none left → cancelled when a cancel was in flight, else crashed
+-- Every reclaimed job gets a 'crashed' attempt row and a job_events row (the reclaim feed's outbox)
+-- in this statement; one wake NOTIFY per sweep that reclaimed anything.
+-- $1 cancel grace ms, $2 cleanup grace ms, $3 limit, $4 wake channel, $5 done channel
+WITH expired AS (
+  SELECT j.id FROM {schema}.jobs j
+  WHERE j.status = 'running' AND j.lock_expires_at < clock_timestamp()
+    AND (j.cancel_requested_at IS NULL
+         OR j.lock_expires_at + ($1::float8 + $2::float8 + 60000) * interval '1 millisecond' < clock_timestamp())
+  ORDER BY j.lock_expires_at
+  LIMIT $3
+  FOR UPDATE SKIP LOCKED
+),
+decided AS (
+  SELECT j.id, j.locked_by_worker, j.attempt, j.started_at,
+    CASE
+      WHEN j.retry_kind = 'indefinite' OR (j.retry_kind = 'transient' AND j.attempt < j.max_attempts) THEN 'pending'
+      WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+      ELSE 'crashed'
+    END AS to_state
+  FROM {schema}.jobs j JOIN expired e ON e.id = j.id
+),
+upd AS (
+  UPDATE {schema}.jobs AS j
+  SET status = d.to_state::{schema}.job_status,
+      locked_by_worker = NULL,
+      lock_expires_at = NULL,
+      finished_at = CASE WHEN d.to_state = 'pending' THEN NULL ELSE clock_timestamp() END,
+      scheduled_at = CASE WHEN d.to_state = 'pending' THEN clock_timestamp() ELSE j.scheduled_at END,
+      cancel_requested_at = CASE WHEN d.to_state = 'pending' THEN NULL ELSE j.cancel_requested_at END,
+      cancel_phase = CASE WHEN d.to_state = 'pending' THEN 0 ELSE j.cancel_phase END,
+      error_class = 'WorkerCrashed',
+      error_message = 'the worker holding the job stopped renewing its lease (it crashed or lost its connection)',
+      error_traceback = NULL
+  FROM decided d
+  WHERE j.id = d.id AND j.status = 'running'
+  RETURNING j.id, d.to_state, d.locked_by_worker, d.attempt, d.started_at
+),
+attempts AS (
+  INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error_message)
+  SELECT u.id, u.attempt, u.locked_by_worker, u.started_at, clock_timestamp(), 'crashed', 'WorkerCrashed',
+         'the worker holding the job stopped renewing its lease'
+  FROM upd u
+  RETURNING 1
+),
+events AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT u.id, 'state_change',
+         jsonb_build_object('from_state', 'running', 'to_state', u.to_state, 'reason', 'lock_expired',
+                            'worker_id', u.locked_by_worker, 'attempt', u.attempt)
+  FROM upd u
+  RETURNING 1
+),
+wake AS (
+  SELECT pg_notify($4, '') FROM upd HAVING count(*) > 0
+),
+done AS (
+  SELECT pg_notify($5, string_agg(u.id::text, ',')) FROM upd u WHERE u.to_state <> 'pending' HAVING count(*) BETWEEN 1 AND 150
+)
+SELECT (SELECT count(*) FROM upd)::int AS reclaimed,
+       (SELECT count(*) FROM upd WHERE to_state = 'pending')::int AS retried,
+       (SELECT count(*) FROM attempts)::int AS attempts,
+       (SELECT count(*) FROM events)::int AS events,
+       (SELECT count(*) FROM wake)::int AS woke,
+       (SELECT count(*) FROM done)::int AS announced;
+
+-- name: deadlineSweep
+-- Sweep 2: pending and scheduled jobs past their deadline fail with DeadlineExceeded (database
+-- clock). Running jobs are not touched: their next retry is refused instead.
+-- $1 limit, $2 done channel
+WITH due AS (
+  SELECT j.id, j.status::text AS from_state FROM {schema}.jobs j
+  WHERE j.status IN ('pending', 'scheduled') AND j.schedule_to_close IS NOT NULL
+    AND j.schedule_to_close < clock_timestamp()
+  ORDER BY j.schedule_to_close
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+),
+upd AS (
+  UPDATE {schema}.jobs AS j
+  SET status = 'failed', finished_at = clock_timestamp(), error_class = 'DeadlineExceeded',
+      error_message = 'the job did not finish before its deadline (schedule_to_close)', error_traceback = NULL
+  FROM due d
+  WHERE j.id = d.id AND j.status IN ('pending', 'scheduled')
+  RETURNING j.id, d.from_state
+),
+events AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT id, 'state_change', jsonb_build_object('from_state', from_state, 'to_state', 'failed', 'reason', 'deadline_exceeded')
+  FROM upd
+  RETURNING 1
+),
+done AS (
+  SELECT pg_notify($2, CASE WHEN count(*) > 150 THEN '*' ELSE string_agg(id::text, ',') END) FROM upd HAVING count(*) > 0
+)
+SELECT (SELECT count(*) FROM upd)::int AS failed, (SELECT count(*) FROM events)::int AS events,
+       (SELECT count(*) FROM done)::int AS announced;
+
+-- name: sweepExpiredResults
+-- Drops stored results past result_expires_at (the jobs stay; wait() then reports ResultUnavailable).
+WITH due AS (
+  SELECT j.id FROM {schema}.jobs j
+  WHERE j.result IS NOT NULL AND j.result_expires_at IS NOT NULL AND j.result_expires_at < clock_timestamp()
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE {schema}.jobs AS j SET result = NULL, result_size_bytes = NULL
+FROM due WHERE j.id = due.id;
+
+-- name: cleanupStaleWorkers
+DELETE FROM {schema}.workers WHERE last_seen_at < clock_timestamp() - $1::float8 * interval '1 millisecond';
+
+-- name: strandedActors
+-- Actors with pending or scheduled jobs but no actor_config row: no worker has ever registered
+-- them (or they were removed), so their jobs will never be claimed.
+SELECT j.actor, count(*)::int AS jobs
+FROM {schema}.jobs j
+WHERE j.status IN ('pending', 'scheduled')
+  AND NOT EXISTS (SELECT 1 FROM {schema}.actor_config ac WHERE ac.actor = j.actor)
+GROUP BY j.actor
+ORDER BY j.actor;
+
+-- name: pruneJobs
+-- Sweep 5: moves up to $1 terminal jobs past their status's retention from jobs to jobs_archive,
+-- with their attempts (to job_attempts_archive), in one statement. Their events are deleted with
+-- them (not archived). $2..$6 retention ms of succeeded, failed, cancelled, abandoned (also crashed),
+-- $7 archive retention ms.
+WITH doomed AS (
+  SELECT j.id FROM {schema}.jobs j
+  WHERE j.finished_at IS NOT NULL
+    AND j.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned')
+    AND j.finished_at < clock_timestamp() - (CASE j.status
+          WHEN 'succeeded' THEN $2::float8
+          WHEN 'failed' THEN $3::float8
+          WHEN 'cancelled' THEN $4::float8
+          ELSE $5::float8
+        END) * interval '1 millisecond'
+  ORDER BY j.finished_at
+  LIMIT $1
+  FOR UPDATE SKIP LOCKED
+),
+old_attempts AS (
+  SELECT a.* FROM {schema}.job_attempts a JOIN doomed d ON d.id = a.job_id
+),
+removed AS (
+  DELETE FROM {schema}.jobs j USING doomed d WHERE j.id = d.id
+  RETURNING j.*
+),
+archived AS (
+  INSERT INTO {schema}.jobs_archive (
+    id, actor, queue, identity_key, fairness_key, payload, payload_schema_ver, status, priority, attempt,
+    max_attempts, retry_kind, schedule_to_close, start_to_close, heartbeat_timeout, created_at, scheduled_at,
+    started_at, finished_at, last_heartbeat_at, locked_by_worker, lock_expires_at, cancel_requested_at,
+    cancel_phase, error_class, error_message, error_traceback, progress_state, progress_seq, result,
+    result_size_bytes, result_expires_at, idempotency_key, idempotency_scope, trace_id, span_id, metadata, tags,
+    archived_at, expire_at)
+  SELECT id, actor, queue, identity_key, fairness_key, payload, payload_schema_ver, status, priority, attempt,
+    max_attempts, retry_kind, schedule_to_close, start_to_close, heartbeat_timeout, created_at, scheduled_at,
+    started_at, finished_at, last_heartbeat_at, locked_by_worker, lock_expires_at, cancel_requested_at,
+    cancel_phase, error_class, error_message, error_traceback, progress_state, progress_seq, result,
+    result_size_bytes, result_expires_at, idempotency_key, idempotency_scope, trace_id, span_id, metadata, tags,
+    clock_timestamp(), clock_timestamp() + $6::float8 * interval '1 millisecond'
+  FROM removed
+  RETURNING 1
+),
+archived_attempts AS (
+  INSERT INTO {schema}.job_attempts_archive (id, job_id, attempt, worker_id, started_at, finished_at, duration_ms,
+    outcome, error_class, error_message, error_traceback)
+  SELECT id, job_id, attempt, worker_id, started_at, finished_at, duration_ms, outcome, error_class, error_message,
+    error_traceback
+  FROM old_attempts
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM archived)::int AS archived, (SELECT count(*) FROM archived_attempts)::int AS attempts;
+
+-- name: expireArchive
+-- Sweep 6: hard-deletes archived jobs past expire_at (their archived attempts cascade).
+WITH doomed AS (
+  SELECT a.id FROM {schema}.jobs_archive a WHERE a.expire_at < clock_timestamp() ORDER BY a.expire_at LIMIT $1
+)
+DELETE FROM {schema}.jobs_archive a USING doomed d WHERE a.id = d.id;
+
+-- name: pollReclaimEvents
+-- The crash-reclaim feed: events after the cursor, older than the visibility delay (a trailing
+-- watermark: a transaction still holding a lower id has had that long to commit).
+SELECT e.id::text AS event_id, e.job_id, e.occurred_at, e.kind, e.detail
+FROM {schema}.job_events e
+WHERE e.id > $1::bigint AND e.kind = 'state_change' AND (e.detail ->> 'reason') = 'lock_expired'
+  AND e.occurred_at < clock_timestamp() - $3::float8 * interval '1 millisecond'
+ORDER BY e.id
+LIMIT $2;
+
+-- name: reclaimVisibilityRisk
+-- Transactions holding job_events open (write lock) for longer than the margin: a reclaim event
+-- they insert could commit behind an advanced cursor. A proxy signal, not proof.
+SELECT a.pid, a.application_name, a.state, a.xact_start,
+       (extract(epoch FROM (clock_timestamp() - a.xact_start)) * 1000)::float8 AS open_ms,
+       left(a.query, 200) AS query
+FROM pg_locks l
+JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE l.locktype = 'relation' AND l.relation = to_regclass($1)
+  AND l.mode IN ('RowExclusiveLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock')
+  AND a.pid <> pg_backend_pid()
+  AND a.xact_start < clock_timestamp() - $2::float8 * interval '1 millisecond';

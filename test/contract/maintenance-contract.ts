@@ -1,0 +1,189 @@
+/**
+ * The maintenance half of the Backend contract (the leader's sweeps and the reclaim feed), run
+ * unchanged against both backends. Time passes through the harness's `timeTravel`.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+
+import { actor } from '../../src/actor.js';
+import { JobsClient } from '../../src/client/jobs-client.js';
+import type { JobRow } from '../../src/backend/types.js';
+import { budgeted, plain } from '../helpers/actors.js';
+import type { ContractHarness } from './backend-contract.js';
+
+const W1 = '018f0000-0000-7000-8000-00000000b001';
+const once = actor({ name: 'once', retry: { kind: 'nonRetryable' } }, async () => undefined);
+const twice = actor({ name: 'twice', retry: { maxAttempts: 1 } }, async () => undefined);
+const ACTORS = ['plain', 'once', 'twice', 'budgeted'].map((name) => ({ name, maxConcurrent: null }));
+const DAY = 86_400_000;
+const retention = { succeededMs: DAY, failedMs: 2 * DAY, cancelledMs: DAY, abandonedMs: 2 * DAY, archiveMs: 10 * DAY };
+
+export function defineMaintenanceContract(name: string, makeHarness: () => Promise<ContractHarness>): void {
+  describe(`Backend maintenance contract: ${name}`, () => {
+    let h: ContractHarness;
+    let client: JobsClient;
+
+    beforeAll(async () => {
+      h = await makeHarness();
+    });
+    afterAll(async () => {
+      await h.close();
+    });
+    beforeEach(async () => {
+      await h.reset();
+      client = new JobsClient(h.backend, { capacityCacheTtlMs: 0 });
+    });
+
+    const claim = (leaseMs = 1000): Promise<JobRow[]> =>
+      h.backend.dispatchBatch({ workerId: W1, queues: ['default'], actors: ACTORS, limit: 100, leaseMs, oversample: 2 });
+
+    describe('reclaimExpiredLocks', () => {
+      it('sends a job with attempts left back to pending and records the crash', async () => {
+        const job = await client.enqueue(plain, { n: 1 });
+        await claim();
+        expect(await h.backend.reclaimExpiredLocks(30_000, 10_000)).toEqual({ reclaimed: 0, retried: 0 });
+        await h.timeTravel(2000);
+        expect(await h.backend.reclaimExpiredLocks(30_000, 10_000)).toEqual({ reclaimed: 1, retried: 1 });
+        expect(await h.backend.get(job.jobId)).toMatchObject({ status: 'pending', attempt: 1, lockedByWorker: null, errorClass: 'WorkerCrashed' });
+        expect((await h.backend.getAttempts(job.jobId))[0]).toMatchObject({ attempt: 1, outcome: 'crashed', workerId: W1 });
+        expect((await h.backend.getEvents(job.jobId)).at(-1)?.detail).toMatchObject({ from_state: 'running', to_state: 'pending', reason: 'lock_expired', worker_id: W1 });
+        expect((await claim()).map((r) => r.attempt)).toEqual([2]);
+      });
+
+      it('crashes a job with no attempts left, and a nonRetryable one', async () => {
+        const a = await client.enqueue(twice, {});
+        const b = await client.enqueue(once, {});
+        await claim();
+        await h.timeTravel(2000);
+        expect(await h.backend.reclaimExpiredLocks(0, 0)).toEqual({ reclaimed: 2, retried: 0 });
+        expect((await h.backend.get(a.jobId))?.status).toBe('crashed');
+        expect((await h.backend.get(b.jobId))?.status).toBe('crashed');
+        expect((await h.backend.get(a.jobId))?.finishedAt).not.toBeNull();
+      });
+
+      it('gives a job being cancelled extra headroom, then ends it cancelled (attempt outcome crashed)', async () => {
+        const a = await client.enqueue(twice, {});
+        await claim();
+        await h.backend.writeCancelRequest(a.jobId, 'stop');
+        await h.timeTravel(2000);
+        expect((await h.backend.reclaimExpiredLocks(1000, 1000)).reclaimed).toBe(0);
+        await h.timeTravel(62_500);
+        expect((await h.backend.reclaimExpiredLocks(1000, 1000)).reclaimed).toBe(1);
+        expect((await h.backend.get(a.jobId))?.status).toBe('cancelled');
+        expect((await h.backend.getAttempts(a.jobId))[0]?.outcome).toBe('crashed');
+      });
+
+      it('clears the cancel of a job that goes back to pending', async () => {
+        const a = await client.enqueue(plain, { n: 1 });
+        await claim();
+        await h.backend.writeCancelRequest(a.jobId, null);
+        await h.timeTravel(64_000);
+        await h.backend.reclaimExpiredLocks(1000, 1000);
+        expect(await h.backend.get(a.jobId)).toMatchObject({ status: 'pending', cancelPhase: 0, cancelRequestedAt: null });
+      });
+    });
+
+    describe('the reclaim feed', () => {
+      it('returns lock_expired events after the cursor once they clear the visibility delay', async () => {
+        const jobs = await Promise.all([1, 2, 3].map((n) => client.enqueue(plain, { n })));
+        await claim();
+        await h.timeTravel(2000);
+        await h.backend.reclaimExpiredLocks(0, 0);
+        expect(await h.backend.pollReclaimEvents('0', { visibilityDelayMs: 2000 })).toEqual([]);
+        await h.timeTravel(2500);
+        const all = await h.backend.pollReclaimEvents('0', { visibilityDelayMs: 2000 });
+        expect(all.map((e) => e.jobId).sort()).toEqual(jobs.map((j) => j.jobId).sort());
+        expect(all.every((e) => e.detail.reason === 'lock_expired')).toBe(true);
+        const ids = all.map((e) => BigInt(e.eventId));
+        expect([...ids].sort((a, b) => (a < b ? -1 : 1))).toEqual(ids);
+        const page = await h.backend.pollReclaimEvents('0', { visibilityDelayMs: 2000, limit: 2 });
+        expect(page).toHaveLength(2);
+        const rest = await h.backend.pollReclaimEvents(page[1]!.eventId, { visibilityDelayMs: 2000 });
+        expect(rest.map((e) => e.eventId)).toEqual([all[2]!.eventId]);
+        await expect(h.backend.pollReclaimEvents('-1')).rejects.toThrow(/afterId/);
+      });
+    });
+
+    describe('other sweeps', () => {
+      it('fails pending and scheduled jobs past their deadline', async () => {
+        const a = await client.enqueue(budgeted, {});
+        const b = await client.enqueue(budgeted, {}, { delay: '30m' });
+        const c = await client.enqueue(plain, { n: 1 });
+        expect(await h.backend.deadlineSweep()).toBe(0);
+        await h.timeTravel(2 * 3_600_000);
+        expect(await h.backend.deadlineSweep()).toBe(2);
+        for (const id of [a.jobId, b.jobId]) {
+          expect(await h.backend.get(id)).toMatchObject({ status: 'failed', errorClass: 'DeadlineExceeded' });
+          expect((await h.backend.getEvents(id)).at(-1)?.detail).toMatchObject({ to_state: 'failed', reason: 'deadline_exceeded' });
+        }
+        expect((await h.backend.get(c.jobId))?.status).toBe('pending');
+      });
+
+      it('promotes due scheduled jobs and reports when the next one is due', async () => {
+        const a = await client.enqueue(plain, { n: 1 }, { delay: '10s' });
+        await client.enqueue(plain, { n: 2 }, { delay: '60s' });
+        const first = await h.backend.scheduledToPending();
+        expect(first.promoted).toBe(0);
+        expect(first.nextDueInMs).toBeGreaterThan(8000);
+        expect(first.nextDueInMs).toBeLessThanOrEqual(10_000);
+        await h.timeTravel(11_000);
+        const second = await h.backend.scheduledToPending();
+        expect(second.promoted).toBe(1);
+        expect(second.nextDueInMs).toBeGreaterThan(40_000);
+        expect((await h.backend.get(a.jobId))?.status).toBe('pending');
+        expect((await h.backend.getEvents(a.jobId)).at(-1)?.detail).toMatchObject({ from_state: 'scheduled', to_state: 'pending' });
+      });
+
+      it('drops expired results', async () => {
+        const a = await client.enqueue(plain, { n: 1 });
+        await claim();
+        await h.backend.settle([{ kind: 'succeeded', jobId: a.jobId, workerId: W1, handlerStartedAt: null, durationMs: 1, resultJson: '{"x":1}', resultSizeBytes: 7, fallbackResultTtlMs: 60_000 }]);
+        expect(await h.backend.sweepExpiredResults()).toBe(0);
+        await h.timeTravel(61_000);
+        expect(await h.backend.sweepExpiredResults()).toBe(1);
+        expect(await h.backend.get(a.jobId)).toMatchObject({ status: 'succeeded', result: null, resultSizeBytes: null });
+      });
+
+      it('names actors whose jobs no worker registered', async () => {
+        await client.enqueue(plain, { n: 1 });
+        await client.enqueue(plain, { n: 2 }, { delay: '1h' });
+        await h.backend.syncActorConfig([{ actor: 'once', queue: 'default', metadata: {} }], { force: false });
+        await client.enqueue(once, {});
+        expect(await h.backend.strandedActors()).toEqual([{ actor: 'plain', jobs: 2 }]);
+      });
+
+      it('removes workers not seen recently', async () => {
+        await h.backend.registerWorker({ workerId: W1, hostname: 'h', pid: 1, label: null, queues: ['default'], maxConcurrency: 1, version: 'x' });
+        expect(await h.backend.cleanupStaleWorkers(60_000)).toBe(0);
+        await h.timeTravel(61_000);
+        expect(await h.backend.cleanupStaleWorkers(60_000)).toBe(1);
+      });
+    });
+
+    describe('prune and archive expiry', () => {
+      it('moves terminal jobs past their retention (with attempts) to the archive in bounded batches', async () => {
+        const done = await Promise.all([1, 2, 3].map((n) => client.enqueue(plain, { n }, { idempotencyKey: `k${n}` })));
+        await claim();
+        await h.backend.settle(done.map((d) => ({ kind: 'succeeded' as const, jobId: d.jobId, workerId: W1, handlerStartedAt: null, durationMs: 1, resultJson: null, resultSizeBytes: null, fallbackResultTtlMs: null })));
+        const failed = await client.enqueue(plain, { n: 9 });
+        await client.cancel(failed.jobId);
+        const active = await client.enqueue(plain, { n: 10 }, { delay: '1d' });
+        await h.timeTravel(DAY / 2);
+        expect(await h.backend.pruneJobs(retention, 100)).toEqual({ archived: 0, attempts: 0 });
+        await h.timeTravel(DAY);
+        expect(await h.backend.pruneJobs(retention, 2)).toEqual({ archived: 2, attempts: 2 });
+        expect(await h.backend.pruneJobs(retention, 2)).toEqual({ archived: 2, attempts: 1 });
+        expect(await h.backend.pruneJobs(retention, 2)).toEqual({ archived: 0, attempts: 0 });
+        for (const d of [...done, failed]) expect(await h.backend.get(d.jobId)).toBeNull();
+        expect(await h.backend.get(active.jobId)).not.toBeNull();
+        // Idempotency keys are free once the row left jobs.
+        const again = await client.enqueue(plain, { n: 1 }, { idempotencyKey: 'k1' });
+        expect(again.wasExisting).toBe(false);
+        await h.timeTravel(9 * DAY);
+        expect(await h.backend.expireArchive(100)).toBe(0);
+        await h.timeTravel(2 * DAY);
+        expect(await h.backend.expireArchive(3)).toBe(3);
+        expect(await h.backend.expireArchive(3)).toBe(1);
+      });
+    });
+  });
+}
