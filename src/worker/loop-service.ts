@@ -1,5 +1,49 @@
 import type { Logger } from '../obs/logger.js';
 import { interruptibleSleep, jitter } from './sleep.js';
+import { isTransientError } from './transient-errors.js';
+
+/** Consecutive unexpected (non-transient) errors after which a guarded loop stops the worker. */
+export const MAX_CONSECUTIVE_UNEXPECTED_ERRORS = 5;
+
+/**
+ * Backstop for a loop's unexpected errors: transient Postgres trouble is logged and retried next
+ * tick; anything else is logged loudly and tolerated, but five in a row mean a permanent fault (a
+ * bug, not a blip) and `onFatal` stops the worker instead of letting it tick on doing nothing. Only
+ * a fully successful pass resets the streak.
+ */
+export class UnexpectedLoopErrorGuard {
+  private streak = 0;
+
+  constructor(
+    private readonly loop: string,
+    private readonly logger: Logger,
+    private readonly onFatal: (reason: string) => void,
+    private readonly maxConsecutive = MAX_CONSECUTIVE_UNEXPECTED_ERRORS,
+  ) {}
+
+  /** Consecutive unexpected errors so far. */
+  get consecutive(): number {
+    return this.streak;
+  }
+
+  succeeded(): void {
+    this.streak = 0;
+  }
+
+  failed(err: unknown): void {
+    if (isTransientError(err)) {
+      this.logger.warn({ err, loop: this.loop }, 'loop-transient-error');
+      return;
+    }
+    this.streak++;
+    this.logger.error(
+      { err, loop: this.loop, consecutive: this.streak, max: this.maxConsecutive },
+      'loop-unexpected-error',
+    );
+    if (this.streak >= this.maxConsecutive)
+      this.onFatal(`${this.loop}: ${this.streak} unexpected errors in a row`);
+  }
+}
 
 /**
  * A worker service with one loop that only sleeps and calls {@link runOnce}. Tests call `runOnce()`
@@ -11,11 +55,19 @@ export abstract class LoopService {
   private wakeCurrent: (() => void) | null = null;
   private woken = false;
 
+  protected guard: UnexpectedLoopErrorGuard | null = null;
+
   protected constructor(
     /** Name used in logs. */
     readonly name: string,
     protected readonly logger: Logger,
   ) {}
+
+  /** Stops the worker (through `onFatal`) after repeated unexpected errors of this loop. */
+  guardWith(onFatal: (reason: string) => void): this {
+    this.guard = new UnexpectedLoopErrorGuard(this.name, this.logger, onFatal);
+    return this;
+  }
 
   /** One pass of the service's work. */
   abstract runOnce(): Promise<unknown>;
@@ -50,9 +102,11 @@ export abstract class LoopService {
     while (!signal.aborted) {
       try {
         await this.runOnce();
+        this.guard?.succeeded();
       } catch (err) {
         try {
-          this.onError(err);
+          if (this.guard) this.guard.failed(err);
+          else this.onError(err);
         } catch (fatal) {
           this.logger.error({ err: fatal, service: this.name }, 'service-stopped-by-error');
           return;

@@ -21,8 +21,7 @@ import { JobRunner } from './job-runner.js';
 import { NotifyListener } from './notify-listener.js';
 import { Producer } from './producer.js';
 import { interruptibleSleep } from './sleep.js';
-import { LeaderElector } from './maintenance/leader-elector.js';
-import { ScheduledPromoter } from './maintenance/scheduled-promoter.js';
+import { MaintenanceLeader } from './maintenance/maintenance-leader.js';
 import { TASKQ_VERSION } from '../version.js';
 
 /** Where the worker is in its life. Shutdown moves strictly forward through the phases. */
@@ -89,8 +88,7 @@ export class Worker {
   private heartbeat!: Heartbeat;
   private listener: NotifyListener | null = null;
   private drainMonitor: DrainMonitor | null = null;
-  private elector!: LeaderElector;
-  private promoter!: ScheduledPromoter;
+  private maintenance!: MaintenanceLeader;
   private stopping: Promise<void> | null = null;
   private stopReason: StopReason = 'requested';
   private escalateNow: (() => void) | null = null;
@@ -144,7 +142,12 @@ export class Worker {
 
   /** True while this worker is the maintenance leader. */
   get isLeader(): boolean {
-    return this.elector?.isLeader ?? false;
+    return this.maintenance?.isLeader ?? false;
+  }
+
+  /** The maintenance loops (for tests and tooling: each has `runOnce()`). */
+  get maintenanceLeader(): MaintenanceLeader {
+    return this.maintenance;
   }
 
   /** The notify listener, when NOTIFY is enabled (for tests and health checks). */
@@ -234,7 +237,7 @@ export class Worker {
       this.logger,
       this.options.errorReporter ?? new NullErrorReporter(),
       () => this.producer?.notify(),
-      () => this.promoter?.notify(),
+      () => this.maintenance?.promoter.notify(),
     );
     this.producer = new Producer(
       this.backend,
@@ -286,17 +289,18 @@ export class Worker {
         this.logger.warn({ err }, 'notify-unavailable-polling');
       }
     }
-    this.elector = new LeaderElector(
+    this.maintenance = new MaintenanceLeader(
       this.backend,
+      s,
       { workerId: this.workerId, hostname: hostname() },
-      s.heartbeatIntervalMs,
       this.logger,
+      (reason) => {
+        this.logger.error({ reason }, 'worker-self-terminating');
+        void this.stop('fatal');
+      },
     );
-    this.promoter = new ScheduledPromoter(this.backend, this.elector, 1000, this.logger);
-    this.elector.onChange(() => this.promoter.notify());
     this.heartbeat.start();
-    this.elector.start();
-    this.promoter.start();
+    this.maintenance.start();
     this.producer.start();
     if (this.options.untilIdle) {
       this.drainMonitor = new DrainMonitor(
@@ -381,8 +385,7 @@ export class Worker {
       this.logger.warn({ released: n }, 'worker-forced-release');
     }
     await this.completer.drain();
-    await this.promoter.stop();
-    await this.elector.stop();
+    await this.maintenance.stop();
     await this.heartbeat.stop();
     await this.listener?.stop();
     try {

@@ -1,0 +1,114 @@
+import type { Backend } from '../../backend/backend.js';
+import type { Logger } from '../../obs/logger.js';
+import type { WorkerSettings } from '../../settings/worker-settings.js';
+import { LeaderElector } from './leader-elector.js';
+import { MaintenanceSweeps, StrandedJobsDetector } from './maintenance-sweeps.js';
+import { ArchiveExpiryScheduler, PruneScheduler } from './retention-scheduler.js';
+import { ScheduledPromoter } from './scheduled-promoter.js';
+
+/**
+ * The maintenance side of a worker: it competes for leadership on every heartbeat tick and, while
+ * leading, runs the sweeps — each a small loop with its own cadence, each `runOnce()`-testable:
+ *
+ * | loop | cadence | does |
+ * | --- | --- | --- |
+ * | election | heartbeat interval | advisory lock + `maintenance_leader` row |
+ * | scheduled-promoter (Sweep 3) | 1 s, or sooner when a job is due | scheduled → pending, wake |
+ * | maintenance-sweeps (Sweeps 1, 2) | `sweepInterval` | reclaim expired leases, deadlines, expired results, stale workers |
+ * | stranded-jobs | `strandedJobsInterval` | warn about jobs of unregistered actors |
+ * | prune (Sweep 5) | daily `pruneScheduleUtc` / `pruneCronExpr` | terminal jobs → archive |
+ * | archive-expiry (Sweep 6) | daily `archiveExpiryScheduleUtc` / cron | delete expired archive rows |
+ *
+ * Every loop logs and retries transient Postgres errors, and stops the worker after five unexpected
+ * errors in a row.
+ */
+export class MaintenanceLeader {
+  readonly elector: LeaderElector;
+  readonly promoter: ScheduledPromoter;
+  readonly sweeps: MaintenanceSweeps;
+  readonly stranded: StrandedJobsDetector;
+  readonly prune: PruneScheduler;
+  readonly archiveExpiry: ArchiveExpiryScheduler;
+
+  constructor(
+    backend: Backend,
+    settings: WorkerSettings,
+    identity: { workerId: string; hostname: string },
+    logger: Logger,
+    onFatal: (reason: string) => void,
+  ) {
+    this.elector = new LeaderElector(backend, identity, settings.heartbeatIntervalMs, logger).guardWith(
+      onFatal,
+    );
+    this.promoter = new ScheduledPromoter(backend, this.elector, 1000, logger).guardWith(onFatal);
+    this.sweeps = new MaintenanceSweeps(
+      backend,
+      this.elector,
+      {
+        sweepIntervalMs: settings.sweepIntervalMs,
+        cancellationGracePeriodMs: settings.cancellationGracePeriodMs,
+        cleanupGracePeriodMs: settings.cleanupGracePeriodMs,
+        staleWorkerAfterMs: Math.max(settings.lockLeaseMs * 2, settings.heartbeatIntervalMs * 10),
+      },
+      logger,
+    ).guardWith(onFatal);
+    this.stranded = new StrandedJobsDetector(
+      backend,
+      this.elector,
+      settings.strandedJobsIntervalMs,
+      logger,
+    ).guardWith(onFatal);
+    this.prune = new PruneScheduler(
+      backend,
+      this.elector,
+      { cronExpr: settings.pruneCronExpr, dailyUtc: settings.pruneScheduleUtc },
+      {
+        succeededMs: settings.pruneRetentionSucceededMs,
+        failedMs: settings.pruneRetentionFailedMs,
+        cancelledMs: settings.pruneRetentionCancelledMs,
+        abandonedMs: settings.pruneRetentionAbandonedMs,
+        archiveMs: settings.archiveRetentionPeriodMs,
+      },
+      settings.pruneBatchSize,
+      logger,
+    ).guardWith(onFatal);
+    this.archiveExpiry = new ArchiveExpiryScheduler(
+      backend,
+      this.elector,
+      { cronExpr: settings.archiveExpiryCronExpr, dailyUtc: settings.archiveExpiryScheduleUtc },
+      settings.pruneBatchSize,
+      logger,
+    ).guardWith(onFatal);
+    this.elector.onChange((leading) => {
+      if (!leading) return;
+      // A new leader looks at once instead of waiting out each loop's period.
+      this.promoter.notify();
+      this.sweeps.notify();
+    });
+  }
+
+  /** True while this worker leads. */
+  get isLeader(): boolean {
+    return this.elector.isLeader;
+  }
+
+  start(): void {
+    this.elector.start();
+    this.promoter.start();
+    this.sweeps.start();
+    this.stranded.start();
+    this.prune.start();
+    this.archiveExpiry.start();
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([
+      this.promoter.stop(),
+      this.sweeps.stop(),
+      this.stranded.stop(),
+      this.prune.stop(),
+      this.archiveExpiry.stop(),
+    ]);
+    await this.elector.stop();
+  }
+}

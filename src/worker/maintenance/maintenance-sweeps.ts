@@ -1,0 +1,109 @@
+import type { Backend } from '../../backend/backend.js';
+import type { Logger } from '../../obs/logger.js';
+import { LoopService } from '../loop-service.js';
+import type { LeaderElector } from './leader-elector.js';
+
+/** Most rows one sweep statement touches; a full batch makes the sweep go again at once. */
+export const SWEEP_BATCH = 1000;
+
+/** What one pass of the sweep loop did. */
+export interface SweepReport {
+  reclaimed: number;
+  retried: number;
+  deadlineFailed: number;
+  resultsExpired: number;
+  staleWorkers: number;
+}
+
+/** Settings the sweep loop reads. */
+export interface SweepSettings {
+  sweepIntervalMs: number;
+  cancellationGracePeriodMs: number;
+  cleanupGracePeriodMs: number;
+  /** Workers not seen for this long are removed from the registry. */
+  staleWorkerAfterMs: number;
+}
+
+/**
+ * Leader only, every `sweepInterval`: Sweep 1 (reclaim expired leases), Sweep 2 (deadlines), expired
+ * results and stale workers. Each statement is bounded; a full batch repeats within the same pass.
+ */
+export class MaintenanceSweeps extends LoopService {
+  constructor(
+    private readonly backend: Backend,
+    private readonly elector: LeaderElector,
+    private readonly settings: SweepSettings,
+    logger: Logger,
+  ) {
+    super('maintenance-sweeps', logger);
+  }
+
+  protected intervalMs(): number {
+    return this.settings.sweepIntervalMs;
+  }
+
+  /** One pass (no-op unless leader). */
+  async runOnce(): Promise<SweepReport> {
+    const report: SweepReport = {
+      reclaimed: 0,
+      retried: 0,
+      deadlineFailed: 0,
+      resultsExpired: 0,
+      staleWorkers: 0,
+    };
+    if (!this.elector.isLeader) return report;
+    for (;;) {
+      const r = await this.backend.reclaimExpiredLocks(
+        this.settings.cancellationGracePeriodMs,
+        this.settings.cleanupGracePeriodMs,
+        SWEEP_BATCH,
+      );
+      report.reclaimed += r.reclaimed;
+      report.retried += r.retried;
+      if (r.reclaimed < SWEEP_BATCH) break;
+    }
+    for (;;) {
+      const n = await this.backend.deadlineSweep(SWEEP_BATCH);
+      report.deadlineFailed += n;
+      if (n < SWEEP_BATCH) break;
+    }
+    for (;;) {
+      const n = await this.backend.sweepExpiredResults(SWEEP_BATCH);
+      report.resultsExpired += n;
+      if (n < SWEEP_BATCH) break;
+    }
+    report.staleWorkers = await this.backend.cleanupStaleWorkers(this.settings.staleWorkerAfterMs);
+    if (report.reclaimed > 0)
+      this.logger.warn({ reclaimed: report.reclaimed, retried: report.retried }, 'expired-leases-reclaimed');
+    if (report.deadlineFailed > 0)
+      this.logger.info({ failed: report.deadlineFailed }, 'deadline-sweep-failed-jobs');
+    return report;
+  }
+}
+
+/**
+ * Leader only, every `strandedJobsInterval`: warns about pending/scheduled jobs whose actor has no
+ * `actor_config` row — no worker ever registered it (or it was removed), so nothing will run them.
+ */
+export class StrandedJobsDetector extends LoopService {
+  constructor(
+    private readonly backend: Backend,
+    private readonly elector: LeaderElector,
+    private readonly periodMs: number,
+    logger: Logger,
+  ) {
+    super('stranded-jobs', logger);
+  }
+
+  protected intervalMs(): number {
+    return this.periodMs;
+  }
+
+  async runOnce(): Promise<{ actor: string; jobs: number }[]> {
+    if (!this.elector.isLeader) return [];
+    const stranded = await this.backend.strandedActors();
+    for (const s of stranded)
+      this.logger.warn({ actor: s.actor, jobs: s.jobs }, 'stranded-jobs-no-actor-config');
+    return stranded;
+  }
+}

@@ -1,0 +1,123 @@
+import { Cron } from 'croner';
+
+import type { Backend } from '../../backend/backend.js';
+import type { RetentionPolicy } from '../../backend/worker-types.js';
+import type { Logger } from '../../obs/logger.js';
+import { LoopService } from '../loop-service.js';
+import type { LeaderElector } from './leader-elector.js';
+
+/** When a daily job runs: a 5-field cron expression (UTC) or a daily `HH:MM` (UTC). */
+export interface DailySchedule {
+  cronExpr: string | null;
+  dailyUtc: string;
+}
+
+/** The next time after `from` that `schedule` fires. */
+export function nextRunAfter(schedule: DailySchedule, from: Date): Date {
+  if (schedule.cronExpr) {
+    const next = new Cron(schedule.cronExpr, { timezone: 'UTC' }).nextRun(from);
+    if (!next) throw new Error(`cron expression ${JSON.stringify(schedule.cronExpr)} never fires`);
+    return next;
+  }
+  const [hh, mm] = schedule.dailyUtc.split(':').map(Number) as [number, number];
+  const next = new Date(Date.UTC(from.getUTCFullYear(), from.getUTCMonth(), from.getUTCDate(), hh, mm));
+  if (next <= from) next.setUTCDate(next.getUTCDate() + 1);
+  return next;
+}
+
+/** Longest single sleep of the schedulers (they re-check leadership and the clock at least this often). */
+const MAX_SLEEP_MS = 60_000;
+
+/**
+ * A leader-only job that runs on a daily schedule. The schedule decides when to *start*; which rows
+ * qualify is always decided by the database clock inside the statements.
+ */
+abstract class ScheduledMaintenance extends LoopService {
+  private due: Date;
+
+  protected constructor(
+    name: string,
+    protected readonly elector: LeaderElector,
+    private readonly schedule: DailySchedule,
+    logger: Logger,
+    private readonly now: () => Date = () => new Date(),
+  ) {
+    super(name, logger);
+    this.due = nextRunAfter(schedule, this.now());
+  }
+
+  /** When the next run is due. */
+  get nextRunAt(): Date {
+    return this.due;
+  }
+
+  protected intervalMs(): number {
+    return Math.max(0, Math.min(MAX_SLEEP_MS, this.due.getTime() - this.now().getTime()));
+  }
+
+  /** Runs when due (and leader); returns what the run did, or null when nothing was due. */
+  async runOnce(): Promise<unknown> {
+    const now = this.now();
+    if (now < this.due) return null;
+    this.due = nextRunAfter(this.schedule, now);
+    if (!this.elector.isLeader) return null;
+    return this.runNow();
+  }
+
+  /** Runs the job immediately (tests, operators). */
+  abstract runNow(): Promise<unknown>;
+}
+
+/** Sweep 5: moves terminal jobs past their retention to the archive, batch by batch. */
+export class PruneScheduler extends ScheduledMaintenance {
+  constructor(
+    private readonly backend: Backend,
+    elector: LeaderElector,
+    schedule: DailySchedule,
+    private readonly retention: RetentionPolicy,
+    private readonly batchSize: number,
+    logger: Logger,
+    now?: () => Date,
+  ) {
+    super('prune', elector, schedule, logger, now);
+  }
+
+  async runNow(): Promise<{ archived: number; attempts: number; batches: number }> {
+    const total = { archived: 0, attempts: 0, batches: 0 };
+    for (;;) {
+      const r = await this.backend.pruneJobs(this.retention, this.batchSize);
+      total.archived += r.archived;
+      total.attempts += r.attempts;
+      total.batches++;
+      if (r.archived < this.batchSize) break;
+    }
+    this.logger.info(total, 'prune-finished');
+    return total;
+  }
+}
+
+/** Sweep 6: deletes archived jobs past their expiry, batch by batch. */
+export class ArchiveExpiryScheduler extends ScheduledMaintenance {
+  constructor(
+    private readonly backend: Backend,
+    elector: LeaderElector,
+    schedule: DailySchedule,
+    private readonly batchSize: number,
+    logger: Logger,
+    now?: () => Date,
+  ) {
+    super('archive-expiry', elector, schedule, logger, now);
+  }
+
+  async runNow(): Promise<{ deleted: number; batches: number }> {
+    const total = { deleted: 0, batches: 0 };
+    for (;;) {
+      const n = await this.backend.expireArchive(this.batchSize);
+      total.deleted += n;
+      total.batches++;
+      if (n < this.batchSize) break;
+    }
+    this.logger.info(total, 'archive-expiry-finished');
+    return total;
+  }
+}
