@@ -27,6 +27,8 @@ export {
   type BatchHandle,
 } from './client/jobs-client.js';
 export { JobHandle } from './client/job-handle.js';
+export { RECLAIM_EVENT_VISIBILITY_DELAY_MS, type WatchReclaimsOptions } from './client/reclaim-watcher.js';
+export type { LongRunningJobEventsWriter } from './backend/postgres/postgres-backend.js';
 export type { EnqueueOptions } from './client/enqueue-options.js';
 export {
   Snooze,

@@ -16,6 +16,8 @@ import { ActorCapacityCache, DEFAULT_CAPACITY_CACHE_TTL_MS } from './capacity-ca
 import { buildEnqueueArgs, type EnqueueOptions } from './enqueue-options.js';
 import { JobHandle } from './job-handle.js';
 import { DoneWatcher } from './done-watcher.js';
+import { watchReclaims, type WatchReclaimsOptions } from './reclaim-watcher.js';
+import type { EventRow } from '../backend/types.js';
 import { isTerminal } from '../backend/state-machine.js';
 import { WaitTimeoutError } from '../errors/job-errors.js';
 
@@ -302,6 +304,11 @@ export class JobsClient {
     } finally {
       unwatch();
     }
+  }
+
+  /** The fleet-wide crash-reclaim feed; see {@link watchReclaims}. */
+  watchReclaims(options: WatchReclaimsOptions = {}): AsyncGenerator<EventRow> {
+    return watchReclaims(this.backend, this.logger, options);
   }
 
   /** Releases the client's notification subscription (the backend is not closed). */

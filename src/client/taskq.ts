@@ -4,7 +4,8 @@ import type { ActorRef } from '../actor.js';
 import type { JobPage } from '../backend/backend.js';
 import type { JobFilter } from '../backend/job-filter.js';
 import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
-import type { CancelResult, JobRow } from '../backend/types.js';
+import type { CancelResult, EventRow, JobRow } from '../backend/types.js';
+import type { WatchReclaimsOptions } from './reclaim-watcher.js';
 import type { Driver } from '../db/driver.js';
 import { PgDriver } from '../db/pg-driver.js';
 import { toMs, type Duration } from '../duration.js';
@@ -154,6 +155,15 @@ export class TaskQ implements AsyncDisposable {
   /** See {@link JobsClient.retryJob}. */
   async retryJob(jobId: string): Promise<boolean> {
     return this.live().retryJob(jobId);
+  }
+
+  /**
+   * Every job reclaimed after its worker died, fleet-wide, in order: `for await (const e of
+   * tq.watchReclaims({ afterId: saved })) { ...; saved = e.eventId }`. See `watchReclaims` in
+   * `reclaim-watcher.ts` for the delivery guarantees.
+   */
+  watchReclaims(options?: WatchReclaimsOptions): AsyncGenerator<EventRow> {
+    return this.live().watchReclaims(options);
   }
 
   /** See {@link JobsClient.countActiveJobs}. */
