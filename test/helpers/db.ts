@@ -28,6 +28,8 @@ export async function migratedSchema(prefix = 't'): Promise<TestSchema> {
   const driver = new PgDriver({ connection: TEST_DSN, maxPoolSize: 6 });
   await new Migrator(driver, { schema }).up();
   const pool = new pg.Pool({ connectionString: TEST_DSN, max: 4 });
+  // Idle clients die when Postgres restarts (fault tests); that must not crash the test process.
+  pool.on('error', () => undefined);
   return {
     schema,
     driver,
