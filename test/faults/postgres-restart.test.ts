@@ -18,7 +18,9 @@ let tq: TaskQ;
 
 function restartPostgres(): void {
   const version = readdirSync('/etc/postgresql')[0]!;
-  execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'restart'], { stdio: 'inherit' });
+  execFileSync('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'restart'], {
+    stdio: 'inherit',
+  });
 }
 
 async function pgUp(): Promise<boolean> {
@@ -89,14 +91,18 @@ describe('Postgres restart under a running fleet', () => {
       await waitFor(
         async () => {
           if (!(await pgUp())) return false;
-          const r = await db.pool.query(`SELECT count(*)::int AS n FROM "${db.schema}".jobs WHERE status = 'succeeded'`);
+          const r = await db.pool.query(
+            `SELECT count(*)::int AS n FROM "${db.schema}".jobs WHERE status = 'succeeded'`,
+          );
           return r.rows[0].n === 300;
         },
         90_000,
         'all 300 jobs to succeed',
       );
       for (const p of fleet) expect(p.proc.exitCode).toBeNull();
-      const statuses = await db.pool.query(`SELECT status::text, count(*)::int AS n FROM "${db.schema}".jobs GROUP BY 1`);
+      const statuses = await db.pool.query(
+        `SELECT status::text, count(*)::int AS n FROM "${db.schema}".jobs GROUP BY 1`,
+      );
       expect(statuses.rows).toEqual([{ status: 'succeeded', n: 300 }]);
       expect(new Set(ids).size).toBe(300);
       const overlaps = await db.pool.query(
@@ -104,7 +110,9 @@ describe('Postgres restart under a running fleet', () => {
            ON a.job_id = b.job_id AND a.ctid < b.ctid AND a.started_at < b.finished_at AND b.started_at < a.finished_at`,
       );
       expect(overlaps.rows[0].n).toBe(0);
-      const runs = await db.pool.query(`SELECT count(DISTINCT job_id)::int AS jobs, count(*)::int AS runs FROM "${db.schema}".test_runs`);
+      const runs = await db.pool.query(
+        `SELECT count(DISTINCT job_id)::int AS jobs, count(*)::int AS runs FROM "${db.schema}".test_runs`,
+      );
       console.log(`runs recorded: ${JSON.stringify(runs.rows[0])}`);
       expect(runs.rows[0].jobs).toBe(300);
     } finally {

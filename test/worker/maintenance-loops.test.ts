@@ -7,7 +7,6 @@ import { actor } from '../../src/actor.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import type { Logger } from '../../src/obs/logger.js';
-import { silentLogger } from '../../src/obs/logger.js';
 import { loadWorkerSettings } from '../../src/settings/load-worker-settings.js';
 import { MaintenanceLeader } from '../../src/worker/maintenance/maintenance-leader.js';
 import { nextRunAfter } from '../../src/worker/maintenance/retention-scheduler.js';
