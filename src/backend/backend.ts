@@ -1,6 +1,6 @@
 import type { ClientLike } from '../db/driver.js';
 import type { NormalizedJobFilter } from './job-filter.js';
-import type { ActorConfigRow, AttemptRow, EnqueueArgs, EventRow, JobRow } from './types.js';
+import type { ActorConfigRow, AttemptRow, BulkCancelResult, EnqueueArgs, EventRow, JobRow } from './types.js';
 import type {
   ActorConfigDrift,
   ActorStructure,
@@ -75,6 +75,12 @@ export interface Backend {
    * already requested).
    */
   writeCancelRequest(jobId: string, reason: string | null): Promise<boolean>;
+  /**
+   * Set-based cancel of every active job matching the filter (its limit, cursor and ordering are
+   * ignored): pending and scheduled jobs end `cancelled`, running ones are flagged and notified. An
+   * empty filter matches every job — the client refuses that unless told otherwise.
+   */
+  cancelWhere(filter: NormalizedJobFilter, reason: string | null): Promise<BulkCancelResult>;
   /** Admin retry: a failed, crashed, cancelled or abandoned job goes back to `pending`. */
   retryJob(jobId: string): Promise<boolean>;
 
@@ -159,7 +165,10 @@ export interface Backend {
    * The crash-reclaim feed: `lock_expired` events with id > `afterId`, ascending, older than the
    * visibility delay (a trailing watermark; see docs/maintenance.md).
    */
-  pollReclaimEvents(afterId: string, options?: { limit?: number; visibilityDelayMs?: number }): Promise<EventRow[]>;
+  pollReclaimEvents(
+    afterId: string,
+    options?: { limit?: number; visibilityDelayMs?: number },
+  ): Promise<EventRow[]>;
 
   /** Releases what the backend owns. */
   close(): Promise<void>;

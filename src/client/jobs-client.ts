@@ -1,12 +1,12 @@
 import type { ActorRef, AnyActor } from '../actor.js';
 import type { Backend, JobPage } from '../backend/backend.js';
 import { normalizeJobFilter, type JobFilter } from '../backend/job-filter.js';
-import type { CancelResult, EnqueueArgs, JobRow } from '../backend/types.js';
+import type { BulkCancelResult, CancelResult, EnqueueArgs, JobRow } from '../backend/types.js';
 import type { Clock } from '../clock.js';
 import { SystemClock } from '../clock.js';
 import { MaxPendingExceededError } from '../errors/backpressure-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { TaskQStateError } from '../errors/client-errors.js';
+import { EmptyFilterError, TaskQStateError } from '../errors/client-errors.js';
 import { JobNotFoundError } from '../errors/job-errors.js';
 import { isUuid, newJobId } from '../ids.js';
 import type { Logger } from '../obs/logger.js';
@@ -134,7 +134,11 @@ export class JobsClient {
    * @throws PayloadValidationError (nothing written), InvalidArgumentError, MaxPendingExceededError,
    *   SingletonCollisionError, SchemaNotMigratedError
    */
-  async enqueue<P, R>(ref: ActorRef<P, R>, payload: P, options: EnqueueOptions = {}): Promise<JobHandle<R>> {
+  async enqueue<P, R>(
+    ref: ActorRef<P, R>,
+    payload: NoInfer<P>,
+    options: EnqueueOptions = {},
+  ): Promise<JobHandle<R>> {
     this.checkRef(ref, 'enqueue.actor');
     const r = ref as ActorRef<unknown, unknown>;
     const json = await this.payloadJson(r, payload, 'payload');
@@ -265,6 +269,29 @@ export class JobsClient {
       newStatus: after.status,
       cancellationInitiated: initiated,
     };
+  }
+
+  /**
+   * Cancels every active job matching the filter in one set-based statement: pending and scheduled
+   * jobs end `cancelled` at once, running ones get the cooperative cancel (their handler's
+   * `ctx.signal` aborts). The filter's `limit`, `cursor` and `orderBy` are ignored.
+   * @throws EmptyFilterError when the filter has no predicate, unless `allowEmptyFilter` is set.
+   */
+  async cancelWhere(
+    filter: JobFilter,
+    reason?: string | null,
+    options: { allowEmptyFilter?: boolean } = {},
+  ): Promise<BulkCancelResult> {
+    const f = normalizeJobFilter(filter);
+    if (!f.hasPredicates && !options.allowEmptyFilter) throw new EmptyFilterError();
+    if (
+      reason !== undefined &&
+      reason !== null &&
+      (typeof reason !== 'string' || reason.includes('\u0000'))
+    ) {
+      throw new InvalidArgumentError('cancelWhere.reason', reason, 'must be a string without NUL characters');
+    }
+    return this.backend.cancelWhere(f, reason ?? null);
   }
 
   /** Sends a failed, crashed, cancelled or abandoned job back to `pending` with a fresh attempt budget. */

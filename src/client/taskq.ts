@@ -4,7 +4,7 @@ import type { ActorRef } from '../actor.js';
 import type { JobPage } from '../backend/backend.js';
 import type { JobFilter } from '../backend/job-filter.js';
 import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
-import type { CancelResult, EventRow, JobRow } from '../backend/types.js';
+import type { BulkCancelResult, CancelResult, EventRow, JobRow } from '../backend/types.js';
 import type { WatchReclaimsOptions } from './reclaim-watcher.js';
 import type { Driver } from '../db/driver.js';
 import { PgDriver } from '../db/pg-driver.js';
@@ -120,7 +120,11 @@ export class TaskQ implements AsyncDisposable {
   }
 
   /** See {@link JobsClient.enqueue}. */
-  async enqueue<P, R>(ref: ActorRef<P, R>, payload: P, options?: EnqueueOptions): Promise<JobHandle<R>> {
+  async enqueue<P, R>(
+    ref: ActorRef<P, R>,
+    payload: NoInfer<P>,
+    options?: EnqueueOptions,
+  ): Promise<JobHandle<R>> {
     return this.live().enqueue(ref, payload, options);
   }
 
@@ -150,6 +154,15 @@ export class TaskQ implements AsyncDisposable {
   /** See {@link JobsClient.cancel}. */
   async cancel(jobId: string, reason?: string | null): Promise<CancelResult> {
     return this.live().cancel(jobId, reason);
+  }
+
+  /** See {@link JobsClient.cancelWhere}. */
+  async cancelWhere(
+    filter: JobFilter,
+    reason?: string | null,
+    options?: { allowEmptyFilter?: boolean },
+  ): Promise<BulkCancelResult> {
+    return this.live().cancelWhere(filter, reason, options);
   }
 
   /** See {@link JobsClient.retryJob}. */

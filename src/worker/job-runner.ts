@@ -80,6 +80,8 @@ export class JobRunner {
     private readonly onCapacity: () => void,
     /** Called when a job was rescheduled (the leader's promoter may need to look sooner). */
     private readonly onRescheduled: () => void = () => undefined,
+    /** Reads a job's current row (for hooks and the error reporter). */
+    private readonly readRow: (jobId: string) => Promise<JobRow | null> = async () => null,
   ) {}
 
   /** Handlers running (slots in use, including handlers still held after being given up). */
@@ -351,7 +353,9 @@ export class JobRunner {
         handler,
         startToCloseMs !== null ? abortedOnTimeout(aborted) : handler,
       ]);
-      outcome = await this.success(actor, row, value, timing());
+      const settled = await this.success(actor, row, value, timing());
+      outcome = settled.outcome;
+      thrown = settled.error;
     } catch (err) {
       thrown = err;
       outcome = this.outcomeOfError(actor, row, err, job.controller.signal, timing());
@@ -374,7 +378,7 @@ export class JobRunner {
     row: JobRow,
     value: unknown,
     timing: { handlerStartedAt: Date; durationMs: number },
-  ): Promise<Settlement> {
+  ): Promise<{ outcome: Settlement; error: unknown }> {
     let out: unknown = value;
     try {
       if (actor.resultSchema)
@@ -384,16 +388,20 @@ export class JobRunner {
       if (size !== null && size > this.settings.resultMaxBytes)
         throw new ResultTooLarge(this.settings.resultMaxBytes, size);
       return {
-        kind: 'succeeded',
-        jobId: row.id,
-        workerId: this.workerId,
-        ...timing,
-        resultJson: json,
-        resultSizeBytes: size,
-        fallbackResultTtlMs: actor.resultTtlMs,
+        outcome: {
+          kind: 'succeeded',
+          jobId: row.id,
+          workerId: this.workerId,
+          ...timing,
+          resultJson: json,
+          resultSizeBytes: size,
+          fallbackResultTtlMs: actor.resultTtlMs,
+        },
+        error: null,
       };
     } catch (err) {
-      return this.failure(actor, row, err, timing);
+      // A rejected result (schema, size) fails the attempt; the hooks get this error.
+      return { outcome: this.failure(actor, row, err, timing), error: err };
     }
   }
 
@@ -483,7 +491,15 @@ export class JobRunner {
     log.debug({ status: result.status, kind: outcome.kind }, 'job-settled');
     if (result.status === 'scheduled') this.onRescheduled();
     if (!actor) return;
-    const row: JobRow = { ...job.row, status: result.status, errorClass: result.errorClass };
+    const needsRow =
+      (result.status === 'succeeded' && actor.onSuccess !== null) || result.status === 'failed';
+    if (!needsRow) return;
+    // Hooks and the reporter see the row as stored (read only on these paths, not per job).
+    const row: JobRow = (await this.readRow(job.row.id).catch(() => null)) ?? {
+      ...job.row,
+      status: result.status,
+      errorClass: result.errorClass,
+    };
     if (result.status === 'succeeded' && actor.onSuccess && outcome.kind === 'succeeded') {
       const value: unknown = outcome.resultJson === null ? undefined : JSON.parse(outcome.resultJson);
       await runHook(() => actor.onSuccess!(row, value), actor.onSuccessTimeoutMs, log, 'on-success');

@@ -40,10 +40,18 @@ export class NotifyListener {
     return this.sub !== null;
   }
 
-  /** Subscribes; a failure here is thrown (the worker does not start without LISTEN unless disabled). */
+  /**
+   * Subscribes. If the first attempt fails the listener keeps trying in the background (with the
+   * usual backoff) while the producer polls, and the error is rethrown for the caller to log.
+   */
   async start(): Promise<void> {
-    await this.connect();
     this.healthLoop = this.health();
+    try {
+      await this.connect();
+    } catch (err) {
+      this.scheduleReconnect();
+      throw err;
+    }
   }
 
   private async connect(): Promise<void> {

@@ -228,6 +228,21 @@ export class Worker {
       throw err;
     }
 
+    try {
+      await this.startServices();
+    } catch (err) {
+      await this.abortStart();
+      throw err;
+    }
+    this.currentPhase = 'running';
+    this.logger.info(
+      { queues: s.queues, actors: [...this.actors.keys()], maxConcurrency: s.maxConcurrency },
+      'worker-started',
+    );
+  }
+
+  private async startServices(): Promise<void> {
+    const s = this.settings;
     this.completer = new Completer(this.backend, this.logger);
     this.runner = new JobRunner(
       this.actors,
@@ -238,6 +253,7 @@ export class Worker {
       this.options.errorReporter ?? new NullErrorReporter(),
       () => this.producer?.notify(),
       () => this.maintenance?.promoter.notify(),
+      (jobId) => this.backend.get(jobId),
     );
     this.producer = new Producer(
       this.backend,
@@ -312,11 +328,18 @@ export class Worker {
       );
       this.drainMonitor.start();
     }
-    this.currentPhase = 'running';
-    this.logger.info(
-      { queues: s.queues, actors: [...this.actors.keys()], maxConcurrency: s.maxConcurrency },
-      'worker-started',
-    );
+  }
+
+  /** A start that failed half-way: stop what was started and release everything. */
+  private async abortStart(): Promise<void> {
+    await this.producer?.stop().catch(() => undefined);
+    await this.maintenance?.stop().catch(() => undefined);
+    await this.heartbeat?.stop().catch(() => undefined);
+    await this.listener?.stop().catch(() => undefined);
+    await this.backend.deregisterWorker(this.workerId).catch(() => undefined);
+    await this.closeOwned();
+    this.currentPhase = 'stopped';
+    this.resolveStopped('fatal');
   }
 
   /**

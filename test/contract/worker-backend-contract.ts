@@ -353,6 +353,35 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
       });
     });
 
+    describe('cancelWhere', () => {
+      it('cancels pending and scheduled matches at once and flags running ones, in one call', async () => {
+        const a = await client.enqueue(plain, { n: 1 }, { tags: ['bulk'] });
+        const b = await client.enqueue(plain, { n: 2 }, { tags: ['bulk'], delay: '1h' });
+        const c = await client.enqueue(plain, { n: 3 }, { tags: ['bulk'] });
+        const other = await client.enqueue(plain, { n: 4 });
+        await claim(1); // a (oldest) runs
+        const result = await client.cancelWhere({ tags: ['bulk'] }, 'cleanup');
+        expect(result.cancelRequestedIds).toEqual([a.jobId]);
+        expect([...result.cancelledIds].sort()).toEqual([b.jobId, c.jobId].sort());
+        expect(result).toMatchObject({ cancelledDirectly: 2, cancelRequested: 1, totalAffected: 3 });
+        expect(await h.backend.get(a.jobId)).toMatchObject({ status: 'running', cancelPhase: 1 });
+        expect((await h.backend.get(b.jobId))?.status).toBe('cancelled');
+        expect((await h.backend.get(other.jobId))?.status).toBe('pending');
+        expect((await h.backend.getEvents(a.jobId)).at(-1)).toMatchObject({ kind: 'cancel_request', detail: { message: 'cleanup' } });
+        const again = await client.cancelWhere({ tags: ['bulk'] });
+        expect(again.totalAffected).toBe(0);
+      });
+
+      it('refuses an empty filter unless allowed, and honours status and active', async () => {
+        await client.enqueue(plain, { n: 1 });
+        await expect(client.cancelWhere({})).rejects.toThrow(/needs at least one predicate/);
+        await expect(client.cancelWhere({ limit: 5 })).rejects.toThrow(/needs at least one predicate/);
+        expect((await client.cancelWhere({ status: [] })).totalAffected).toBe(0);
+        expect((await client.cancelWhere({}, null, { allowEmptyFilter: true })).cancelledDirectly).toBe(1);
+        await expect(client.cancelWhere({ queue: 'x\u0000' })).rejects.toThrow(/NUL/);
+      });
+    });
+
     describe('notifications', () => {
       it('delivers wake-ups, job-done announcements and cancels for the owning worker only', async () => {
         const wakes: number[] = [];

@@ -11,6 +11,7 @@ import { ACTIVE_STATUSES, RETRYABLE_TERMINAL_STATUSES } from '../state-machine.j
 import type {
   ActorConfigRow,
   AttemptRow,
+  BulkCancelResult,
   EnqueueArgs,
   EventKind,
   EventRow,
@@ -445,6 +446,28 @@ export class InMemoryBackend implements Backend {
     return false;
   }
 
+  async cancelWhere(filter: NormalizedJobFilter, reason: string | null): Promise<BulkCancelResult> {
+    const cancelledIds: string[] = [];
+    const cancelRequestedIds: string[] = [];
+    for (const r of [...this.jobs.values()]) {
+      if (!ACTIVE_STATUSES.has(r.status) || !this.matches(r, filter)) continue;
+      const wasRunning = r.status === 'running';
+      const alreadyRequested = r.cancelRequestedAt !== null;
+      if (wasRunning && alreadyRequested) continue;
+      await this.writeCancelRequest(r.id, reason);
+      (wasRunning ? cancelRequestedIds : cancelledIds).push(r.id);
+    }
+    if (cancelledIds.length > 0)
+      this.emit((sub) => sub.handlers.onDone?.(cancelledIds.length > 150 ? '*' : cancelledIds));
+    return {
+      cancelledDirectly: cancelledIds.length,
+      cancelRequested: cancelRequestedIds.length,
+      cancelledIds,
+      cancelRequestedIds,
+      totalAffected: cancelledIds.length + cancelRequestedIds.length,
+    };
+  }
+
   async retryJob(jobId: string): Promise<boolean> {
     const r = this.jobs.get(jobId.toLowerCase());
     if (!r || !RETRYABLE_TERMINAL_STATUSES.has(r.status)) return false;
@@ -841,7 +864,11 @@ export class InMemoryBackend implements Backend {
     return { promoted, nextDueInMs: next };
   }
 
-  async reclaimExpiredLocks(cancelGraceMs: number, cleanupGraceMs: number, limit = 1000): Promise<ReclaimResult> {
+  async reclaimExpiredLocks(
+    cancelGraceMs: number,
+    cleanupGraceMs: number,
+    limit = 1000,
+  ): Promise<ReclaimResult> {
     return maintenance.reclaimExpiredLocks(this.maintenanceState, cancelGraceMs, cleanupGraceMs, limit);
   }
 
@@ -861,7 +888,10 @@ export class InMemoryBackend implements Backend {
     return maintenance.strandedActors(this.maintenanceState);
   }
 
-  async pruneJobs(retention: RetentionPolicy, batchSize: number): Promise<{ archived: number; attempts: number }> {
+  async pruneJobs(
+    retention: RetentionPolicy,
+    batchSize: number,
+  ): Promise<{ archived: number; attempts: number }> {
     return maintenance.pruneJobs(this.maintenanceState, retention, batchSize);
   }
 
@@ -869,9 +899,22 @@ export class InMemoryBackend implements Backend {
     return maintenance.expireArchive(this.maintenanceState, batchSize);
   }
 
-  async pollReclaimEvents(afterId: string, options: { limit?: number; visibilityDelayMs?: number } = {}): Promise<EventRow[]> {
-    if (!/^\d+$/.test(afterId)) throw new InvalidArgumentError('afterId', afterId, 'must be a non-negative integer event id (as a string)');
-    return maintenance.pollReclaimEvents(this.maintenanceState, afterId, options.limit ?? 100, options.visibilityDelayMs ?? 2000);
+  async pollReclaimEvents(
+    afterId: string,
+    options: { limit?: number; visibilityDelayMs?: number } = {},
+  ): Promise<EventRow[]> {
+    if (!/^\d+$/.test(afterId))
+      throw new InvalidArgumentError(
+        'afterId',
+        afterId,
+        'must be a non-negative integer event id (as a string)',
+      );
+    return maintenance.pollReclaimEvents(
+      this.maintenanceState,
+      afterId,
+      options.limit ?? 100,
+      options.visibilityDelayMs ?? 2000,
+    );
   }
 
   async close(): Promise<void> {

@@ -23,9 +23,15 @@ export interface MemoryMaintenanceState {
   emitDone(ids: string[]): void;
 }
 
-const CRASH_MESSAGE = 'the worker holding the job stopped renewing its lease (it crashed or lost its connection)';
+const CRASH_MESSAGE =
+  'the worker holding the job stopped renewing its lease (it crashed or lost its connection)';
 
-export function reclaimExpiredLocks(s: MemoryMaintenanceState, cancelGraceMs: number, cleanupGraceMs: number, limit: number): ReclaimResult {
+export function reclaimExpiredLocks(
+  s: MemoryMaintenanceState,
+  cancelGraceMs: number,
+  cleanupGraceMs: number,
+  limit: number,
+): ReclaimResult {
   const now = s.clock.now().getTime();
   const expired = [...s.jobs.values()]
     .filter(
@@ -33,7 +39,8 @@ export function reclaimExpiredLocks(s: MemoryMaintenanceState, cancelGraceMs: nu
         j.status === 'running' &&
         j.lockExpiresAt !== null &&
         j.lockExpiresAt.getTime() < now &&
-        (j.cancelRequestedAt === null || j.lockExpiresAt.getTime() + cancelGraceMs + cleanupGraceMs + 60_000 < now),
+        (j.cancelRequestedAt === null ||
+          j.lockExpiresAt.getTime() + cancelGraceMs + cleanupGraceMs + 60_000 < now),
     )
     .sort((a, b) => a.lockExpiresAt!.getTime() - b.lockExpiresAt!.getTime())
     .slice(0, limit);
@@ -67,7 +74,13 @@ export function reclaimExpiredLocks(s: MemoryMaintenanceState, cancelGraceMs: nu
       errorMessage: CRASH_MESSAGE,
       errorTraceback: null,
     } satisfies Partial<JobRow>);
-    s.event(j.id, 'state_change', { from_state: 'running', to_state: to, reason: 'lock_expired', worker_id: worker, attempt: j.attempt });
+    s.event(j.id, 'state_change', {
+      from_state: 'running',
+      to_state: to,
+      reason: 'lock_expired',
+      worker_id: worker,
+      attempt: j.attempt,
+    });
     if (retry) retried++;
     else done.push(j.id);
   }
@@ -79,7 +92,12 @@ export function reclaimExpiredLocks(s: MemoryMaintenanceState, cancelGraceMs: nu
 export function deadlineSweep(s: MemoryMaintenanceState, limit: number): number {
   const now = s.clock.now();
   const due = [...s.jobs.values()]
-    .filter((j) => (j.status === 'pending' || j.status === 'scheduled') && j.scheduleToClose !== null && j.scheduleToClose < now)
+    .filter(
+      (j) =>
+        (j.status === 'pending' || j.status === 'scheduled') &&
+        j.scheduleToClose !== null &&
+        j.scheduleToClose < now,
+    )
     .sort((a, b) => a.scheduleToClose!.getTime() - b.scheduleToClose!.getTime())
     .slice(0, limit);
   for (const j of due) {
@@ -126,7 +144,8 @@ export function cleanupStaleWorkers(s: MemoryMaintenanceState, olderThanMs: numb
 export function strandedActors(s: MemoryMaintenanceState): StrandedActor[] {
   const counts = new Map<string, number>();
   for (const j of s.jobs.values()) {
-    if ((j.status === 'pending' || j.status === 'scheduled') && !s.actorConfig.has(j.actor)) counts.set(j.actor, (counts.get(j.actor) ?? 0) + 1);
+    if ((j.status === 'pending' || j.status === 'scheduled') && !s.actorConfig.has(j.actor))
+      counts.set(j.actor, (counts.get(j.actor) ?? 0) + 1);
   }
   return [...counts].sort(([a], [b]) => (a < b ? -1 : 1)).map(([actor, jobs]) => ({ actor, jobs }));
 }
@@ -147,7 +166,11 @@ function retentionOf(j: JobRow, r: RetentionPolicy): number | null {
   }
 }
 
-export function pruneJobs(s: MemoryMaintenanceState, r: RetentionPolicy, batchSize: number): { archived: number; attempts: number } {
+export function pruneJobs(
+  s: MemoryMaintenanceState,
+  r: RetentionPolicy,
+  batchSize: number,
+): { archived: number; attempts: number } {
   const now = s.clock.now().getTime();
   const doomed = [...s.jobs.values()]
     .filter((j) => {
@@ -182,12 +205,23 @@ export function expireArchive(s: MemoryMaintenanceState, batchSize: number): num
   return doomed.length;
 }
 
-export function pollReclaimEvents(s: MemoryMaintenanceState, afterId: string, limit: number, visibilityDelayMs: number): EventRow[] {
+export function pollReclaimEvents(
+  s: MemoryMaintenanceState,
+  afterId: string,
+  limit: number,
+  visibilityDelayMs: number,
+): EventRow[] {
   const after = BigInt(afterId);
   const cutoff = s.clock.now().getTime() - visibilityDelayMs;
   return s
     .events()
-    .filter((e) => BigInt(e.eventId) > after && e.kind === 'state_change' && e.detail.reason === 'lock_expired' && e.occurredAt.getTime() < cutoff)
+    .filter(
+      (e) =>
+        BigInt(e.eventId) > after &&
+        e.kind === 'state_change' &&
+        e.detail.reason === 'lock_expired' &&
+        e.occurredAt.getTime() < cutoff,
+    )
     .slice(0, limit)
     .map((e) => structuredClone(e));
 }

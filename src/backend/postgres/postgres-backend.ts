@@ -23,7 +23,15 @@ import {
 } from '../../schema-name.js';
 import { BACKEND_PROTOCOL_VERSION, type Backend, type JobPage } from '../backend.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
-import type { ActorConfigRow, AttemptRow, EnqueueArgs, EventRow, JobRow, JobStatus } from '../types.js';
+import type {
+  ActorConfigRow,
+  AttemptRow,
+  BulkCancelResult,
+  EnqueueArgs,
+  EventRow,
+  JobRow,
+  JobStatus,
+} from '../types.js';
 import type {
   ActorConfigDrift,
   ActorStructure,
@@ -39,7 +47,7 @@ import type {
   SettleResult,
   WorkerRegistration,
 } from '../worker-types.js';
-import { cursorForRow, listQuery } from './filter-sql.js';
+import { cursorForRow, filterConditions, listQuery } from './filter-sql.js';
 import { JOB_COLUMNS } from './job-columns.js';
 import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
 import * as SQL from './sql.generated.js';
@@ -317,6 +325,40 @@ export class PostgresBackend implements Backend {
     return Number(r?.cancelled ?? 0) + Number(r?.requested ?? 0) > 0;
   }
 
+  async cancelWhere(filter: NormalizedJobFilter, reason: string | null): Promise<BulkCancelResult> {
+    const values: unknown[] = [reason, this.events, this.schema];
+    const conds = filterConditions(filter, values, this.quoted);
+    const text = this.sql.cancelWhere.replaceAll(
+      '{filter_conditions}',
+      conds.length > 0 ? conds.join(' AND ') : 'TRUE',
+    );
+    let rows: { cancelled_ids: string[]; requested_ids: string[] }[];
+    try {
+      rows = (await this.driver.query<{ cancelled_ids: string[]; requested_ids: string[] }>(text, values))
+        .rows;
+    } catch (err) {
+      throw this.translate(err);
+    }
+    const cancelledIds = rows[0]?.cancelled_ids ?? [];
+    const cancelRequestedIds = rows[0]?.requested_ids ?? [];
+    if (cancelledIds.length > 0) {
+      // Wake waiters of the jobs that just ended.
+      await this.driver
+        .query('SELECT pg_notify($1, $2)', [
+          this.done,
+          cancelledIds.length > 150 ? '*' : cancelledIds.join(','),
+        ])
+        .catch(() => undefined);
+    }
+    return {
+      cancelledDirectly: cancelledIds.length,
+      cancelRequested: cancelRequestedIds.length,
+      cancelledIds,
+      cancelRequestedIds,
+      totalAffected: cancelledIds.length + cancelRequestedIds.length,
+    };
+  }
+
   async retryJob(jobId: string): Promise<boolean> {
     let rows: { retried: number }[];
     try {
@@ -586,7 +628,11 @@ export class PostgresBackend implements Backend {
     };
   }
 
-  async reclaimExpiredLocks(cancelGraceMs: number, cleanupGraceMs: number, limit = 1000): Promise<ReclaimResult> {
+  async reclaimExpiredLocks(
+    cancelGraceMs: number,
+    cleanupGraceMs: number,
+    limit = 1000,
+  ): Promise<ReclaimResult> {
     const rows = await this.run<{ reclaimed: number; retried: number }>('reclaimExpiredLocks', [
       cancelGraceMs,
       cleanupGraceMs,
@@ -640,9 +686,21 @@ export class PostgresBackend implements Backend {
     return res.rowCount;
   }
 
-  async pollReclaimEvents(afterId: string, options: { limit?: number; visibilityDelayMs?: number } = {}): Promise<EventRow[]> {
-    if (!/^\d+$/.test(afterId)) throw new InvalidArgumentError('afterId', afterId, 'must be a non-negative integer event id (as a string)');
-    const rows = await this.run('pollReclaimEvents', [afterId, options.limit ?? 100, options.visibilityDelayMs ?? 2000]);
+  async pollReclaimEvents(
+    afterId: string,
+    options: { limit?: number; visibilityDelayMs?: number } = {},
+  ): Promise<EventRow[]> {
+    if (!/^\d+$/.test(afterId))
+      throw new InvalidArgumentError(
+        'afterId',
+        afterId,
+        'must be a non-negative integer event id (as a string)',
+      );
+    const rows = await this.run('pollReclaimEvents', [
+      afterId,
+      options.limit ?? 100,
+      options.visibilityDelayMs ?? 2000,
+    ]);
     return rows.map(toEventRow);
   }
 
@@ -651,10 +709,14 @@ export class PostgresBackend implements Backend {
    * situation in which the reclaim feed's visibility delay could be too short. A proxy signal.
    */
   async checkReclaimVisibilityDelayRisk(marginMs: number): Promise<LongRunningJobEventsWriter[]> {
-    const rows = await this.run<{ pid: number; application_name: string; state: string; xact_start: Date; open_ms: number; query: string }>(
-      'reclaimVisibilityRisk',
-      [`${this.quoted}.job_events`, marginMs],
-    );
+    const rows = await this.run<{
+      pid: number;
+      application_name: string;
+      state: string;
+      xact_start: Date;
+      open_ms: number;
+      query: string;
+    }>('reclaimVisibilityRisk', [`${this.quoted}.job_events`, marginMs]);
     return rows.map((r) => ({
       pid: Number(r.pid),
       applicationName: r.application_name,

@@ -71,3 +71,49 @@ notify AS (
 )
 SELECT (SELECT count(*) FROM upd)::int AS retried, (SELECT count(*) FROM ev)::int AS events,
        (SELECT count(*) FROM notify)::int AS notified;
+
+-- name: cancelWhere
+-- Set-based cancel of every active job matching the filter (the filter placeholder below is replaced by
+-- the predicate list, whose values are bound parameters from $4 on). Pending and scheduled jobs end
+-- cancelled at once; running jobs are flagged (phase 1) and their workers notified. One event row
+-- per job. $1 reason, $2 events channel, $3 schema name (per-worker channel).
+WITH target AS (
+  SELECT j.id, j.status, j.locked_by_worker FROM {schema}.jobs j
+  WHERE {filter_conditions} AND j.status IN ('pending', 'scheduled', 'running')
+  FOR UPDATE
+),
+direct AS (
+  UPDATE {schema}.jobs AS j
+  SET status = 'cancelled', finished_at = clock_timestamp(), cancel_requested_at = clock_timestamp(),
+      error_class = 'CancelRequested', error_message = coalesce($1, 'cancelled by request')
+  FROM target t
+  WHERE j.id = t.id AND t.status IN ('pending', 'scheduled')
+  RETURNING j.id, t.status::text AS from_status
+),
+flag AS (
+  UPDATE {schema}.jobs AS j
+  SET cancel_requested_at = clock_timestamp(), cancel_phase = 1
+  FROM target t
+  WHERE j.id = t.id AND t.status = 'running' AND j.cancel_requested_at IS NULL
+  RETURNING j.id, j.locked_by_worker
+),
+events AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT id, 'state_change',
+    jsonb_build_object('from_state', from_status, 'to_state', 'cancelled', 'reason', 'cancel_requested', 'message', $1::text)
+  FROM direct
+  UNION ALL
+  SELECT id, 'cancel_request', jsonb_build_object('phase', 1, 'message', $1::text, 'worker_id', locked_by_worker)
+  FROM flag
+  RETURNING 1
+),
+notify AS (
+  SELECT pg_notify($2, json_build_object('type', 'cancel', 'worker_id', locked_by_worker, 'job_id', id)::text),
+         pg_notify('taskq_worker_' || substr(md5($3 || ':' || locked_by_worker::text), 1, 24),
+                   json_build_object('type', 'cancel', 'worker_id', locked_by_worker, 'job_id', id)::text)
+  FROM flag
+)
+SELECT coalesce((SELECT array_agg(id::text) FROM direct), '{}') AS cancelled_ids,
+       coalesce((SELECT array_agg(id::text) FROM flag), '{}') AS requested_ids,
+       (SELECT count(*) FROM events)::int AS events,
+       (SELECT count(*) FROM notify)::int AS notified;
