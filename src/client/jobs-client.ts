@@ -51,7 +51,7 @@ export interface EnqueueItem {
 /** A type-checked `enqueueBatch` item: the payload must match the actor's payload type. */
 export function batchItem<P>(
   actor: ActorRef<P, unknown>,
-  payload: P,
+  payload: NoInfer<P>,
   options?: Omit<EnqueueOptions, 'connection'>,
 ): EnqueueItem {
   return options === undefined
