@@ -52,6 +52,11 @@ export function eventsChannel(schema: string): string {
   return channel(`taskq_events_${validateSchemaName(schema)}`);
 }
 
+/** NOTIFY channel announcing jobs whose progress was written (wakes Postgres-driven streams). */
+export function progressChannel(schema: string): string {
+  return channel(`taskq_progress_${validateSchemaName(schema)}`);
+}
+
 /** NOTIFY channel announcing jobs that reached a terminal status (wakes `JobHandle.wait()`). */
 export function doneChannel(schema: string): string {
   return channel(`taskq_done_${validateSchemaName(schema)}`);

@@ -2,6 +2,8 @@ import type { ClientLike } from '../db/driver.js';
 import type { NormalizedJobFilter } from './job-filter.js';
 import type { ActorConfigRow, AttemptRow, BulkCancelResult, EnqueueArgs, EventRow, JobRow } from './types.js';
 import type {
+  CancelFlag,
+  ProgressSnapshot,
   ActorConfigDrift,
   ActorStructure,
   DispatchRequest,
@@ -99,8 +101,27 @@ export interface Backend {
    * producers), identity serialisation (strict) and queue modes.
    */
   dispatchBatch(request: DispatchRequest): Promise<JobRow[]>;
-  /** Renews the leases of the given jobs this worker still owns; returns the ids renewed. */
-  heartbeatJobs(workerId: string, jobIds: readonly string[], leaseMs: number): Promise<string[]>;
+  /**
+   * Renews the leases of the given jobs this worker still owns (storing each handler's latest
+   * heartbeat details, JSON text, when given); returns the ids renewed.
+   */
+  heartbeatJobs(
+    workerId: string,
+    jobIds: readonly string[],
+    leaseMs: number,
+    details?: ReadonlyMap<string, string>,
+  ): Promise<string[]>;
+  /** Running jobs of this worker with a cancel requested (the polling fallback of cancel NOTIFY). */
+  pollCancelFlags(workerId: string): Promise<CancelFlag[]>;
+  /** Phase 2 of a cancel, written (with its event) before the worker forces anything; false if not at phase 1. */
+  writeCancelEscalation(jobId: string, workerId: string): Promise<boolean>;
+  /** Phase 3: ends a phase-2 job `abandoned` (attempt row and event included); false if not owned at phase 2. */
+  markAbandoned(jobId: string, workerId: string, progress?: ProgressSnapshot | null): Promise<boolean>;
+  /** Writes coalesced progress of running jobs this worker owns (seq only moves forward); returns rows written. */
+  flushProgress(
+    workerId: string,
+    items: readonly { jobId: string; seq: number; state: Record<string, unknown> }[],
+  ): Promise<number>;
   /**
    * Writes the outcomes of attempts, each guarded by ownership (running and locked by the item's
    * worker), with its attempt row and event row in the same transaction. Retry delays and

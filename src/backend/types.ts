@@ -123,6 +123,8 @@ export interface JobRow {
   metadata: Record<string, unknown>;
   /** Tags for filtering. */
   tags: string[];
+  /** Details of the last `ctx.heartbeat(details)` (shown to the next attempt), or null. */
+  heartbeatDetails: unknown;
 }
 
 /** Everything a backend needs to insert one job. Built and validated by the client. */

@@ -40,6 +40,8 @@ interface SettlementBase {
   /** Handler wall time in ms, for the attempt row. */
   durationMs: number | null;
   progress?: ProgressSnapshot | null;
+  /** Details of the handler's last `ctx.heartbeat()` (JSON text), kept for the next attempt. */
+  heartbeatDetailsJson?: string | null;
 }
 
 /** The outcome of one attempt, as written by `settle()`. */
@@ -165,4 +167,10 @@ export interface RetentionPolicy {
 export interface StrandedActor {
   actor: string;
   jobs: number;
+}
+
+/** A running job of this worker with a cancel requested, and its stored phase. */
+export interface CancelFlag {
+  jobId: string;
+  phase: 0 | 1 | 2;
 }

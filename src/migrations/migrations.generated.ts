@@ -34,4 +34,13 @@ export const MIGRATIONS: readonly BundledMigration[] = [
     sourceChecksum: "825a5dde3671041f72d4a122a7f1878f14eec36c708ee59bf2c8491b0c6d19ce",
     sql: "-- Maintenance: the archive that retention pruning moves terminal jobs into, and the indexes the\n-- leader's sweeps read.\n\nCREATE TABLE {schema}.jobs_archive (LIKE {schema}.jobs INCLUDING DEFAULTS);\nALTER TABLE {schema}.jobs_archive\n  ADD COLUMN archived_at timestamptz NOT NULL DEFAULT clock_timestamp(),\n  ADD COLUMN expire_at timestamptz NOT NULL,\n  ADD PRIMARY KEY (id);\nCREATE INDEX jobs_archive_expire_idx ON {schema}.jobs_archive (expire_at);\nCREATE INDEX jobs_archive_actor_idx ON {schema}.jobs_archive (actor, finished_at);\n\nCREATE TABLE {schema}.job_attempts_archive (LIKE {schema}.job_attempts INCLUDING DEFAULTS);\nALTER TABLE {schema}.job_attempts_archive\n  ALTER COLUMN id DROP DEFAULT,\n  ADD PRIMARY KEY (id),\n  ADD FOREIGN KEY (job_id) REFERENCES {schema}.jobs_archive (id) ON DELETE CASCADE;\nCREATE INDEX job_attempts_archive_job_idx ON {schema}.job_attempts_archive (job_id, id);\n\n-- Sweep 2 (deadlines): only active jobs that carry a deadline.\nCREATE INDEX jobs_deadline_idx ON {schema}.jobs (schedule_to_close)\n  WHERE status IN ('pending', 'scheduled') AND schedule_to_close IS NOT NULL;\n-- Result expiry: only stored results with a TTL.\nCREATE INDEX jobs_result_expiry_idx ON {schema}.jobs (result_expires_at)\n  WHERE result IS NOT NULL AND result_expires_at IS NOT NULL;\n-- Sweep 1 (reclaim): running jobs by lease expiry.\nCREATE INDEX jobs_lease_expiry_idx ON {schema}.jobs (lock_expires_at) WHERE status = 'running';\n",
   },
+  {
+    id: "0003_pre_heartbeat_details",
+    version: 3,
+    phase: "pre",
+    name: "heartbeat_details",
+    transactional: true,
+    sourceChecksum: "9370048cf0330ccea77b316aae2bc6ebc0d9557e8b546b35fc439a45eb93d4fe",
+    sql: "-- Temporal-style heartbeats: the details a handler passed to its last ctx.heartbeat(), shown to the\n-- next attempt so it can resume where the previous one stopped.\nALTER TABLE {schema}.jobs ADD COLUMN heartbeat_details jsonb;\nALTER TABLE {schema}.jobs_archive ADD COLUMN heartbeat_details jsonb;\n",
+  },
 ];

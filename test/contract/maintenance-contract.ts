@@ -15,7 +15,13 @@ const once = actor({ name: 'once', retry: { kind: 'nonRetryable' } }, async () =
 const twice = actor({ name: 'twice', retry: { maxAttempts: 1 } }, async () => undefined);
 const ACTORS = ['plain', 'once', 'twice', 'budgeted'].map((name) => ({ name, maxConcurrent: null }));
 const DAY = 86_400_000;
-const retention = { succeededMs: DAY, failedMs: 2 * DAY, cancelledMs: DAY, abandonedMs: 2 * DAY, archiveMs: 10 * DAY };
+const retention = {
+  succeededMs: DAY,
+  failedMs: 2 * DAY,
+  cancelledMs: DAY,
+  abandonedMs: 2 * DAY,
+  archiveMs: 10 * DAY,
+};
 
 export function defineMaintenanceContract(name: string, makeHarness: () => Promise<ContractHarness>): void {
   describe(`Backend maintenance contract: ${name}`, () => {
@@ -34,7 +40,14 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
     });
 
     const claim = (leaseMs = 1000): Promise<JobRow[]> =>
-      h.backend.dispatchBatch({ workerId: W1, queues: ['default'], actors: ACTORS, limit: 100, leaseMs, oversample: 2 });
+      h.backend.dispatchBatch({
+        workerId: W1,
+        queues: ['default'],
+        actors: ACTORS,
+        limit: 100,
+        leaseMs,
+        oversample: 2,
+      });
 
     describe('reclaimExpiredLocks', () => {
       it('sends a job with attempts left back to pending and records the crash', async () => {
@@ -43,9 +56,23 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
         expect(await h.backend.reclaimExpiredLocks(30_000, 10_000)).toEqual({ reclaimed: 0, retried: 0 });
         await h.timeTravel(2000);
         expect(await h.backend.reclaimExpiredLocks(30_000, 10_000)).toEqual({ reclaimed: 1, retried: 1 });
-        expect(await h.backend.get(job.jobId)).toMatchObject({ status: 'pending', attempt: 1, lockedByWorker: null, errorClass: 'WorkerCrashed' });
-        expect((await h.backend.getAttempts(job.jobId))[0]).toMatchObject({ attempt: 1, outcome: 'crashed', workerId: W1 });
-        expect((await h.backend.getEvents(job.jobId)).at(-1)?.detail).toMatchObject({ from_state: 'running', to_state: 'pending', reason: 'lock_expired', worker_id: W1 });
+        expect(await h.backend.get(job.jobId)).toMatchObject({
+          status: 'pending',
+          attempt: 1,
+          lockedByWorker: null,
+          errorClass: 'WorkerCrashed',
+        });
+        expect((await h.backend.getAttempts(job.jobId))[0]).toMatchObject({
+          attempt: 1,
+          outcome: 'crashed',
+          workerId: W1,
+        });
+        expect((await h.backend.getEvents(job.jobId)).at(-1)?.detail).toMatchObject({
+          from_state: 'running',
+          to_state: 'pending',
+          reason: 'lock_expired',
+          worker_id: W1,
+        });
         expect((await claim()).map((r) => r.attempt)).toEqual([2]);
       });
 
@@ -78,7 +105,11 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
         await h.backend.writeCancelRequest(a.jobId, null);
         await h.timeTravel(64_000);
         await h.backend.reclaimExpiredLocks(1000, 1000);
-        expect(await h.backend.get(a.jobId)).toMatchObject({ status: 'pending', cancelPhase: 0, cancelRequestedAt: null });
+        expect(await h.backend.get(a.jobId)).toMatchObject({
+          status: 'pending',
+          cancelPhase: 0,
+          cancelRequestedAt: null,
+        });
       });
     });
 
@@ -113,7 +144,10 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
         expect(await h.backend.deadlineSweep()).toBe(2);
         for (const id of [a.jobId, b.jobId]) {
           expect(await h.backend.get(id)).toMatchObject({ status: 'failed', errorClass: 'DeadlineExceeded' });
-          expect((await h.backend.getEvents(id)).at(-1)?.detail).toMatchObject({ to_state: 'failed', reason: 'deadline_exceeded' });
+          expect((await h.backend.getEvents(id)).at(-1)?.detail).toMatchObject({
+            to_state: 'failed',
+            reason: 'deadline_exceeded',
+          });
         }
         expect((await h.backend.get(c.jobId))?.status).toBe('pending');
       });
@@ -130,29 +164,57 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
         expect(second.promoted).toBe(1);
         expect(second.nextDueInMs).toBeGreaterThan(40_000);
         expect((await h.backend.get(a.jobId))?.status).toBe('pending');
-        expect((await h.backend.getEvents(a.jobId)).at(-1)?.detail).toMatchObject({ from_state: 'scheduled', to_state: 'pending' });
+        expect((await h.backend.getEvents(a.jobId)).at(-1)?.detail).toMatchObject({
+          from_state: 'scheduled',
+          to_state: 'pending',
+        });
       });
 
       it('drops expired results', async () => {
         const a = await client.enqueue(plain, { n: 1 });
         await claim();
-        await h.backend.settle([{ kind: 'succeeded', jobId: a.jobId, workerId: W1, handlerStartedAt: null, durationMs: 1, resultJson: '{"x":1}', resultSizeBytes: 7, fallbackResultTtlMs: 60_000 }]);
+        await h.backend.settle([
+          {
+            kind: 'succeeded',
+            jobId: a.jobId,
+            workerId: W1,
+            handlerStartedAt: null,
+            durationMs: 1,
+            resultJson: '{"x":1}',
+            resultSizeBytes: 7,
+            fallbackResultTtlMs: 60_000,
+          },
+        ]);
         expect(await h.backend.sweepExpiredResults()).toBe(0);
         await h.timeTravel(61_000);
         expect(await h.backend.sweepExpiredResults()).toBe(1);
-        expect(await h.backend.get(a.jobId)).toMatchObject({ status: 'succeeded', result: null, resultSizeBytes: null });
+        expect(await h.backend.get(a.jobId)).toMatchObject({
+          status: 'succeeded',
+          result: null,
+          resultSizeBytes: null,
+        });
       });
 
       it('names actors whose jobs no worker registered', async () => {
         await client.enqueue(plain, { n: 1 });
         await client.enqueue(plain, { n: 2 }, { delay: '1h' });
-        await h.backend.syncActorConfig([{ actor: 'once', queue: 'default', metadata: {} }], { force: false });
+        await h.backend.syncActorConfig([{ actor: 'once', queue: 'default', metadata: {} }], {
+          force: false,
+        });
         await client.enqueue(once, {});
         expect(await h.backend.strandedActors()).toEqual([{ actor: 'plain', jobs: 2 }]);
       });
 
       it('removes workers not seen recently', async () => {
-        await h.backend.registerWorker({ workerId: W1, hostname: 'h', pid: 1, label: null, queues: ['default'], maxConcurrency: 1, version: 'x' });
+        await h.backend.registerWorker({
+          workerId: W1,
+          hostname: 'h',
+          pid: 1,
+          label: null,
+          queues: ['default'],
+          maxConcurrency: 1,
+          version: 'x',
+        });
         expect(await h.backend.cleanupStaleWorkers(60_000)).toBe(0);
         await h.timeTravel(61_000);
         expect(await h.backend.cleanupStaleWorkers(60_000)).toBe(1);
@@ -161,9 +223,22 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
 
     describe('prune and archive expiry', () => {
       it('moves terminal jobs past their retention (with attempts) to the archive in bounded batches', async () => {
-        const done = await Promise.all([1, 2, 3].map((n) => client.enqueue(plain, { n }, { idempotencyKey: `k${n}` })));
+        const done = await Promise.all(
+          [1, 2, 3].map((n) => client.enqueue(plain, { n }, { idempotencyKey: `k${n}` })),
+        );
         await claim();
-        await h.backend.settle(done.map((d) => ({ kind: 'succeeded' as const, jobId: d.jobId, workerId: W1, handlerStartedAt: null, durationMs: 1, resultJson: null, resultSizeBytes: null, fallbackResultTtlMs: null })));
+        await h.backend.settle(
+          done.map((d) => ({
+            kind: 'succeeded' as const,
+            jobId: d.jobId,
+            workerId: W1,
+            handlerStartedAt: null,
+            durationMs: 1,
+            resultJson: null,
+            resultSizeBytes: null,
+            fallbackResultTtlMs: null,
+          })),
+        );
         const failed = await client.enqueue(plain, { n: 9 });
         await client.cancel(failed.jobId);
         const active = await client.enqueue(plain, { n: 10 }, { delay: '1d' });

@@ -54,17 +54,23 @@ async function harness(): Promise<ContractHarness> {
     },
     async timeTravel(ms) {
       // Moving every stored time back is, for the database clock, the same as time moving forward.
-      const back = (cols: string[]): string => cols.map((c) => `${c} = ${c} - $1 * interval '1 millisecond'`).join(', ');
+      const back = (cols: string[]): string =>
+        cols.map((c) => `${c} = ${c} - $1 * interval '1 millisecond'`).join(', ');
       await db.pool.query(
         `UPDATE ${q}.jobs SET ${back(['created_at', 'scheduled_at', 'schedule_to_close', 'finished_at', 'started_at', 'lock_expires_at', 'cancel_requested_at', 'last_heartbeat_at', 'result_expires_at'])}`,
         [ms],
       );
       await db.pool.query(`UPDATE ${q}.job_events SET ${back(['occurred_at'])}`, [ms]);
       await db.pool.query(`UPDATE ${q}.workers SET ${back(['last_seen_at', 'started_at'])}`, [ms]);
-      await db.pool.query(`UPDATE ${q}.jobs_archive SET ${back(['archived_at', 'expire_at', 'finished_at'])}`, [ms]);
+      await db.pool.query(
+        `UPDATE ${q}.jobs_archive SET ${back(['archived_at', 'expire_at', 'finished_at'])}`,
+        [ms],
+      );
     },
     async reset() {
-      await db.pool.query(`TRUNCATE ${q}.jobs, ${q}.actor_config, ${q}.queues, ${q}.workers, ${q}.jobs_archive CASCADE`);
+      await db.pool.query(
+        `TRUNCATE ${q}.jobs, ${q}.actor_config, ${q}.queues, ${q}.workers, ${q}.jobs_archive CASCADE`,
+      );
     },
     async close() {
       await db.drop();

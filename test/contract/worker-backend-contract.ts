@@ -367,7 +367,10 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
         expect(await h.backend.get(a.jobId)).toMatchObject({ status: 'running', cancelPhase: 1 });
         expect((await h.backend.get(b.jobId))?.status).toBe('cancelled');
         expect((await h.backend.get(other.jobId))?.status).toBe('pending');
-        expect((await h.backend.getEvents(a.jobId)).at(-1)).toMatchObject({ kind: 'cancel_request', detail: { message: 'cleanup' } });
+        expect((await h.backend.getEvents(a.jobId)).at(-1)).toMatchObject({
+          kind: 'cancel_request',
+          detail: { message: 'cleanup' },
+        });
         const again = await client.cancelWhere({ tags: ['bulk'] });
         expect(again.totalAffected).toBe(0);
       });
@@ -379,6 +382,83 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
         expect((await client.cancelWhere({ status: [] })).totalAffected).toBe(0);
         expect((await client.cancelWhere({}, null, { allowEmptyFilter: true })).cancelledDirectly).toBe(1);
         await expect(client.cancelWhere({ queue: 'x\u0000' })).rejects.toThrow(/NUL/);
+      });
+    });
+
+    describe('cancel phases, progress and heartbeat details', () => {
+      it('reports cancel flags, escalates only from phase 1, and abandons only from phase 2', async () => {
+        const a = await client.enqueue(plain, { n: 1 });
+        await claim();
+        expect(await h.backend.pollCancelFlags(W1)).toEqual([]);
+        expect(await h.backend.writeCancelEscalation(a.jobId, W1)).toBe(false);
+        expect(await h.backend.markAbandoned(a.jobId, W1)).toBe(false);
+        await h.backend.writeCancelRequest(a.jobId, null);
+        expect(await h.backend.pollCancelFlags(W1)).toEqual([{ jobId: a.jobId, phase: 1 }]);
+        expect(await h.backend.pollCancelFlags(W2)).toEqual([]);
+        expect(await h.backend.writeCancelEscalation(a.jobId, W2)).toBe(false);
+        expect(await h.backend.writeCancelEscalation(a.jobId, W1)).toBe(true);
+        expect(await h.backend.writeCancelEscalation(a.jobId, W1)).toBe(false);
+        expect(await h.backend.pollCancelFlags(W1)).toEqual([{ jobId: a.jobId, phase: 2 }]);
+        expect((await h.backend.getEvents(a.jobId)).at(-1)?.detail).toMatchObject({
+          reason: 'cancel_escalated',
+          from_phase: 1,
+          to_phase: 2,
+        });
+        expect(await h.backend.markAbandoned(a.jobId, W1, { seq: 3, state: { step: 'stuck' } })).toBe(true);
+        expect(await h.backend.get(a.jobId)).toMatchObject({
+          status: 'abandoned',
+          errorClass: 'Abandoned',
+          lockedByWorker: null,
+          progressSeq: 3,
+        });
+        expect((await h.backend.getAttempts(a.jobId)).map((x) => x.outcome)).toEqual(['abandoned']);
+        expect((await h.backend.getEvents(a.jobId)).at(-1)?.detail).toMatchObject({
+          from_state: 'running',
+          to_state: 'abandoned',
+        });
+        expect(await h.backend.markAbandoned(a.jobId, W1)).toBe(false);
+      });
+
+      it('flushes progress of owned running jobs and never moves seq backwards', async () => {
+        const a = await client.enqueue(plain, { n: 1 });
+        await claim();
+        expect(await h.backend.flushProgress(W1, [{ jobId: a.jobId, seq: 2, state: { percent: 20 } }])).toBe(
+          1,
+        );
+        expect(await h.backend.flushProgress(W1, [{ jobId: a.jobId, seq: 1, state: { percent: 10 } }])).toBe(
+          0,
+        );
+        expect(await h.backend.flushProgress(W2, [{ jobId: a.jobId, seq: 5, state: { percent: 50 } }])).toBe(
+          0,
+        );
+        expect(await h.backend.get(a.jobId)).toMatchObject({
+          progressSeq: 2,
+          progressState: { percent: 20 },
+        });
+      });
+
+      it('keeps the last heartbeat details for the next attempt', async () => {
+        const a = await client.enqueue(plain, { n: 1 });
+        await claim();
+        await h.backend.heartbeatJobs(
+          W1,
+          [a.jobId],
+          60_000,
+          new Map([[a.jobId, JSON.stringify({ offset: 40 })]]),
+        );
+        expect((await h.backend.get(a.jobId))?.heartbeatDetails).toEqual({ offset: 40 });
+        await h.backend.settle([
+          {
+            ...base,
+            kind: 'failed',
+            jobId: a.jobId,
+            error: { errorClass: 'X', message: null, traceback: null },
+            retryDelayMs: 0,
+            heartbeatDetailsJson: JSON.stringify({ offset: 55 }),
+          },
+        ]);
+        const [again] = await claim();
+        expect(again?.heartbeatDetails).toEqual({ offset: 55 });
       });
     });
 

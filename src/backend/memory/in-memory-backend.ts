@@ -22,8 +22,10 @@ import type { QueueMode } from '../types.js';
 import type {
   ActorConfigDrift,
   ActorStructure,
+  CancelFlag,
   DispatchRequest,
   LeaderSession,
+  ProgressSnapshot,
   NotificationHandlers,
   PromotionResult,
   ReclaimResult,
@@ -36,6 +38,7 @@ import type {
 } from '../worker-types.js';
 import { MemoryTransaction } from './memory-transaction.js';
 import * as maintenance from './memory-maintenance.js';
+import * as cancelProgress from './memory-cancel-progress.js';
 import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 
 /** Options of {@link InMemoryBackend}. */
@@ -185,6 +188,7 @@ export class InMemoryBackend implements Backend {
       spanId: a.spanId,
       metadata: clone(a.metadata),
       tags: [...a.tags],
+      heartbeatDetails: null,
     };
   }
 
@@ -624,7 +628,31 @@ export class InMemoryBackend implements Backend {
     return claimed;
   }
 
-  async heartbeatJobs(workerId: string, jobIds: readonly string[], leaseMs: number): Promise<string[]> {
+  async pollCancelFlags(workerId: string): Promise<CancelFlag[]> {
+    return cancelProgress.pollCancelFlags(this.maintenanceState, workerId);
+  }
+
+  async writeCancelEscalation(jobId: string, workerId: string): Promise<boolean> {
+    return cancelProgress.writeCancelEscalation(this.maintenanceState, jobId, workerId);
+  }
+
+  async markAbandoned(jobId: string, workerId: string, progress?: ProgressSnapshot | null): Promise<boolean> {
+    return cancelProgress.markAbandoned(this.maintenanceState, jobId, workerId, progress);
+  }
+
+  async flushProgress(
+    workerId: string,
+    items: readonly { jobId: string; seq: number; state: Record<string, unknown> }[],
+  ): Promise<number> {
+    return cancelProgress.flushProgress(this.maintenanceState, workerId, items);
+  }
+
+  async heartbeatJobs(
+    workerId: string,
+    jobIds: readonly string[],
+    leaseMs: number,
+    details?: ReadonlyMap<string, string>,
+  ): Promise<string[]> {
     const now = this.clock.now();
     const renewed: string[] = [];
     for (const id of jobIds) {
@@ -632,6 +660,8 @@ export class InMemoryBackend implements Backend {
       if (r && r.status === 'running' && r.lockedByWorker === workerId.toLowerCase()) {
         r.lockExpiresAt = new Date(now.getTime() + leaseMs);
         r.lastHeartbeatAt = now;
+        const d = details?.get(id);
+        if (d !== undefined) r.heartbeatDetails = JSON.parse(d) as unknown;
         renewed.push(id);
       }
     }
@@ -699,6 +729,8 @@ export class InMemoryBackend implements Backend {
         r.progressState = clone(s.progress.state);
       }
       if (again) r.cancelPhase = 0;
+      if (s.heartbeatDetailsJson !== undefined && s.heartbeatDetailsJson !== null)
+        r.heartbeatDetails = JSON.parse(s.heartbeatDetailsJson) as unknown;
       const outcome = s.kind === 'reschedule' ? s.outcome : s.kind === 'release' ? 'interrupted' : s.kind;
       this.attempts.push({
         jobId: r.id,

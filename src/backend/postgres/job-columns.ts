@@ -41,4 +41,5 @@ export const JOB_COLUMNS = [
   'j.span_id',
   'j.metadata',
   'j.tags',
+  'j.heartbeat_details',
 ].join(', ');

@@ -15,6 +15,7 @@ import { isDeepStrictEqual } from 'node:util';
 import {
   doneChannel,
   eventsChannel,
+  progressChannel,
   quoteSchema,
   renderSql,
   validateSchemaName,
@@ -35,8 +36,10 @@ import type {
 import type {
   ActorConfigDrift,
   ActorStructure,
+  CancelFlag,
   DispatchRequest,
   LeaderSession,
+  ProgressSnapshot,
   NotificationHandlers,
   PromotionResult,
   ReclaimResult,
@@ -87,6 +90,7 @@ export class PostgresBackend implements Backend {
   private readonly wake: string;
   private readonly events: string;
   private readonly done: string;
+  private readonly progress: string;
 
   constructor(driver: Driver, options: PostgresBackendOptions = {}) {
     this.driver = driver;
@@ -96,6 +100,7 @@ export class PostgresBackend implements Backend {
     this.wake = wakeChannel(this.schema);
     this.events = eventsChannel(this.schema);
     this.done = doneChannel(this.schema);
+    this.progress = progressChannel(this.schema);
     const rendered = {} as Record<StatementName, string>;
     for (const [name, text] of Object.entries(SQL) as [StatementName, string][]) {
       rendered[name] = renderSql(text, this.schema).replaceAll('{job_columns}', JOB_COLUMNS);
@@ -419,10 +424,56 @@ export class PostgresBackend implements Backend {
     }
   }
 
-  async heartbeatJobs(workerId: string, jobIds: readonly string[], leaseMs: number): Promise<string[]> {
+  async heartbeatJobs(
+    workerId: string,
+    jobIds: readonly string[],
+    leaseMs: number,
+    details?: ReadonlyMap<string, string>,
+  ): Promise<string[]> {
     if (jobIds.length === 0) return [];
-    const rows = await this.run<{ id: string }>('heartbeatJobs', [workerId, jobIds, leaseMs]);
+    const rows = await this.run<{ id: string }>('heartbeatJobs', [
+      workerId,
+      jobIds,
+      leaseMs,
+      jobIds.map((id) => details?.get(id) ?? null),
+    ]);
     return rows.map((r) => r.id);
+  }
+
+  async pollCancelFlags(workerId: string): Promise<CancelFlag[]> {
+    const rows = await this.run<{ id: string; cancel_phase: number }>('pollCancelFlags', [workerId]);
+    return rows.map((r) => ({ jobId: r.id, phase: Number(r.cancel_phase) as 0 | 1 | 2 }));
+  }
+
+  async writeCancelEscalation(jobId: string, workerId: string): Promise<boolean> {
+    const rows = await this.run<{ escalated: number }>('writeCancelEscalation', [jobId, workerId]);
+    return Number(rows[0]?.escalated ?? 0) > 0;
+  }
+
+  async markAbandoned(jobId: string, workerId: string, progress?: ProgressSnapshot | null): Promise<boolean> {
+    const rows = await this.run<{ abandoned: number }>('markAbandoned', [
+      jobId,
+      workerId,
+      this.done,
+      progress?.seq ?? null,
+      progress ? JSON.stringify(progress.state) : null,
+    ]);
+    return Number(rows[0]?.abandoned ?? 0) > 0;
+  }
+
+  async flushProgress(
+    workerId: string,
+    items: readonly { jobId: string; seq: number; state: Record<string, unknown> }[],
+  ): Promise<number> {
+    if (items.length === 0) return 0;
+    const rows = await this.run<{ flushed: number }>('flushProgress', [
+      workerId,
+      items.map((i) => i.jobId),
+      items.map((i) => i.seq),
+      items.map((i) => JSON.stringify(i.state)),
+      this.progress,
+    ]);
+    return Number(rows[0]?.flushed ?? 0);
   }
 
   async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
@@ -448,6 +499,7 @@ export class PostgresBackend implements Backend {
       col((s) => s.durationMs),
       this.done,
       this.wake,
+      col((s) => s.heartbeatDetailsJson ?? null),
     ]);
     const byId = new Map(rows.map((r) => [r.id, r]));
     return items.map((s) => {

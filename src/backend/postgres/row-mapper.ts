@@ -59,6 +59,7 @@ export function toJobRow(r: Raw): JobRow {
     spanId: strOrNull(r.span_id),
     metadata: (json(r.metadata) ?? {}) as Record<string, unknown>,
     tags: (r.tags as string[] | null) ?? [],
+    heartbeatDetails: r.heartbeat_details === undefined ? null : json(r.heartbeat_details),
   };
 }
 

@@ -158,13 +158,13 @@ archived AS (
     started_at, finished_at, last_heartbeat_at, locked_by_worker, lock_expires_at, cancel_requested_at,
     cancel_phase, error_class, error_message, error_traceback, progress_state, progress_seq, result,
     result_size_bytes, result_expires_at, idempotency_key, idempotency_scope, trace_id, span_id, metadata, tags,
-    archived_at, expire_at)
+    heartbeat_details, archived_at, expire_at)
   SELECT id, actor, queue, identity_key, fairness_key, payload, payload_schema_ver, status, priority, attempt,
     max_attempts, retry_kind, schedule_to_close, start_to_close, heartbeat_timeout, created_at, scheduled_at,
     started_at, finished_at, last_heartbeat_at, locked_by_worker, lock_expires_at, cancel_requested_at,
     cancel_phase, error_class, error_message, error_traceback, progress_state, progress_seq, result,
     result_size_bytes, result_expires_at, idempotency_key, idempotency_scope, trace_id, span_id, metadata, tags,
-    clock_timestamp(), clock_timestamp() + $6::float8 * interval '1 millisecond'
+    heartbeat_details, clock_timestamp(), clock_timestamp() + $6::float8 * interval '1 millisecond'
   FROM removed
   RETURNING 1
 ),

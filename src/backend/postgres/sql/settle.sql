@@ -18,13 +18,14 @@
 -- $1 ids, $2 worker ids, $3 kinds, $4 results (json text), $5 fallback result ttl ms, $6 result sizes,
 -- $7 delays ms, $8 consume budget, $9 attempt outcomes, $10 error classes, $11 error messages,
 -- $12 error tracebacks, $13 progress seqs, $14 progress states (json text), $15 handler start times,
--- $16 durations ms, $17 done channel, $18 wake channel
+-- $16 durations ms, $17 done channel, $18 wake channel, $19 heartbeat details (json text)
 WITH items AS (
   SELECT * FROM unnest(
     $1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::float8[], $6::int[], $7::float8[], $8::bool[],
-    $9::text[], $10::text[], $11::text[], $12::text[], $13::int[], $14::text[], $15::timestamptz[], $16::float8[]
+    $9::text[], $10::text[], $11::text[], $12::text[], $13::int[], $14::text[], $15::timestamptz[], $16::float8[],
+    $19::text[]
   ) AS t(id, worker_id, kind, result, ttl_ms, result_size, delay_ms, consume_budget, outcome, error_class,
-         error_message, error_traceback, progress_seq, progress_state, handler_started_at, duration_ms)
+         error_message, error_traceback, progress_seq, progress_state, handler_started_at, duration_ms, heartbeat_details)
 ),
 decided AS (
   SELECT i.*, j.attempt AS ran_attempt, j.status AS cur_status, j.locked_by_worker,
@@ -81,7 +82,8 @@ upd AS (
       progress_state = CASE
         WHEN o.progress_seq IS NOT NULL AND o.progress_seq > j.progress_seq AND o.progress_state IS NOT NULL
         THEN o.progress_state::jsonb ELSE j.progress_state END,
-      cancel_phase = CASE WHEN o.new_status IN ('pending', 'scheduled') THEN 0 ELSE j.cancel_phase END
+      cancel_phase = CASE WHEN o.new_status IN ('pending', 'scheduled') THEN 0 ELSE j.cancel_phase END,
+      heartbeat_details = coalesce(o.heartbeat_details::jsonb, j.heartbeat_details)
   FROM outcome o
   WHERE j.id = o.id AND j.status = 'running' AND j.locked_by_worker = o.worker_id
   RETURNING j.id, j.status::text AS status, j.error_class, j.actor

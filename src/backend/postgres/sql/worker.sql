@@ -1,11 +1,83 @@
 -- name: heartbeatJobs
--- Renews the leases of the given jobs while this worker still owns them; returns the renewed ids
--- (a missing id means the job was reclaimed or finished elsewhere).
+-- Renews the leases of the given jobs while this worker still owns them, storing each handler's
+-- latest heartbeat details when it sent any; returns the renewed ids (a missing id means the job
+-- was reclaimed or finished elsewhere).
 UPDATE {schema}.jobs AS j
 SET lock_expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond',
-    last_heartbeat_at = clock_timestamp()
-WHERE j.id = ANY ($2::uuid[]) AND j.status = 'running' AND j.locked_by_worker = $1
+    last_heartbeat_at = clock_timestamp(),
+    heartbeat_details = coalesce(h.details::jsonb, j.heartbeat_details)
+FROM unnest($2::uuid[], $4::text[]) AS h(id, details)
+WHERE j.id = h.id AND j.status = 'running' AND j.locked_by_worker = $1
 RETURNING j.id;
+
+-- name: pollCancelFlags
+-- Running jobs of this worker with a cancel requested, and the phase stored for each.
+SELECT j.id, j.cancel_phase FROM {schema}.jobs j
+WHERE j.locked_by_worker = $1 AND j.status = 'running' AND j.cancel_requested_at IS NOT NULL;
+
+-- name: writeCancelEscalation
+-- Phase 2 of a cancel: recorded (with its event) before the worker acts on it.
+WITH upd AS (
+  UPDATE {schema}.jobs AS j SET cancel_phase = 2
+  WHERE j.id = $1 AND j.locked_by_worker = $2 AND j.status = 'running' AND j.cancel_phase = 1
+  RETURNING j.id
+),
+events AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT id, 'state_change',
+         jsonb_build_object('from_state', 'running', 'to_state', 'running', 'reason', 'cancel_escalated',
+                            'from_phase', 1, 'to_phase', 2, 'worker_id', $2::uuid)
+  FROM upd
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM upd)::int AS escalated, (SELECT count(*) FROM events)::int AS events;
+
+-- name: markAbandoned
+-- Phase 3 of a cancel: the handler ignored both graces; the job ends abandoned (only from phase 2).
+WITH upd AS (
+  UPDATE {schema}.jobs AS j
+  SET status = 'abandoned', finished_at = clock_timestamp(), locked_by_worker = NULL, lock_expires_at = NULL,
+      error_class = 'Abandoned',
+      error_message = 'the handler did not stop after the cancel request, through the cancellation and cleanup graces',
+      progress_seq = CASE WHEN $4::int IS NOT NULL AND $4::int > j.progress_seq THEN $4::int ELSE j.progress_seq END,
+      progress_state = CASE WHEN $4::int IS NOT NULL AND $4::int > j.progress_seq AND $5::text IS NOT NULL
+                            THEN $5::jsonb ELSE j.progress_state END
+  WHERE j.id = $1 AND j.locked_by_worker = $2 AND j.status = 'running' AND j.cancel_phase = 2
+  RETURNING j.id, j.attempt, j.started_at
+),
+attempts AS (
+  INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error_message)
+  SELECT id, attempt, $2::uuid, started_at, clock_timestamp(), 'abandoned', 'Abandoned', 'the handler ignored the cancel request'
+  FROM upd
+  RETURNING 1
+),
+events AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT id, 'state_change',
+         jsonb_build_object('from_state', 'running', 'to_state', 'abandoned', 'reason', 'cancel_abandoned', 'worker_id', $2::uuid, 'attempt', attempt)
+  FROM upd
+  RETURNING 1
+),
+done AS (
+  SELECT pg_notify($3, $1::text) FROM upd
+)
+SELECT (SELECT count(*) FROM upd)::int AS abandoned, (SELECT count(*) FROM attempts)::int AS attempts,
+       (SELECT count(*) FROM events)::int AS events, (SELECT count(*) FROM done)::int AS announced;
+
+-- name: flushProgress
+-- Writes coalesced progress of running jobs this worker owns (never moving seq backwards) and
+-- announces the jobs on the progress channel for Postgres-driven streams.
+WITH upd AS (
+  UPDATE {schema}.jobs AS j
+  SET progress_seq = p.seq, progress_state = p.state::jsonb
+  FROM unnest($2::uuid[], $3::int[], $4::text[]) AS p(id, seq, state)
+  WHERE j.id = p.id AND j.status = 'running' AND j.locked_by_worker = $1 AND j.progress_seq < p.seq
+  RETURNING j.id
+),
+notify AS (
+  SELECT pg_notify($5, CASE WHEN count(*) > 150 THEN '*' ELSE string_agg(id::text, ',') END) FROM upd HAVING count(*) > 0
+)
+SELECT (SELECT count(*) FROM upd)::int AS flushed, (SELECT count(*) FROM notify)::int AS announced;
 
 -- name: repend
 -- Puts jobs this worker claimed but never started back to pending, giving the attempt back

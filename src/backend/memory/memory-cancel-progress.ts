@@ -1,0 +1,93 @@
+/**
+ * The in-memory backend's cancel escalation, abandonment and progress writes, mirroring
+ * `pollCancelFlags`, `writeCancelEscalation`, `markAbandoned` and `flushProgress` in
+ * `postgres/sql/worker.sql`.
+ */
+import type { JobRow } from '../types.js';
+import type { CancelFlag, ProgressSnapshot } from '../worker-types.js';
+import type { MemoryMaintenanceState } from './memory-maintenance.js';
+
+const owned = (j: JobRow | undefined, workerId: string): j is JobRow =>
+  j !== undefined && j.status === 'running' && j.lockedByWorker === workerId.toLowerCase();
+
+export function pollCancelFlags(s: MemoryMaintenanceState, workerId: string): CancelFlag[] {
+  return [...s.jobs.values()]
+    .filter((j) => owned(j, workerId) && j.cancelRequestedAt !== null)
+    .map((j) => ({ jobId: j.id, phase: j.cancelPhase }));
+}
+
+export function writeCancelEscalation(s: MemoryMaintenanceState, jobId: string, workerId: string): boolean {
+  const j = s.jobs.get(jobId);
+  if (!owned(j, workerId) || j.cancelPhase !== 1) return false;
+  j.cancelPhase = 2;
+  s.event(j.id, 'state_change', {
+    from_state: 'running',
+    to_state: 'running',
+    reason: 'cancel_escalated',
+    from_phase: 1,
+    to_phase: 2,
+    worker_id: workerId.toLowerCase(),
+  });
+  return true;
+}
+
+export function markAbandoned(
+  s: MemoryMaintenanceState,
+  jobId: string,
+  workerId: string,
+  progress?: ProgressSnapshot | null,
+): boolean {
+  const j = s.jobs.get(jobId);
+  if (!owned(j, workerId) || j.cancelPhase !== 2) return false;
+  const now = s.clock.now();
+  s.attempts().push({
+    jobId: j.id,
+    attempt: j.attempt,
+    workerId: workerId.toLowerCase(),
+    startedAt: j.startedAt,
+    finishedAt: now,
+    durationMs: null,
+    outcome: 'abandoned',
+    errorClass: 'Abandoned',
+    errorMessage: 'the handler ignored the cancel request',
+    errorTraceback: null,
+  });
+  Object.assign(j, {
+    status: 'abandoned',
+    finishedAt: now,
+    lockedByWorker: null,
+    lockExpiresAt: null,
+    errorClass: 'Abandoned',
+    errorMessage:
+      'the handler did not stop after the cancel request, through the cancellation and cleanup graces',
+  } satisfies Partial<JobRow>);
+  if (progress && progress.seq > j.progressSeq) {
+    j.progressSeq = progress.seq;
+    j.progressState = structuredClone(progress.state);
+  }
+  s.event(j.id, 'state_change', {
+    from_state: 'running',
+    to_state: 'abandoned',
+    reason: 'cancel_abandoned',
+    worker_id: workerId.toLowerCase(),
+    attempt: j.attempt,
+  });
+  s.emitDone([j.id]);
+  return true;
+}
+
+export function flushProgress(
+  s: MemoryMaintenanceState,
+  workerId: string,
+  items: readonly { jobId: string; seq: number; state: Record<string, unknown> }[],
+): number {
+  let n = 0;
+  for (const item of items) {
+    const j = s.jobs.get(item.jobId);
+    if (!owned(j, workerId) || j.progressSeq >= item.seq) continue;
+    j.progressSeq = item.seq;
+    j.progressState = structuredClone(item.state);
+    n++;
+  }
+  return n;
+}
