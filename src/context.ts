@@ -1,4 +1,5 @@
 import type { Logger } from './obs/logger.js';
+import type { ProgressUpdate } from './progress/progress-event.js';
 
 /**
  * What a handler receives besides its payload, built fresh for every attempt by the worker.
@@ -24,4 +25,19 @@ export interface JobContext<P = unknown> {
    * `startToClose` timeout, or worker shutdown. Pass it to `fetch`, timers and drivers.
    */
   readonly signal: AbortSignal;
+  /**
+   * Reports progress: merged into the job's state in memory (never waits for the network), written
+   * to Postgres every `progressCoalesceInterval`, published live when Redis is configured. Counts
+   * as a heartbeat. @throws ProgressTooLarge when `data` exceeds `progressDataMaxBytes`.
+   */
+  progress(update: ProgressUpdate): Promise<void>;
+  /**
+   * Proves the handler is alive (required within `heartbeatTimeout` when the job has one). `details`
+   * (JSON) are stored and handed to the next attempt as `heartbeatDetails`, e.g. a resume offset.
+   */
+  heartbeat(details?: unknown): void;
+  /** Details of the previous attempt's last `heartbeat(details)`, or null. */
+  readonly heartbeatDetails: unknown;
+  /** True once `signal` has aborted (the polling form, for loops that cannot take a signal). */
+  shouldAbort(): boolean;
 }

@@ -22,3 +22,4 @@ export {
 } from './job-errors.js';
 export { EmptyFilterError, TaskQStateError } from './client-errors.js';
 export { ActorConfigDriftError, ActorConfigDriftList } from './actor-config-errors.js';
+export { ProgressTooLarge, HeartbeatTimeout } from './progress-errors.js';

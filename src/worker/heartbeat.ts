@@ -1,7 +1,9 @@
 import type { Backend } from '../backend/backend.js';
 import type { Logger } from '../obs/logger.js';
+import type { CancelController } from './cancel-controller.js';
 import type { JobRunner } from './job-runner.js';
 import { LoopService } from './loop-service.js';
+import type { ProgressTracker } from './progress-tracker.js';
 
 /** What the heartbeat needs. */
 export interface HeartbeatOptions {
@@ -28,6 +30,8 @@ export class Heartbeat extends LoopService {
     private readonly runner: JobRunner,
     private readonly options: HeartbeatOptions,
     logger: Logger,
+    private readonly cancels: CancelController | null = null,
+    private readonly tracker: ProgressTracker | null = null,
   ) {
     super('heartbeat', logger);
   }

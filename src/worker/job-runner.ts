@@ -18,6 +18,9 @@ import type { Completer } from './completer.js';
 import { toErrorInfo } from './error-info.js';
 import { reportSafely, type ErrorReporter } from './error-reporter.js';
 import { withTimeout } from './sleep.js';
+import type { ProgressTracker } from './progress-tracker.js';
+import type { ProgressUpdate } from '../progress/progress-event.js';
+import { HeartbeatTimeout } from '../errors/progress-errors.js';
 
 /** Abort reason when the heartbeat finds the job no longer owned (reclaimed after a lost lease). */
 export class LeaseLost extends TaskQError {
@@ -40,6 +43,23 @@ export interface RunnerSettings {
   cleanupGracePeriodMs: number;
 }
 
+/** Collaborators of the runner. */
+export interface JobRunnerDeps {
+  actors: ReadonlyMap<string, AnyActor>;
+  workerId: string;
+  settings: RunnerSettings;
+  completer: Completer;
+  logger: Logger;
+  reporter: ErrorReporter;
+  tracker: ProgressTracker;
+  /** Called when capacity may have been freed (a slot, or a written outcome). */
+  onCapacity: () => void;
+  /** Called when a job was rescheduled (the leader's promoter may need to look sooner). */
+  onRescheduled?: () => void;
+  /** Reads a job's current row (for hooks and the error reporter). */
+  readRow?: (jobId: string) => Promise<JobRow | null>;
+}
+
 /** One job this worker holds: claimed (buffered), running, or finished but not yet written. */
 interface ActiveJob {
   row: JobRow;
@@ -49,6 +69,10 @@ interface ActiveJob {
   started: boolean;
   /** True while the job occupies a concurrency slot. */
   holdsSlot: boolean;
+  /** Phase 2 of a cancel reached this job. */
+  forced?: boolean;
+  /** Terminates a thread-isolated handler (phase 2). */
+  terminate?: () => void;
 }
 
 /**
@@ -69,20 +93,73 @@ export class JobRunner {
   private idleWaiters: (() => void)[] = [];
   private accepting = true;
 
-  constructor(
-    private readonly actors: ReadonlyMap<string, AnyActor>,
-    private readonly workerId: string,
-    private readonly settings: RunnerSettings,
-    private readonly completer: Completer,
-    private readonly logger: Logger,
-    private readonly reporter: ErrorReporter,
-    /** Called when capacity may have been freed (a slot, or a written outcome). */
-    private readonly onCapacity: () => void,
-    /** Called when a job was rescheduled (the leader's promoter may need to look sooner). */
-    private readonly onRescheduled: () => void = () => undefined,
-    /** Reads a job's current row (for hooks and the error reporter). */
-    private readonly readRow: (jobId: string) => Promise<JobRow | null> = async () => null,
-  ) {}
+  private readonly actors: ReadonlyMap<string, AnyActor>;
+  private readonly workerId: string;
+  private readonly settings: RunnerSettings;
+  private readonly completer: Completer;
+  private readonly logger: Logger;
+  private readonly reporter: ErrorReporter;
+  private readonly tracker: ProgressTracker;
+  private readonly onCapacity: () => void;
+  private readonly onRescheduled: () => void;
+  private readonly readRow: (jobId: string) => Promise<JobRow | null>;
+  /** Handlers orphaned by abandonment so far (metric). */
+  orphanedHandlers = 0;
+
+  constructor(deps: JobRunnerDeps) {
+    this.actors = deps.actors;
+    this.workerId = deps.workerId;
+    this.settings = deps.settings;
+    this.completer = deps.completer;
+    this.logger = deps.logger;
+    this.reporter = deps.reporter;
+    this.tracker = deps.tracker;
+    this.onCapacity = deps.onCapacity;
+    this.onRescheduled = deps.onRescheduled ?? (() => undefined);
+    this.readRow = deps.readRow ?? (async () => null);
+  }
+
+  /** True while the job's handler runs here and its outcome is not yet written. */
+  isRunning(jobId: string): boolean {
+    const job = this.active.get(jobId);
+    return job !== undefined && job.started && !job.settled;
+  }
+
+  /** Phase 2: force a cancel. Thread-isolated handlers are terminated; in-process ones cannot be. */
+  forceCancel(jobId: string): void {
+    const job = this.active.get(jobId);
+    if (!job || job.settled) return;
+    job.forced = true;
+    job.terminate?.();
+  }
+
+  /** Phase 3, before the write: the consumer may no longer write this job's outcome. */
+  claimForAbandon(jobId: string): boolean {
+    const job = this.active.get(jobId);
+    if (!job || job.settled) return false;
+    job.settled = true;
+    return true;
+  }
+
+  /** Phase 3, after the write: free the slot; the handler's promise is orphaned (logged, counted). */
+  abandon(jobId: string): void {
+    const job = this.active.get(jobId);
+    if (!job) return;
+    this.orphanedHandlers++;
+    this.logger.error(
+      { jobId, actor: job.row.actor, orphanedHandlers: this.orphanedHandlers },
+      'handler-orphaned-abandoned',
+    );
+    this.tracker.end(jobId);
+    this.active.delete(jobId);
+    this.freeSlot(job);
+    this.checkIdle();
+  }
+
+  /** Last progress of a job (written with an abandonment). */
+  progressOf(jobId: string): { seq: number; state: Record<string, unknown> } | null {
+    return this.tracker.snapshot(jobId);
+  }
 
   /** Handlers running (slots in use, including handlers still held after being given up). */
   get running(): number {
@@ -312,6 +389,9 @@ export class JobRunner {
       return;
     }
 
+    this.tracker.begin(row);
+    const tracker = this.tracker;
+    const signal = job.controller.signal;
     const ctx: JobContext = Object.freeze({
       jobId: row.id,
       actor: row.actor,
@@ -320,9 +400,18 @@ export class JobRunner {
       workerId: this.workerId,
       payload,
       log,
-      signal: job.controller.signal,
+      signal,
+      heartbeatDetails: row.heartbeatDetails ?? null,
+      async progress(update: ProgressUpdate): Promise<void> {
+        tracker.report(row.id, update);
+      },
+      heartbeat(details?: unknown): void {
+        tracker.heartbeat(row.id, details);
+      },
+      shouldAbort: () => signal.aborted,
     });
     const startToCloseMs = row.startToCloseMs ?? actor.startToCloseMs ?? this.settings.defaultStartToCloseMs;
+    const heartbeatTimeoutMs = row.heartbeatTimeoutMs ?? actor.heartbeatTimeoutMs;
     const handler = Promise.resolve().then(() => actor.handler(payload, ctx));
     let handlerSettled = false;
     const handlerDone = handler.then(
@@ -343,6 +432,17 @@ export class JobRunner {
     if (startToCloseMs !== null) {
       timer = setTimeout(() => job.controller.abort(new StartToCloseTimeout(startToCloseMs)), startToCloseMs);
     }
+    let beatTimer: NodeJS.Timeout | undefined;
+    if (heartbeatTimeoutMs !== null) {
+      // Temporal-style: no heartbeat (or progress) within the timeout fails the attempt (retryable).
+      beatTimer = setInterval(
+        () => {
+          if (tracker.sinceLastBeat(row.id) > heartbeatTimeoutMs && !signal.aborted)
+            job.controller.abort(new HeartbeatTimeout(heartbeatTimeoutMs));
+        },
+        Math.max(10, Math.min(heartbeatTimeoutMs / 4, 1000)),
+      );
+    }
 
     let outcome: Settlement;
     let thrown: unknown = null;
@@ -351,7 +451,7 @@ export class JobRunner {
       // timeout is not awaited past it (its slot stays held until it settles, see below).
       const value = await Promise.race([
         handler,
-        startToCloseMs !== null ? abortedOnTimeout(aborted) : handler,
+        startToCloseMs !== null || heartbeatTimeoutMs !== null ? abortedOnTimeout(aborted) : handler,
       ]);
       const settled = await this.success(actor, row, value, timing());
       outcome = settled.outcome;
@@ -361,6 +461,7 @@ export class JobRunner {
       outcome = this.outcomeOfError(actor, row, err, job.controller.signal, timing());
     } finally {
       clearTimeout(timer);
+      clearInterval(beatTimer);
     }
     if (handlerSettled) this.freeSlot(job);
     else {
@@ -439,7 +540,8 @@ export class JobRunner {
     const reason: unknown = signal.aborted ? signal.reason : null;
     if (reason instanceof CancelRequested) return { ...base, kind: 'cancelled', error: info(reason) };
     if (reason instanceof WorkerShutdown) return { ...base, kind: 'release', error: info(reason) };
-    if (reason instanceof StartToCloseTimeout) return this.failure(actor, row, reason, timing);
+    if (reason instanceof StartToCloseTimeout || reason instanceof HeartbeatTimeout)
+      return this.failure(actor, row, reason, timing);
     return this.failure(actor, row, err, timing);
   }
 
@@ -474,9 +576,14 @@ export class JobRunner {
     actor: AnyActor | null,
   ): Promise<void> {
     job.settled = true;
+    const tracked = this.tracker.end(job.row.id);
     let result: SettleResult;
     try {
-      result = await this.completer.settle(outcome);
+      result = await this.completer.settle({
+        ...outcome,
+        progress: tracked.progress,
+        heartbeatDetailsJson: tracked.heartbeatDetailsJson,
+      });
     } catch (err) {
       log.error({ err }, 'settle-gave-up');
       return;
@@ -521,7 +628,7 @@ export class JobRunner {
 /** Rejects when the job's signal aborts with a StartToCloseTimeout (other aborts are the handler's to honour). */
 function abortedOnTimeout(aborted: Promise<never>): Promise<never> {
   return aborted.catch((reason: unknown) => {
-    if (reason instanceof StartToCloseTimeout) throw reason;
+    if (reason instanceof StartToCloseTimeout || reason instanceof HeartbeatTimeout) throw reason;
     // Cancels and shutdown aborts: wait for the handler itself (cooperative), i.e. never settle here.
     return new Promise<never>(() => undefined);
   });

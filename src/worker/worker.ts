@@ -20,6 +20,9 @@ import { Heartbeat } from './heartbeat.js';
 import { JobRunner } from './job-runner.js';
 import { NotifyListener } from './notify-listener.js';
 import { Producer } from './producer.js';
+import { ProgressFlusher, ProgressTracker } from './progress-tracker.js';
+import { CancelController } from './cancel-controller.js';
+import type { ProgressPublisher } from '../progress/progress-event.js';
 import { interruptibleSleep } from './sleep.js';
 import { MaintenanceLeader } from './maintenance/maintenance-leader.js';
 import { TASKQ_VERSION } from '../version.js';
@@ -49,6 +52,8 @@ export interface WorkerOptions {
   untilIdle?: boolean;
   /** Worker id (UUID). Default: a new UUIDv7. */
   workerId?: string;
+  /** Live progress publisher (Redis pub/sub); default: none (progress is still written to Postgres). */
+  progressPublisher?: ProgressPublisher;
 }
 
 function isResolved(s: WorkerSettings | WorkerSettingsInput | undefined): s is WorkerSettings {
@@ -89,6 +94,9 @@ export class Worker {
   private listener: NotifyListener | null = null;
   private drainMonitor: DrainMonitor | null = null;
   private maintenance!: MaintenanceLeader;
+  private tracker!: ProgressTracker;
+  private flusher!: ProgressFlusher;
+  private cancels!: CancelController;
   private stopping: Promise<void> | null = null;
   private stopReason: StopReason = 'requested';
   private escalateNow: (() => void) | null = null;
@@ -244,16 +252,32 @@ export class Worker {
   private async startServices(): Promise<void> {
     const s = this.settings;
     this.completer = new Completer(this.backend, this.logger);
-    this.runner = new JobRunner(
-      this.actors,
+    this.tracker = new ProgressTracker(
       this.workerId,
-      s,
-      this.completer,
+      s.progressDataMaxBytes,
       this.logger,
-      this.options.errorReporter ?? new NullErrorReporter(),
-      () => this.producer?.notify(),
-      () => this.maintenance?.promoter.notify(),
-      (jobId) => this.backend.get(jobId),
+      this.options.progressPublisher ?? null,
+    );
+    this.runner = new JobRunner({
+      actors: this.actors,
+      workerId: this.workerId,
+      settings: s,
+      completer: this.completer,
+      logger: this.logger,
+      reporter: this.options.errorReporter ?? new NullErrorReporter(),
+      tracker: this.tracker,
+      onCapacity: () => this.producer?.notify(),
+      onRescheduled: () => this.maintenance?.promoter.notify(),
+      readRow: (jobId) => this.backend.get(jobId),
+    });
+    this.flusher = new ProgressFlusher(this.backend, this.tracker, s.progressCoalesceIntervalMs, this.logger);
+    this.cancels = new CancelController(
+      this.backend,
+      this.runner,
+      this.workerId,
+      { cancellationMs: s.cancellationGracePeriodMs, cleanupMs: s.cleanupGracePeriodMs },
+      this.logger,
+      () => this.heartbeat?.notify(),
     );
     this.producer = new Producer(
       this.backend,
@@ -286,11 +310,13 @@ export class Worker {
         },
       },
       this.logger,
+      this.cancels,
+      this.tracker,
     );
     if (s.notifyEnabled) {
       this.listener = new NotifyListener(
         this.backend,
-        { onWake: () => this.producer.notify(), onCancel: (jobId) => this.runner.requestCancel(jobId) },
+        { onWake: () => this.producer.notify(), onCancel: (jobId) => this.cancels.observe(jobId, 1) },
         {
           workerId: this.workerId,
           healthCheckIntervalMs: s.notifyHealthCheckIntervalMs,
@@ -316,6 +342,7 @@ export class Worker {
       },
     );
     this.heartbeat.start();
+    this.flusher.start();
     this.maintenance.start();
     this.producer.start();
     if (this.options.untilIdle) {
@@ -409,6 +436,8 @@ export class Worker {
     }
     await this.completer.drain();
     await this.maintenance.stop();
+    await this.flusher.stop();
+    this.cancels.stop();
     await this.heartbeat.stop();
     await this.listener?.stop();
     try {

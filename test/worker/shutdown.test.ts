@@ -33,7 +33,7 @@ const runningCount = async (): Promise<number> =>
 
 describe('worker shutdown (SIGTERM)', () => {
   it('finishes what fits in the grace, aborts the rest, re-pends claimed-but-unstarted jobs, and exits 0', async () => {
-    const quick = await tq.enqueue(polite, { ms: 300 }, { priority: 10 });
+    const quick = await tq.enqueue(polite, { ms: 100 }, { priority: 10 });
     const long = await tq.enqueue(polite, { ms: 60_000 }, { priority: 9 });
     const ignores = await tq.enqueue(stubborn, { ms: 60_000 }, { priority: 8 });
     const buffered = await Promise.all(
@@ -43,7 +43,7 @@ describe('worker shutdown (SIGTERM)', () => {
       TASKQ_QUEUES: 'shutdown',
       TASKQ_MAX_CONCURRENCY: '3',
       TASKQ_PREFETCH: '3',
-      TASKQ_CANCELLATION_GRACE_PERIOD: '1',
+      TASKQ_CANCELLATION_GRACE_PERIOD: '2',
       TASKQ_CLEANUP_GRACE_PERIOD: '1',
       TASKQ_TERMINATION_GRACE_PERIOD: '10',
       TASKQ_HEARTBEAT_INTERVAL: '1',
