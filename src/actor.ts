@@ -1,3 +1,6 @@
+import { isAbsolute } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
 import type { JobContext } from './context.js';
 import { toMsOrNull, type Duration } from './duration.js';
 import { InvalidArgumentError } from './errors/invalid-argument-error.js';
@@ -86,6 +89,14 @@ export interface ActorOptions<P = unknown, R = unknown> {
   onSuccessTimeout?: Duration;
   /** Default priority (higher runs first). Default 0. */
   priority?: number;
+  /**
+   * Run the handler in a worker thread instead of the worker's event loop: `module` (a file URL
+   * or absolute path) exports the handler (`exportName`, default `'default'`). Use it for CPU-bound
+   * or blocking code: phase 2 of a cancel terminates the thread, a real forced stop. Inside the
+   * thread, `ctx.shouldAbort()` reads a shared flag, so a busy loop can poll it. Declare these with
+   * {@link threadActor}.
+   */
+  thread?: { module: string | URL; exportName?: string };
 }
 
 /** The validated, normalised declaration of an actor (durations in ms). */
@@ -112,6 +123,8 @@ export interface ActorDefinition {
   readonly onSuccess: OnSuccessHook | null;
   readonly onSuccessTimeoutMs: number;
   readonly priority: number;
+  /** Thread isolation: the handler module and export, or null for in-process handlers. */
+  readonly thread: { readonly module: string; readonly exportName: string } | null;
 }
 
 /**
@@ -165,6 +178,7 @@ const OPTION_KEYS = new Set<string>([
   'onSuccess',
   'onSuccessTimeout',
   'priority',
+  'thread',
 ]);
 
 function nullableInt(value: number | null | undefined, field: string, min: number): number | null {
@@ -304,10 +318,59 @@ export function actor<P = unknown, R = unknown>(
     onSuccess: optionalFn(options.onSuccess, f('onSuccess')),
     onSuccessTimeoutMs: toMsOrNull(options.onSuccessTimeout ?? 3000, f('onSuccessTimeout')) as number,
     priority,
+    thread: normalizeThread(options.thread, f('thread')),
     handler,
     async run(payload: P, ctx: JobContext<P>): Promise<R> {
       return handler(payload, ctx);
     },
   };
   return Object.freeze(def);
+}
+
+function normalizeThread(
+  value: ActorOptions['thread'],
+  field: string,
+): { module: string; exportName: string } | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'object')
+    throw new InvalidArgumentError(field, value, 'must be { module, exportName? }');
+  const raw = value.module;
+  let module: string;
+  if (raw instanceof URL) module = raw.href;
+  else if (typeof raw === 'string' && raw.startsWith('file:')) module = raw;
+  else if (typeof raw === 'string' && isAbsolute(raw)) module = pathToFileURL(raw).href;
+  else
+    throw new InvalidArgumentError(
+      `${field}.module`,
+      raw,
+      "must be a file URL (new URL('./handler.js', import.meta.url)) or an absolute path",
+    );
+  const exportName = value.exportName ?? 'default';
+  if (typeof exportName !== 'string' || exportName === '')
+    throw new InvalidArgumentError(`${field}.exportName`, exportName, 'must be a non-empty string');
+  return { module, exportName };
+}
+
+/**
+ * Declares an actor whose handler runs in a worker thread (see `ActorOptions.thread`). The module's
+ * export receives `(payload, ctx)` with `ctx.signal`, `ctx.shouldAbort()`, `ctx.heartbeat()` and
+ * `ctx.progress()`; its return value is the result. Called in-process (`ref.run()`), it imports the
+ * module on the calling thread.
+ *
+ * ```ts
+ * export const crunch = threadActor({ name: 'crunch', payload: Numbers, module: new URL('./crunch.js', import.meta.url) });
+ * ```
+ */
+export function threadActor<P = unknown, R = unknown>(
+  options: Omit<ActorOptions<P, R>, 'thread'> & { module: string | URL; exportName?: string },
+): ActorRef<P, R> {
+  const { module, exportName, ...rest } = options;
+  const thread = normalizeThread({ module, exportName }, `threadActor(${String(rest.name)})`);
+  return actor<P, R>({ ...rest, thread: { module, exportName } }, async (payload, ctx) => {
+    const mod = (await import(thread!.module)) as Record<string, unknown>;
+    const fn = mod[thread!.exportName];
+    if (typeof fn !== 'function')
+      throw new TypeError(`${thread!.module} has no function export ${thread!.exportName}`);
+    return (fn as ActorHandler<P, R>)(payload, ctx);
+  });
 }

@@ -1,5 +1,5 @@
 // Public API of `taskq`. Only re-exports live here.
-export { actor } from './actor.js';
+export { actor, threadActor } from './actor.js';
 export type {
   ActorOptions,
   ActorRef,
@@ -16,6 +16,13 @@ export type {
   ErrorClass,
 } from './actor.js';
 export type { JobContext } from './context.js';
+export type {
+  ProgressUpdate,
+  ProgressEvent,
+  ProgressState,
+  JobEvent,
+  ProgressPublisher,
+} from './progress/progress-event.js';
 export { TaskQ, type TaskQOptions } from './client/taskq.js';
 export {
   JobsClient,

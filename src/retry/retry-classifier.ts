@@ -49,8 +49,12 @@ export function classifyFailure(
   options: { maxRetryBackoffMs: number; logger?: Logger; random?: () => number },
 ): RetryDecision {
   const errorClass = errorClassName(error);
+  // Errors from a handler thread were rebuilt on this side: they match by class name.
+  const threadClass = (error as { originalClass?: unknown } | null)?.originalClass;
   for (const cls of actor.nonRetryableErrors) {
     if (error instanceof (cls as unknown as abstract new (...args: never[]) => unknown))
+      return { kind: 'fail', errorClass, retryable: false };
+    if (typeof threadClass === 'string' && threadClass === cls.name)
       return { kind: 'fail', errorClass, retryable: false };
   }
   if (error instanceof PayloadValidationError)

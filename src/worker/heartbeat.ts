@@ -40,18 +40,34 @@ export class Heartbeat extends LoopService {
     return this.options.intervalMs;
   }
 
-  /** Renews leases once; returns the number renewed. */
+  /**
+   * One tick: renew leases (with handlers' heartbeat details), mark the worker alive, stop jobs
+   * reclaimed elsewhere, poll cancel flags (the fallback of cancel NOTIFY) and advance the cancel
+   * protocol; abandonments are written last, after the tick's own statements. Returns leases renewed.
+   */
   async runOnce(): Promise<number> {
     const ids = this.runner.ownedJobIds();
     const renewed = new Set(
       ids.length > 0
-        ? await this.backend.heartbeatJobs(this.options.workerId, ids, this.options.leaseMs)
+        ? await this.backend.heartbeatJobs(
+            this.options.workerId,
+            ids,
+            this.options.leaseMs,
+            this.tracker?.heartbeatDetails(),
+          )
         : [],
     );
     await this.backend.touchWorker(this.options.workerId);
     const lost = ids.filter((id) => !renewed.has(id));
     if (lost.length > 0) this.runner.leaseLost(lost);
+    let toAbandon: string[] = [];
+    if (this.cancels) {
+      if (renewed.size > 0)
+        this.cancels.observeAll(await this.backend.pollCancelFlags(this.options.workerId));
+      toAbandon = await this.cancels.advance();
+    }
     this.failures = 0;
+    if (toAbandon.length > 0) await this.cancels!.abandon(toAbandon);
     return renewed.size;
   }
 

@@ -19,6 +19,7 @@ import { toErrorInfo } from './error-info.js';
 import { reportSafely, type ErrorReporter } from './error-reporter.js';
 import { withTimeout } from './sleep.js';
 import type { ProgressTracker } from './progress-tracker.js';
+import type { ThreadPool } from './threads/thread-pool.js';
 import type { ProgressUpdate } from '../progress/progress-event.js';
 import { HeartbeatTimeout } from '../errors/progress-errors.js';
 
@@ -58,6 +59,8 @@ export interface JobRunnerDeps {
   onRescheduled?: () => void;
   /** Reads a job's current row (for hooks and the error reporter). */
   readRow?: (jobId: string) => Promise<JobRow | null>;
+  /** Threads for thread-isolated actors (created by the worker when any actor needs them). */
+  threads?: ThreadPool | null;
 }
 
 /** One job this worker holds: claimed (buffered), running, or finished but not yet written. */
@@ -103,6 +106,7 @@ export class JobRunner {
   private readonly onCapacity: () => void;
   private readonly onRescheduled: () => void;
   private readonly readRow: (jobId: string) => Promise<JobRow | null>;
+  private readonly threads: ThreadPool | null;
   /** Handlers orphaned by abandonment so far (metric). */
   orphanedHandlers = 0;
 
@@ -117,6 +121,7 @@ export class JobRunner {
     this.onCapacity = deps.onCapacity;
     this.onRescheduled = deps.onRescheduled ?? (() => undefined);
     this.readRow = deps.readRow ?? (async () => null);
+    this.threads = deps.threads ?? null;
   }
 
   /** True while the job's handler runs here and its outcome is not yet written. */
@@ -292,6 +297,8 @@ export class JobRunner {
    */
   async releaseRemaining(): Promise<number> {
     const stuck = [...this.active.values()].filter((j) => !j.settled);
+    // Thread-isolated handlers can really be stopped; in-process ones are orphaned.
+    for (const job of stuck) job.terminate?.();
     await Promise.all(
       stuck.map(async (job) => {
         job.settled = true;
@@ -412,7 +419,49 @@ export class JobRunner {
     });
     const startToCloseMs = row.startToCloseMs ?? actor.startToCloseMs ?? this.settings.defaultStartToCloseMs;
     const heartbeatTimeoutMs = row.heartbeatTimeoutMs ?? actor.heartbeatTimeoutMs;
-    const handler = Promise.resolve().then(() => actor.handler(payload, ctx));
+    let handler: Promise<unknown>;
+    if (actor.thread && this.threads) {
+      // Thread isolation: the handler runs in a worker thread, which phase 2 can terminate.
+      const run = this.threads.run(
+        {
+          module: actor.thread.module,
+          exportName: actor.thread.exportName,
+          payload,
+          ctx: {
+            jobId: row.id,
+            actor: row.actor,
+            queue: row.queue,
+            attempt: row.attempt,
+            workerId: this.workerId,
+            heartbeatDetails: ctx.heartbeatDetails,
+          },
+        },
+        {
+          onProgress: (update) => {
+            try {
+              tracker.report(row.id, update as ProgressUpdate);
+            } catch (err) {
+              log.warn({ err }, 'thread-progress-rejected');
+            }
+          },
+          onHeartbeat: (details, hasDetails) => {
+            try {
+              tracker.heartbeat(row.id, hasDetails ? details : undefined);
+            } catch (err) {
+              log.warn({ err }, 'thread-heartbeat-rejected');
+            }
+          },
+        },
+      );
+      job.terminate = run.terminate;
+      const forward = (): void =>
+        run.abort(String((signal.reason as Error | undefined)?.message ?? 'aborted'));
+      if (signal.aborted) forward();
+      else signal.addEventListener('abort', forward, { once: true });
+      handler = run.result;
+    } else {
+      handler = Promise.resolve().then(() => actor.handler(payload, ctx));
+    }
     let handlerSettled = false;
     const handlerDone = handler.then(
       () => {

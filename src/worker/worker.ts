@@ -22,6 +22,7 @@ import { NotifyListener } from './notify-listener.js';
 import { Producer } from './producer.js';
 import { ProgressFlusher, ProgressTracker } from './progress-tracker.js';
 import { CancelController } from './cancel-controller.js';
+import { ThreadPool } from './threads/thread-pool.js';
 import type { ProgressPublisher } from '../progress/progress-event.js';
 import { interruptibleSleep } from './sleep.js';
 import { MaintenanceLeader } from './maintenance/maintenance-leader.js';
@@ -95,6 +96,7 @@ export class Worker {
   private drainMonitor: DrainMonitor | null = null;
   private maintenance!: MaintenanceLeader;
   private tracker!: ProgressTracker;
+  private threads: ThreadPool | null = null;
   private flusher!: ProgressFlusher;
   private cancels!: CancelController;
   private stopping: Promise<void> | null = null;
@@ -252,6 +254,7 @@ export class Worker {
   private async startServices(): Promise<void> {
     const s = this.settings;
     this.completer = new Completer(this.backend, this.logger);
+    if ([...this.actors.values()].some((a) => a.thread !== null)) this.threads = new ThreadPool(this.logger);
     this.tracker = new ProgressTracker(
       this.workerId,
       s.progressDataMaxBytes,
@@ -269,6 +272,7 @@ export class Worker {
       onCapacity: () => this.producer?.notify(),
       onRescheduled: () => this.maintenance?.promoter.notify(),
       readRow: (jobId) => this.backend.get(jobId),
+      threads: this.threads,
     });
     this.flusher = new ProgressFlusher(this.backend, this.tracker, s.progressCoalesceIntervalMs, this.logger);
     this.cancels = new CancelController(
@@ -435,6 +439,7 @@ export class Worker {
       this.logger.warn({ released: n }, 'worker-forced-release');
     }
     await this.completer.drain();
+    await this.threads?.close();
     await this.maintenance.stop();
     await this.flusher.stop();
     this.cancels.stop();

@@ -35,11 +35,23 @@ beforeAll(async () => {
   tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
   backend = new PostgresBackend(db.driver, { schema: db.schema });
   const { settings } = loadWorkerSettings({
-    overrides: { schema: db.schema, pruneBatchSize: 5000, pruneRetentionSucceeded: 0, pruneRetentionFailed: '1d', archiveRetentionPeriod: 0 },
+    overrides: {
+      schema: db.schema,
+      pruneBatchSize: 5000,
+      pruneRetentionSucceeded: 0,
+      pruneRetentionFailed: '1d',
+      archiveRetentionPeriod: 0,
+    },
   });
-  leader = new MaintenanceLeader(backend, settings, { workerId: '018f0000-0000-7000-8000-0000000000c1', hostname: 'test' }, recording, () => {
-    throw new Error('fatal');
-  });
+  leader = new MaintenanceLeader(
+    backend,
+    settings,
+    { workerId: '018f0000-0000-7000-8000-0000000000c1', hostname: 'test' },
+    recording,
+    () => {
+      throw new Error('fatal');
+    },
+  );
   expect(await leader.elector.runOnce()).toBe(true);
 });
 afterAll(async () => {
@@ -60,7 +72,9 @@ describe('maintenance loops (runOnce)', () => {
     const a = await tq.enqueue(later, {}, { delay: '100ms' });
     const b = await tq.enqueue(budgeted, {}, { delay: '10m' });
     expect((await leader.promoter.runOnce()).promoted).toBe(0);
-    await q(`UPDATE $S.jobs SET scheduled_at = scheduled_at - interval '1 second', schedule_to_close = schedule_to_close - interval '2 seconds'`);
+    await q(
+      `UPDATE $S.jobs SET scheduled_at = scheduled_at - interval '1 second', schedule_to_close = schedule_to_close - interval '2 seconds'`,
+    );
     expect((await leader.promoter.runOnce()).promoted).toBe(1);
     expect((await tq.getRow(a.jobId))?.status).toBe('pending');
     const report = await leader.sweeps.runOnce();
@@ -102,9 +116,15 @@ describe('maintenance loops (runOnce)', () => {
 
   it('schedules the daily runs from HH:MM or a cron expression (UTC)', () => {
     const from = new Date('2026-03-01T05:00:00Z');
-    expect(nextRunAfter({ cronExpr: null, dailyUtc: '03:00' }, from).toISOString()).toBe('2026-03-02T03:00:00.000Z');
-    expect(nextRunAfter({ cronExpr: null, dailyUtc: '06:30' }, from).toISOString()).toBe('2026-03-01T06:30:00.000Z');
-    expect(nextRunAfter({ cronExpr: '15 */6 * * *', dailyUtc: '03:00' }, from).toISOString()).toBe('2026-03-01T06:15:00.000Z');
+    expect(nextRunAfter({ cronExpr: null, dailyUtc: '03:00' }, from).toISOString()).toBe(
+      '2026-03-02T03:00:00.000Z',
+    );
+    expect(nextRunAfter({ cronExpr: null, dailyUtc: '06:30' }, from).toISOString()).toBe(
+      '2026-03-01T06:30:00.000Z',
+    );
+    expect(nextRunAfter({ cronExpr: '15 */6 * * *', dailyUtc: '03:00' }, from).toISOString()).toBe(
+      '2026-03-01T06:15:00.000Z',
+    );
     expect(leader.prune.nextRunAt.getTime()).toBeGreaterThan(Date.now());
   });
 });

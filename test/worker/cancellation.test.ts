@@ -1,0 +1,216 @@
+/**
+ * Cancellation that reaches running handlers, with a real worker process: the cooperative path
+ * over NOTIFY, escalation and abandonment of a handler that ignores its signal, a thread-isolated
+ * busy loop really stopped in phase 2, a worker killed mid-cancel, bulk cancel, heartbeat timeouts.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { TaskQ } from '../../src/client/taskq.js';
+import { batchItem } from '../../src/client/jobs-client.js';
+import { JobFailed } from '../../src/errors/index.js';
+import {
+  cooperative,
+  fragile,
+  heartbeater,
+  ignorant,
+  politeSpinner,
+  record_,
+  spinner,
+} from '../fixtures/fleet-actors.js';
+import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+
+let db: TestSchema;
+let tq: TaskQ;
+let worker: WorkerProcess;
+let workerId: string;
+
+const env = {
+  TASKQ_QUEUES: 'cancel',
+  TASKQ_MAX_CONCURRENCY: '8',
+  TASKQ_PREFETCH: '0',
+  TASKQ_HEARTBEAT_INTERVAL: '1',
+  TASKQ_LOCK_LEASE: '6',
+  TASKQ_CANCELLATION_GRACE_PERIOD: '1',
+  TASKQ_CLEANUP_GRACE_PERIOD: '1',
+  TASKQ_TERMINATION_GRACE_PERIOD: '10',
+  TASKQ_SWEEP_INTERVAL: '1',
+};
+
+const running = async (id: string): Promise<void> =>
+  waitFor(async () => (await tq.getRow(id))?.status === 'running', 10_000, `job ${id} to run`);
+
+beforeAll(async () => {
+  db = await migratedSchema('cancel');
+  await db.pool.query(
+    `CREATE TABLE "${db.schema}".test_runs (job_id uuid, actor text, identity_key text, pid int, attempt int, started_at timestamptz, finished_at timestamptz)`,
+  );
+  tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
+  worker = startWorkerProcess(db.schema, env);
+  ({ workerId } = await worker.ready);
+});
+afterAll(async () => {
+  await worker.stop();
+  await tq.close();
+  await db.drop();
+});
+
+describe('cancelling running jobs', () => {
+  it('a handler that honours ctx.signal ends cancelled within milliseconds (NOTIFY path)', async () => {
+    const h = await tq.enqueue(cooperative, { ms: 60_000 });
+    await running(h.jobId);
+    const t0 = performance.now();
+    const result = await h.cancel('changed my mind');
+    expect(result).toMatchObject({
+      previousStatus: 'running',
+      newStatus: 'running',
+      cancellationInitiated: true,
+    });
+    await expect(h.wait({ timeout: '10s' })).rejects.toBeInstanceOf(JobFailed);
+    const ms = performance.now() - t0;
+    console.log(`cancel() to cancelled (cooperative, NOTIFY): ${ms.toFixed(1)} ms`);
+    expect(h.row.status).toBe('cancelled');
+    expect((await h.attempts()).map((a) => a.outcome)).toEqual(['cancelled']);
+    expect(ms).toBeLessThan(1000);
+  });
+
+  it('escalates a handler that ignores its signal to phase 2, then abandons it after the graces', async () => {
+    const h = await tq.enqueue(ignorant, { ms: 60_000 });
+    await running(h.jobId);
+    const t0 = Date.now();
+    await h.cancel();
+    await waitFor(async () => (await tq.getRow(h.jobId))?.cancelPhase === 2, 10_000, 'phase 2');
+    const escalatedAfter = Date.now() - t0;
+    await waitFor(async () => (await tq.getRow(h.jobId))?.status === 'abandoned', 10_000, 'abandonment');
+    const abandonedAfter = Date.now() - t0;
+    console.log(
+      `ignored cancel: phase 2 after ${escalatedAfter} ms, abandoned after ${abandonedAfter} ms (graces 1 s + 1 s)`,
+    );
+    expect(escalatedAfter).toBeGreaterThanOrEqual(900);
+    expect(abandonedAfter).toBeGreaterThanOrEqual(1900);
+    const events = await h.events();
+    expect(events.map((e) => [e.kind, e.detail.reason ?? null])).toEqual([
+      ['state_change', 'dispatched'],
+      ['cancel_request', null],
+      ['state_change', 'cancel_escalated'],
+      ['state_change', 'cancel_abandoned'],
+    ]);
+    expect((await h.attempts()).map((a) => a.outcome)).toEqual(['abandoned']);
+    expect(await tq.getRow(h.jobId)).toMatchObject({
+      status: 'abandoned',
+      errorClass: 'Abandoned',
+      lockedByWorker: null,
+    });
+    // The slot was freed: the worker still runs new jobs.
+    const next = await tq.enqueue(record_, { ms: 1 }, { queue: 'cancel' });
+    await next.wait({ timeout: '10s' });
+  });
+
+  it('really stops a thread-isolated busy loop in phase 2', async () => {
+    const h = await tq.enqueue(spinner, { ms: 120_000 });
+    await running(h.jobId);
+    const t0 = Date.now();
+    await h.cancel();
+    await expect(h.wait({ timeout: '10s' })).rejects.toBeInstanceOf(JobFailed);
+    const ms = Date.now() - t0;
+    console.log(`thread busy loop stopped by phase 2 after ${ms} ms (cancellation grace 1 s)`);
+    expect(h.row.status).toBe('cancelled');
+    expect(ms).toBeGreaterThanOrEqual(900);
+    expect(ms).toBeLessThan(5000);
+    expect((await h.events()).map((e) => e.detail.reason ?? e.kind)).toContain('cancel_escalated');
+    // A thread that polls ctx.shouldAbort() stops at phase 1.
+    const p = await tq.enqueue(politeSpinner, { ms: 120_000 });
+    await running(p.jobId);
+    const t1 = Date.now();
+    await p.cancel();
+    await expect(p.wait({ timeout: '10s' })).rejects.toBeInstanceOf(JobFailed);
+    expect(Date.now() - t1).toBeLessThan(900);
+    expect(p.row.status).toBe('cancelled');
+  });
+
+  it('fails an attempt that stops heartbeating, and hands its last details to the next attempt', async () => {
+    const h = await tq.enqueue(heartbeater, {});
+    expect(await h.wait({ timeout: '15s' })).toEqual({ resumedFrom: { offset: 30 } });
+    const attempts = await h.attempts();
+    expect(attempts.map((a) => [a.outcome, a.errorClass])).toEqual([
+      ['failed', 'HeartbeatTimeout'],
+      ['succeeded', null],
+    ]);
+  });
+});
+
+describe('bulk cancel', () => {
+  it('cancels 10,000 mixed jobs (pending, scheduled, running on two workers) in one set-based call', async () => {
+    const second = startWorkerProcess(db.schema, { ...env, TASKQ_MAX_CONCURRENCY: '10' });
+    await second.ready;
+    try {
+      const items = [
+        ...Array.from({ length: 5000 }, () => batchItem(cooperative, { ms: 60_000 }, { tags: ['bulk'] })),
+        ...Array.from({ length: 5000 }, () =>
+          batchItem(cooperative, { ms: 60_000 }, { tags: ['bulk'], delay: '1h' }),
+        ),
+      ];
+      for (let i = 0; i < items.length; i += 1000) await tq.enqueueBatch(items.slice(i, i + 1000));
+      await waitFor(
+        async () => (await tq.list({ status: 'running', tags: ['bulk'], limit: 100 })).jobs.length === 18,
+        15_000,
+        '18 running jobs',
+      );
+      const t0 = performance.now();
+      const result = await tq.cancelWhere({ tags: ['bulk'] }, 'bulk cleanup');
+      console.log(`cancelWhere over 10,000 jobs: ${(performance.now() - t0).toFixed(0)} ms`);
+      expect(result.totalAffected).toBe(10_000);
+      expect(result.cancelRequested).toBe(18);
+      expect(result.cancelledDirectly).toBe(10_000 - 18);
+      const counts = await db.pool.query(
+        `SELECT status::text, cancel_phase, count(*)::int AS n FROM "${db.schema}".jobs WHERE tags @> '{bulk}' GROUP BY 1, 2 ORDER BY 1, 2`,
+      );
+      const by = Object.fromEntries(
+        counts.rows.map((r: { status: string; cancel_phase: number; n: number }) => [
+          `${r.status}/${r.cancel_phase}`,
+          r.n,
+        ]),
+      );
+      expect(by['cancelled/0']).toBe(result.cancelledDirectly);
+      expect((by['running/1'] ?? 0) + (by['cancelled/1'] ?? 0)).toBe(18);
+      await waitFor(
+        async () => (await tq.countActiveJobs(['cancel'])) === 0,
+        15_000,
+        'the running ones to stop',
+      );
+      const final = await db.pool.query(
+        `SELECT count(*)::int AS n FROM "${db.schema}".jobs WHERE tags @> '{bulk}' AND status = 'cancelled'`,
+      );
+      expect(final.rows[0].n).toBe(10_000);
+    } finally {
+      await second.stop();
+    }
+  });
+});
+
+describe('a worker killed mid-cancel', () => {
+  it('is reclaimed after the cancel headroom: cancelled when no attempts remain', async () => {
+    const victim = startWorkerProcess(db.schema, { ...env, TASKQ_QUEUES: 'crash' });
+    await victim.ready;
+    const h = await tq.enqueue(fragile, { ms: 120_000 });
+    await running(h.jobId);
+    await h.cancel();
+    victim.proc.kill('SIGKILL');
+    await victim.exited;
+    // The lease expired long ago as far as the database knows (cancel headroom: graces + 60 s).
+    await db.pool.query(
+      `UPDATE "${db.schema}".jobs SET lock_expires_at = lock_expires_at - interval '70 seconds' WHERE id = $1`,
+      [h.jobId],
+    );
+    await waitFor(async () => (await tq.getRow(h.jobId))?.status === 'cancelled', 15_000, 'the reclaim');
+    expect((await h.attempts()).map((a) => a.outcome)).toEqual(['crashed']);
+    const last = (await h.events()).at(-1);
+    expect(last?.detail).toMatchObject({
+      from_state: 'running',
+      to_state: 'cancelled',
+      reason: 'lock_expired',
+    });
+    expect(workerId).not.toBe(last?.detail.worker_id);
+  });
+});
