@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { TaskQError } from '../errors/taskq-error.js';
 import { CliExit, processIo, type CliIo } from './io.js';
 import { migrateCommand } from './migrate-command.js';
+import { actorConfigCommand, queuesCommand } from './queues-command.js';
 import { workerCommand } from './worker-command.js';
 import { devCommand } from './dev-command.js';
 
@@ -13,6 +14,8 @@ export function buildProgram(io: CliIo): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
   program.addCommand(migrateCommand(io));
+  program.addCommand(queuesCommand(io));
+  program.addCommand(actorConfigCommand(io));
   program.addCommand(workerCommand(io));
   program.addCommand(devCommand(io));
   for (const sub of program.commands) {
