@@ -115,6 +115,8 @@ export interface NotificationHandlers {
   onCancel?: (jobId: string, workerId: string) => void;
   /** Jobs reached a terminal status (`'*'` when too many to list). */
   onDone?: (jobIds: readonly string[] | '*') => void;
+  /** Progress of running jobs was written (`'*'` when too many to list); wakes Postgres-driven streams. */
+  onProgress?: (jobIds: readonly string[] | '*') => void;
 }
 
 /** A live subscription to the backend's notifications. */

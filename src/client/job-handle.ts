@@ -4,6 +4,8 @@ import { toMsOrNull, type Duration } from '../duration.js';
 import { validateSchema } from '../schema-validation.js';
 import type { Schema } from '../schema-validation.js';
 import type { JobsClient } from './jobs-client.js';
+import type { ProgressEvent } from '../progress/progress-event.js';
+import { progressStream, type ProgressStreamOptions } from './progress-stream.js';
 
 /**
  * A reference to one job, typed by its actor's result. `row` is the last row observed (no round
@@ -95,6 +97,26 @@ export class JobHandle<R = unknown> {
     if (this.resultSchema)
       return validateSchema(this.resultSchema, row.result, { actor: row.actor, what: 'result' });
     return row.result as R;
+  }
+
+  /**
+   * Live progress of the job, until the event with `terminal: true` (the final state):
+   *
+   * ```ts
+   * for await (const e of handle.progressStream()) console.log(e.seq, e.percent, e.status);
+   * ```
+   *
+   * With Redis configured on the client (`TaskQ.open({ redisUrl })`) every `ctx.progress()` call
+   * arrives through the job's pub/sub channel; without it (or while Redis is down) the row is read
+   * every `pollInterval` (500 ms) and on the progress/done NOTIFY, and events are synthesised from
+   * the differences. `seq` never decreases and no progress event is delivered twice; the last event
+   * is built from the final row. A finished job yields only its terminal event. `break` releases
+   * the subscriptions. Does not advance `row`.
+   * @throws JobNotFoundError (on iteration) when the job does not exist; TaskQStateError when the
+   *   client closes while iterating.
+   */
+  progressStream(options?: ProgressStreamOptions): AsyncIterableIterator<ProgressEvent> {
+    return progressStream(this.client, this.current.id, options);
   }
 
   /** @internal Updates the observed row. */

@@ -1,3 +1,4 @@
+import type { Redis } from 'ioredis';
 import type pg from 'pg';
 
 import type { ActorRef } from '../actor.js';
@@ -17,6 +18,11 @@ import { validateSchemaName } from '../schema-name.js';
 import type { EnqueueOptions } from './enqueue-options.js';
 import type { JobHandle } from './job-handle.js';
 import { JobsClient, type BatchHandle, type EnqueueItem } from './jobs-client.js';
+import type { JobEvent } from '../progress/progress-event.js';
+import { RedisProgressSubscriber } from '../progress/redis-progress-subscriber.js';
+import { closeOwnedRedis, createOwnedRedis } from '../progress/redis-progress-publisher.js';
+import { jobStream, type JobStreamOptions } from './job-stream.js';
+import { attachStreamTransport } from './progress-stream.js';
 
 /** Where `TaskQ.open()` gets its database connections. Give exactly one of `dsn`, `pool`, `poolFactory`, `driver`. */
 export interface TaskQOptions {
@@ -38,6 +44,13 @@ export interface TaskQOptions {
   capacityCacheTtl?: Duration;
   /** Logger (pino-compatible). Default: silent. */
   logger?: Logger;
+  /**
+   * Redis for live progress (`progressStream()`, `stream()`): TaskQ builds and owns the client
+   * (closed by `close()`). Give at most one of `redisUrl` and `redis`. Default: none (Postgres only).
+   */
+  redisUrl?: string;
+  /** Your own ioredis client for live progress; TaskQ never closes it (it subscribes on a duplicate it owns). */
+  redis?: Redis;
 }
 
 /**
@@ -54,10 +67,27 @@ export class TaskQ implements AsyncDisposable {
   /** The Postgres backend. */
   readonly backend: PostgresBackend;
   private closed = false;
+  private readonly redisClient: Redis | null;
+  private readonly ownsRedis: boolean;
+  private readonly subscriber: RedisProgressSubscriber | null;
+  private readonly closing = new AbortController();
 
-  private constructor(backend: PostgresBackend, client: JobsClient) {
+  private constructor(
+    backend: PostgresBackend,
+    client: JobsClient,
+    redis: { client: Redis; owned: boolean } | null,
+    logger: Logger,
+  ) {
     this.backend = backend;
     this.client = client;
+    this.redisClient = redis?.client ?? null;
+    this.ownsRedis = redis?.owned ?? false;
+    this.subscriber = redis ? new RedisProgressSubscriber(redis.client, logger) : null;
+    attachStreamTransport(client, {
+      redis: this.subscriber ? { subscriber: this.subscriber, schema: backend.schema } : null,
+      closed: this.closing.signal,
+      logger,
+    });
   }
 
   /** Opens a client. Connections are made lazily, on the first call that needs one. */
@@ -79,6 +109,7 @@ export class TaskQ implements AsyncDisposable {
     }
     const schema = validateSchemaName(options.schema ?? 'taskq', 'TaskQ.open.schema');
     const logger = options.logger ?? silentLogger;
+    const redis = TaskQ.redisOf(options);
     let driver: Driver;
     if (options.driver) driver = options.driver;
     else if (options.pool) driver = new PgDriver({ pool: options.pool });
@@ -106,12 +137,43 @@ export class TaskQ implements AsyncDisposable {
           ? undefined
           : toMs(options.capacityCacheTtl, 'TaskQ.open.capacityCacheTtl', 'nonNegative'),
     });
-    return new TaskQ(backend, client);
+    return new TaskQ(backend, client, redis, logger);
+  }
+
+  private static redisOf(options: TaskQOptions): { client: Redis; owned: boolean } | null {
+    const hasUrl = options.redisUrl !== undefined && options.redisUrl !== null;
+    const hasClient = options.redis !== undefined && options.redis !== null;
+    if (hasUrl && hasClient)
+      throw new InvalidArgumentError(
+        'TaskQ.open',
+        'redisUrl, redis',
+        'give at most one of redisUrl or redis',
+      );
+    if (hasClient) {
+      const r = options.redis as Partial<Redis>;
+      if (typeof r !== 'object' || typeof r.duplicate !== 'function' || typeof r.publish !== 'function')
+        throw new InvalidArgumentError('TaskQ.open.redis', '(object)', 'must be an ioredis client');
+      return { client: options.redis!, owned: false };
+    }
+    if (!hasUrl) return null;
+    // Lazy: nothing connects until a stream subscribes (on a duplicate).
+    return {
+      client: createOwnedRedis(options.redisUrl, 'TaskQ.open.redisUrl', {
+        connectionName: 'taskq',
+        lazyConnect: true,
+      }),
+      owned: true,
+    };
   }
 
   private live(): JobsClient {
     if (this.closed) throw new TaskQStateError('this TaskQ is closed; open a new one with TaskQ.open()');
     return this.client;
+  }
+
+  /** The Redis client live progress uses (yours, or the one built from `redisUrl`), or null. */
+  get redis(): Redis | null {
+    return this.redisClient;
   }
 
   /** Schema this client works in. */
@@ -179,15 +241,39 @@ export class TaskQ implements AsyncDisposable {
     return this.live().watchReclaims(options);
   }
 
+  /**
+   * Snapshots of one job, ready to forward over SSE or WebSocket: first its current state (a
+   * finished job stops there), then one per status change or progress update, the last with
+   * `terminal: true`.
+   *
+   * ```ts
+   * for await (const e of tq.stream(jobId)) sse.send(JSON.stringify(e));
+   * ```
+   *
+   * Updates come from Redis when configured (every progress report), else from LISTEN on the
+   * progress and done channels (every flush); the row is re-read at least every `pollTimeout`
+   * (30 s). `progressSeq` never decreases. `break` releases the subscriptions.
+   * @throws TaskQStateError when closed; JobNotFoundError (on iteration) for an unknown job.
+   */
+  stream(jobId: string, options?: JobStreamOptions): AsyncIterableIterator<JobEvent> {
+    return jobStream(this.live(), jobId, options);
+  }
+
   /** See {@link JobsClient.countActiveJobs}. */
   async countActiveJobs(queues: readonly string[]): Promise<number> {
     return this.live().countActiveJobs(queues);
   }
 
-  /** Closes TaskQ-owned connections (never a caller's pool). Safe to call twice. */
+  /**
+   * Closes TaskQ-owned connections (never a caller's pool or Redis client). Open streams end with
+   * `TaskQStateError`. Safe to call twice.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.closing.abort();
+    await this.subscriber?.close();
+    if (this.redisClient && this.ownsRedis) await closeOwnedRedis(this.redisClient);
     await this.client.close();
     await this.backend.close();
   }

@@ -48,6 +48,20 @@ export interface JobEvent {
 
 /** Where a worker sends live progress (fire-and-forget; Redis pub/sub in production). */
 export interface ProgressPublisher {
+  /** Sends one event; never throws and never waits on the network. */
   publish(event: ProgressEvent): void;
+  /**
+   * Announces that a job reached a terminal status (a `kind: 'state_change'` event with
+   * `terminal: true`, carrying the job's final progress). Called by the worker after the terminal
+   * write. Optional: publishers without it only see progress.
+   */
+  publishTerminal?(
+    jobId: string,
+    actor: string,
+    status: JobStatus,
+    seq: number,
+    state: Record<string, unknown>,
+  ): void;
+  /** Waits briefly for publishes in flight, then releases what the publisher owns. */
   close(): Promise<void>;
 }

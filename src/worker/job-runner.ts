@@ -20,7 +20,8 @@ import { reportSafely, type ErrorReporter } from './error-reporter.js';
 import { withTimeout } from './sleep.js';
 import type { ProgressTracker } from './progress-tracker.js';
 import type { ThreadPool } from './threads/thread-pool.js';
-import type { ProgressUpdate } from '../progress/progress-event.js';
+import type { ProgressPublisher, ProgressUpdate } from '../progress/progress-event.js';
+import { isTerminal } from '../backend/state-machine.js';
 import { HeartbeatTimeout } from '../errors/progress-errors.js';
 
 /** Abort reason when the heartbeat finds the job no longer owned (reclaimed after a lost lease). */
@@ -61,6 +62,8 @@ export interface JobRunnerDeps {
   readRow?: (jobId: string) => Promise<JobRow | null>;
   /** Threads for thread-isolated actors (created by the worker when any actor needs them). */
   threads?: ThreadPool | null;
+  /** Live progress publisher: told when a job this worker settled reached a terminal status. */
+  publisher?: ProgressPublisher | null;
 }
 
 /** One job this worker holds: claimed (buffered), running, or finished but not yet written. */
@@ -107,6 +110,7 @@ export class JobRunner {
   private readonly onRescheduled: () => void;
   private readonly readRow: (jobId: string) => Promise<JobRow | null>;
   private readonly threads: ThreadPool | null;
+  private readonly publisher: ProgressPublisher | null;
   /** Handlers orphaned by abandonment so far (metric). */
   orphanedHandlers = 0;
 
@@ -122,6 +126,7 @@ export class JobRunner {
     this.onRescheduled = deps.onRescheduled ?? (() => undefined);
     this.readRow = deps.readRow ?? (async () => null);
     this.threads = deps.threads ?? null;
+    this.publisher = deps.publisher ?? null;
   }
 
   /** True while the job's handler runs here and its outcome is not yet written. */
@@ -645,6 +650,15 @@ export class JobRunner {
       return;
     }
     log.debug({ status: result.status, kind: outcome.kind }, 'job-settled');
+    if (isTerminal(result.status) && this.publisher?.publishTerminal) {
+      // After the write: a stream that sees this event reads the final row.
+      const final = tracked.progress ?? { seq: job.row.progressSeq, state: job.row.progressState };
+      try {
+        this.publisher.publishTerminal(job.row.id, job.row.actor, result.status, final.seq, final.state);
+      } catch (err) {
+        log.warn({ err }, 'progress-publish-failed');
+      }
+    }
     if (result.status === 'scheduled') this.onRescheduled();
     if (!actor) return;
     const needsRow =

@@ -24,6 +24,7 @@ import { ProgressFlusher, ProgressTracker } from './progress-tracker.js';
 import { CancelController } from './cancel-controller.js';
 import { ThreadPool } from './threads/thread-pool.js';
 import type { ProgressPublisher } from '../progress/progress-event.js';
+import { RedisProgressPublisher } from '../progress/redis-progress-publisher.js';
 import { interruptibleSleep } from './sleep.js';
 import { MaintenanceLeader } from './maintenance/maintenance-leader.js';
 import { TASKQ_VERSION } from '../version.js';
@@ -53,7 +54,10 @@ export interface WorkerOptions {
   untilIdle?: boolean;
   /** Worker id (UUID). Default: a new UUIDv7. */
   workerId?: string;
-  /** Live progress publisher (Redis pub/sub); default: none (progress is still written to Postgres). */
+  /**
+   * Live progress publisher; yours (the worker does not close it). Default: a Redis publisher built
+   * from `settings.redisUrl` (closed at shutdown), or none (progress is still written to Postgres).
+   */
   progressPublisher?: ProgressPublisher;
 }
 
@@ -98,6 +102,8 @@ export class Worker {
   private tracker!: ProgressTracker;
   private threads: ThreadPool | null = null;
   private flusher!: ProgressFlusher;
+  private publisher: ProgressPublisher | null = null;
+  private ownedPublisher: ProgressPublisher | null = null;
   private cancels!: CancelController;
   private stopping: Promise<void> | null = null;
   private stopReason: StopReason = 'requested';
@@ -255,12 +261,16 @@ export class Worker {
     const s = this.settings;
     this.completer = new Completer(this.backend, this.logger);
     if ([...this.actors.values()].some((a) => a.thread !== null)) this.threads = new ThreadPool(this.logger);
-    this.tracker = new ProgressTracker(
-      this.workerId,
-      s.progressDataMaxBytes,
-      this.logger,
-      this.options.progressPublisher ?? null,
-    );
+    this.publisher = this.options.progressPublisher ?? null;
+    if (!this.publisher && s.redisUrl) {
+      this.publisher = this.ownedPublisher = new RedisProgressPublisher({
+        redisUrl: s.redisUrl,
+        schema: s.schema,
+        publishGlobal: s.progressPublishGlobal,
+        logger: this.logger,
+      });
+    }
+    this.tracker = new ProgressTracker(this.workerId, s.progressDataMaxBytes, this.logger, this.publisher);
     this.runner = new JobRunner({
       actors: this.actors,
       workerId: this.workerId,
@@ -273,6 +283,7 @@ export class Worker {
       onRescheduled: () => this.maintenance?.promoter.notify(),
       readRow: (jobId) => this.backend.get(jobId),
       threads: this.threads,
+      publisher: this.publisher,
     });
     this.flusher = new ProgressFlusher(this.backend, this.tracker, s.progressCoalesceIntervalMs, this.logger);
     this.cancels = new CancelController(
@@ -367,6 +378,7 @@ export class Worker {
     await this.maintenance?.stop().catch(() => undefined);
     await this.heartbeat?.stop().catch(() => undefined);
     await this.listener?.stop().catch(() => undefined);
+    await this.ownedPublisher?.close().catch(() => undefined);
     await this.backend.deregisterWorker(this.workerId).catch(() => undefined);
     await this.closeOwned();
     this.currentPhase = 'stopped';
@@ -442,6 +454,7 @@ export class Worker {
     await this.threads?.close();
     await this.maintenance.stop();
     await this.flusher.stop();
+    await this.ownedPublisher?.close().catch(() => undefined);
     this.cancels.stop();
     await this.heartbeat.stop();
     await this.listener?.stop();

@@ -93,6 +93,7 @@ export class InMemoryBackend implements Backend {
     event: (jobId, kind, detail) => this.event(jobId, kind, detail),
     emitWake: () => this.emitWake(),
     emitDone: (ids) => this.emit((sub) => sub.handlers.onDone?.(ids.length > 150 ? '*' : ids)),
+    emitProgress: (ids) => this.emit((sub) => sub.handlers.onProgress?.(ids.length > 150 ? '*' : ids)),
   };
 
   constructor(options: InMemoryBackendOptions = {}) {

@@ -81,13 +81,14 @@ export function flushProgress(
   workerId: string,
   items: readonly { jobId: string; seq: number; state: Record<string, unknown> }[],
 ): number {
-  let n = 0;
+  const flushed: string[] = [];
   for (const item of items) {
     const j = s.jobs.get(item.jobId);
     if (!owned(j, workerId) || j.progressSeq >= item.seq) continue;
     j.progressSeq = item.seq;
     j.progressState = structuredClone(item.state);
-    n++;
+    flushed.push(j.id);
   }
-  return n;
+  if (flushed.length > 0) s.emitProgress?.(flushed);
+  return flushed.length;
 }

@@ -21,6 +21,8 @@ export interface MemoryMaintenanceState {
   event(jobId: string, kind: EventKind, detail: Record<string, unknown>): void;
   emitWake(): void;
   emitDone(ids: string[]): void;
+  /** Announces jobs whose progress was written (the progress NOTIFY). */
+  emitProgress?(ids: string[]): void;
 }
 
 const CRASH_MESSAGE =

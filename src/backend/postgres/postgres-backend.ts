@@ -602,6 +602,11 @@ export class PostgresBackend implements Backend {
           handlers.onDone?.(payload === '*' || payload === '' ? '*' : payload.split(',')),
         );
       }
+      if (handlers.onProgress) {
+        await conn.listen(this.progress, (payload) =>
+          handlers.onProgress?.(payload === '*' || payload === '' ? '*' : payload.split(',')),
+        );
+      }
       if (handlers.onCancel && workerId) {
         await conn.listen(this.events, (p) => onCancelPayload(p, true));
         await conn.listen(workerChannel(this.schema, workerId), (p) => onCancelPayload(p, false));

@@ -60,7 +60,8 @@ wake AS (
   SELECT pg_notify($4, '') FROM upd HAVING count(*) > 0
 ),
 done AS (
-  SELECT pg_notify($5, string_agg(u.id::text, ',')) FROM upd u WHERE u.to_state <> 'pending' HAVING count(*) BETWEEN 1 AND 150
+  SELECT pg_notify($5, CASE WHEN count(*) > 150 THEN '*' ELSE string_agg(u.id::text, ',') END)
+  FROM upd u WHERE u.to_state <> 'pending' HAVING count(*) > 0
 )
 SELECT (SELECT count(*) FROM upd)::int AS reclaimed,
        (SELECT count(*) FROM upd WHERE to_state = 'pending')::int AS retried,

@@ -1,0 +1,217 @@
+import { Redis } from 'ioredis';
+
+import type { JobStatus } from '../backend/types.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import type { Logger } from '../obs/logger.js';
+import { silentLogger } from '../obs/logger.js';
+import { validateSchemaName } from '../schema-name.js';
+import { buildProgressEvent, encodeProgressEvent } from './progress-event-codec.js';
+import { progressGlobalChannel, progressJobChannel } from './progress-channels.js';
+import type { ProgressEvent, ProgressPublisher } from './progress-event.js';
+import { RateLimitedWarning } from './rate-limited-warning.js';
+
+/** Options of {@link RedisProgressPublisher}. Give exactly one of `redisUrl` and `redis`. */
+export interface RedisProgressPublisherOptions {
+  /** Schema of the jobs (part of every channel name). */
+  schema: string;
+  /** `redis://` or `rediss://` URL; the publisher builds and owns the client (closed by `close()`). */
+  redisUrl?: string;
+  /** Your own ioredis client; the publisher never closes it. */
+  redis?: Redis;
+  /** Also publish to the schema-wide channel `taskq:{schema}:progress`. Default true. */
+  publishGlobal?: boolean;
+  /** Logger (pino-compatible). Default: silent. */
+  logger?: Logger;
+  /** How long `close()` waits for publishes in flight, in ms. Default 2000. */
+  closeTimeoutMs?: number;
+  /** Least time between two `progress-publish-failed` warnings, in ms. Default 10 000. */
+  warnIntervalMs?: number;
+}
+
+/** Counters of a publisher (for metrics and tests). */
+export interface ProgressPublisherStats {
+  /** Events Redis accepted. */
+  published: number;
+  /** Events that could not be published (Redis down, closed publisher, unencodable event). */
+  failed: number;
+  /** Publishes in flight. */
+  pending: number;
+}
+
+/**
+ * Publishes live progress to Redis pub/sub: each event goes to the job's channel
+ * `taskq:{schema}:progress:{jobId}` and, when `publishGlobal` is on, to `taskq:{schema}:progress`.
+ * The payload is the event as JSON (absent fields left out).
+ *
+ * Fire-and-forget: `publish()` returns at once and never throws. A failed publish is counted and
+ * logged (`progress-publish-failed`, at most once per `warnIntervalMs`); Postgres stays the durable
+ * record of progress. While Redis is unreachable an owned client fails publishes at once instead
+ * of queueing them, and reconnects in the background.
+ */
+export class RedisProgressPublisher implements ProgressPublisher {
+  readonly schema: string;
+  private readonly redis: Redis;
+  private readonly owned: boolean;
+  private readonly publishGlobal: boolean;
+  private readonly logger: Logger;
+  private readonly closeTimeoutMs: number;
+  private readonly failures: RateLimitedWarning;
+  private readonly connectionErrors: RateLimitedWarning;
+  private readonly inFlight = new Set<Promise<void>>();
+  private published = 0;
+  private failed = 0;
+  private closing: Promise<void> | null = null;
+
+  constructor(options: RedisProgressPublisherOptions) {
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('RedisProgressPublisher', options, 'options must be an object');
+    this.schema = validateSchemaName(options.schema, 'RedisProgressPublisher.schema');
+    const hasUrl = options.redisUrl !== undefined && options.redisUrl !== null;
+    const hasClient = options.redis !== undefined && options.redis !== null;
+    if (hasUrl === hasClient)
+      throw new InvalidArgumentError(
+        'RedisProgressPublisher',
+        hasUrl ? 'redisUrl, redis' : 'none',
+        'give exactly one of redisUrl or redis',
+      );
+    this.logger = options.logger ?? silentLogger;
+    this.publishGlobal = options.publishGlobal ?? true;
+    this.closeTimeoutMs = options.closeTimeoutMs ?? 2000;
+    const warnIntervalMs = options.warnIntervalMs ?? 10_000;
+    this.failures = new RateLimitedWarning(this.logger, 'progress-publish-failed', warnIntervalMs);
+    this.connectionErrors = new RateLimitedWarning(this.logger, 'progress-redis-unavailable', warnIntervalMs);
+    if (hasClient) {
+      if (typeof (options.redis as Partial<Redis>).publish !== 'function')
+        throw new InvalidArgumentError(
+          'RedisProgressPublisher.redis',
+          '(object)',
+          'must be an ioredis client',
+        );
+      this.redis = options.redis!;
+      this.owned = false;
+    } else {
+      this.redis = createOwnedRedis(options.redisUrl, 'RedisProgressPublisher.redisUrl', {
+        connectionName: 'taskq-progress-publisher',
+      });
+      this.owned = true;
+      // Without a listener ioredis prints every connection error; these are expected during outages.
+      this.redis.on('error', (err: Error) => this.connectionErrors.warn({ err: err.message }));
+    }
+  }
+
+  /** Counters since construction. */
+  get stats(): ProgressPublisherStats {
+    return { published: this.published, failed: this.failed, pending: this.inFlight.size };
+  }
+
+  publish(event: ProgressEvent): void {
+    if (this.closing) {
+      this.failed++;
+      return;
+    }
+    let payload: string;
+    try {
+      payload = encodeProgressEvent(event);
+    } catch (err) {
+      this.fail(err, event.jobId);
+      return;
+    }
+    const channels = [progressJobChannel(this.schema, event.jobId)];
+    if (this.publishGlobal) channels.push(progressGlobalChannel(this.schema));
+    let op: Promise<void>;
+    try {
+      op = Promise.all(channels.map((c) => this.redis.publish(c, payload))).then(
+        () => {
+          this.published++;
+        },
+        (err: unknown) => this.fail(err, event.jobId),
+      );
+    } catch (err) {
+      // A caller's client may throw synchronously (e.g. after `quit()`); never let it reach the handler.
+      this.fail(err, event.jobId);
+      return;
+    }
+    this.inFlight.add(op);
+    void op.finally(() => this.inFlight.delete(op));
+  }
+
+  publishTerminal(
+    jobId: string,
+    actor: string,
+    status: JobStatus,
+    seq: number,
+    state: Record<string, unknown>,
+  ): void {
+    this.publish(
+      buildProgressEvent({ kind: 'state_change', jobId, actor, seq, status, state, terminal: true }),
+    );
+  }
+
+  /**
+   * Waits up to `closeTimeoutMs` for publishes in flight, then closes the client if the publisher
+   * built it. Later publishes are dropped (and counted as failed). Safe to call twice.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    if (this.inFlight.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.inFlight]),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, this.closeTimeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    if (this.owned) await closeOwnedRedis(this.redis);
+  }
+
+  private fail(err: unknown, jobId: string): void {
+    this.failed++;
+    this.failures.warn({
+      err: err instanceof Error ? err.message : String(err),
+      jobId,
+      failed: this.failed,
+    });
+  }
+}
+
+/** Builds a TaskQ-owned ioredis client that fails commands at once while disconnected (no offline queue). */
+export function createOwnedRedis(
+  url: unknown,
+  field: string,
+  extra: { connectionName: string; lazyConnect?: boolean },
+): Redis {
+  if (typeof url !== 'string' || url.trim() === '' || !/^rediss?:\/\//i.test(url.trim()))
+    throw new InvalidArgumentError(field, url, 'must be a URL starting with redis:// or rediss://');
+  return new Redis(url.trim(), {
+    connectionName: extra.connectionName,
+    lazyConnect: extra.lazyConnect ?? false,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+  });
+}
+
+/** Closes a client TaskQ owns: a polite QUIT when connected (bounded), else an immediate disconnect. */
+export async function closeOwnedRedis(redis: Redis): Promise<void> {
+  if (redis.status === 'ready') {
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        redis.quit(),
+        new Promise((_, reject) => {
+          timer = setTimeout(() => reject(new Error('quit timed out')), 1000);
+        }),
+      ]);
+    } catch {
+      // fall through to the hard disconnect
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  redis.disconnect();
+}
