@@ -117,16 +117,19 @@ describe('cancelling running jobs', () => {
     console.log(`thread busy loop stopped by phase 2 after ${ms} ms (cancellation grace 1 s)`);
     expect(h.row.status).toBe('cancelled');
     expect(ms).toBeGreaterThanOrEqual(900);
-    expect(ms).toBeLessThan(5000);
     expect((await h.events()).map((e) => e.detail.reason ?? e.kind)).toContain('cancel_escalated');
+    expect((await h.attempts()).map((a) => a.outcome)).toEqual(['cancelled']);
     // A thread that polls ctx.shouldAbort() stops at phase 1.
     const p = await tq.enqueue(politeSpinner, { ms: 120_000 });
     await running(p.jobId);
     const t1 = Date.now();
     await p.cancel();
     await expect(p.wait({ timeout: '10s' })).rejects.toBeInstanceOf(JobFailed);
-    expect(Date.now() - t1).toBeLessThan(900);
     expect(p.row.status).toBe('cancelled');
+    // It stopped itself through ctx.shouldAbort() in phase 1: no escalation was needed.
+    expect((await p.attempts()).map((a) => a.outcome)).toEqual(['cancelled']);
+    expect((await p.events()).map((e) => e.detail.reason ?? e.kind)).not.toContain('cancel_escalated');
+    console.log(`thread polling shouldAbort() stopped after ${Date.now() - t1} ms`);
   });
 
   it('fails an attempt that stops heartbeating, and hands its last details to the next attempt', async () => {

@@ -112,7 +112,7 @@ describe('maintenance loops (runOnce)', () => {
     const expired = await leader.archiveExpiry.runNow();
     expect(expired).toEqual({ deleted: 60_000, batches: 13 });
     expect((await q(`SELECT count(*)::int AS n FROM $S.job_attempts_archive`)).rows[0].n).toBe(0);
-  });
+  }, 120_000);
 
   it('schedules the daily runs from HH:MM or a cron expression (UTC)', () => {
     const from = new Date('2026-03-01T05:00:00Z');

@@ -455,7 +455,7 @@ function expectScheduled(actualMs: number, expectedMs: number): void {
 }
 
 /** Slack for the promoter and dispatcher between a retry falling due and its handler starting. */
-const PROMOTION_SLACK_MS = 1500;
+const PROMOTION_SLACK_MS = 5000;
 
 beforeAll(async () => {
   db = await migratedSchema('rt');
