@@ -38,6 +38,8 @@ import type {
 } from '../worker-types.js';
 import { MemoryTransaction } from './memory-transaction.js';
 import * as maintenance from './memory-maintenance.js';
+import * as dispatch from './memory-dispatch.js';
+import type { MemoryState } from './memory-state.js';
 import * as cancelProgress from './memory-cancel-progress.js';
 import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 
@@ -75,7 +77,7 @@ export class InMemoryBackend implements Backend {
   readonly archive = new Map<string, JobRow & { archivedAt: Date; expireAt: Date }>();
   /** `job_attempts_archive` rows. */
   readonly archivedAttempts: AttemptRow[] = [];
-  private readonly maintenanceState: maintenance.MemoryMaintenanceState = {
+  private readonly maintenanceState: MemoryState = {
     clock: this.clockRef(),
     jobs: this.jobs,
     attempts: () => this.attempts,
@@ -89,6 +91,7 @@ export class InMemoryBackend implements Backend {
     archive: this.archive,
     archivedAttempts: this.archivedAttempts,
     actorConfig: this.actorConfig,
+    queueModes: this.queueModes,
     workers: this.workers,
     event: (jobId, kind, detail) => this.event(jobId, kind, detail),
     emitWake: () => this.emitWake(),
@@ -536,97 +539,11 @@ export class InMemoryBackend implements Backend {
   }
 
   async dispatchBatch(req: DispatchRequest): Promise<JobRow[]> {
-    if (req.limit <= 0 || req.actors.length === 0 || req.queues.length === 0) return [];
-    const now = this.clock.now();
-    const running = [...this.jobs.values()].filter((j) => j.status === 'running');
-    const runningIdentities = new Set(
-      running.filter((j) => j.identityKey !== null).map((j) => `${j.actor}\u0000${j.identityKey}`),
-    );
-    type Candidate = { row: JobRow; rank: number };
-    const capacity = new Map<string, { max: number | null; inFlight: number; residual: number }>();
-    const candidates: Candidate[] = [];
-    for (const a of req.actors) {
-      const max = this.actorConfig.get(a.name)?.maxConcurrent ?? a.maxConcurrent;
-      const inFlight = running.filter((j) => j.actor === a.name).length;
-      const residual = max === null ? req.limit : Math.min(req.limit, max - inFlight);
-      capacity.set(a.name, { max, inFlight, residual });
-      if (residual <= 0) continue;
-      for (const queue of req.queues) {
-        const pending = [...this.jobs.values()]
-          .filter(
-            (j) => j.status === 'pending' && j.queue === queue && j.actor === a.name && j.scheduledAt <= now,
-          )
-          .sort(
-            (x, y) =>
-              y.priority - x.priority || us(x.scheduledAt) - us(y.scheduledAt) || (x.id < y.id ? -1 : 1),
-          );
-        let ranked: Candidate[];
-        if ((this.queueModes.get(queue) ?? 'strict_fifo') === 'round_robin') {
-          const perKey = new Map<string, number>();
-          ranked = pending.map((row) => {
-            const key = row.fairnessKey ?? '__null__';
-            const rank = (perKey.get(key) ?? 0) + 1;
-            perKey.set(key, rank);
-            return { row, rank };
-          });
-          ranked.sort(
-            (x, y) =>
-              x.rank - y.rank ||
-              y.row.priority - x.row.priority ||
-              us(x.row.scheduledAt) - us(y.row.scheduledAt) ||
-              (x.row.id < y.row.id ? -1 : 1),
-          );
-        } else {
-          ranked = pending.map((row) => ({ row, rank: 1 }));
-        }
-        candidates.push(...ranked.slice(0, residual * req.oversample));
-      }
-    }
-    const order = (x: Candidate, y: Candidate): number =>
-      x.rank - y.rank ||
-      y.row.priority - x.row.priority ||
-      us(x.row.scheduledAt) - us(y.row.scheduledAt) ||
-      (x.row.id < y.row.id ? -1 : 1);
-    const seenIdentity = new Set<string>();
-    const deduped = candidates
-      .sort(order)
-      .filter((c) => {
-        if (c.row.identityKey === null) return true;
-        const key = `${c.row.actor}\u0000${c.row.identityKey}`;
-        if (runningIdentities.has(key) || seenIdentity.has(key)) return false;
-        seenIdentity.add(key);
-        return true;
-      })
-      .slice(0, req.limit);
-    const perActor = new Map<string, number>();
-    const claimed: JobRow[] = [];
-    for (const c of deduped) {
-      const cap = capacity.get(c.row.actor)!;
-      if (cap.max !== null) {
-        if (cap.inFlight >= cap.max) continue;
-        const rank = (perActor.get(c.row.actor) ?? 0) + 1;
-        perActor.set(c.row.actor, rank);
-        if (rank > cap.max - cap.inFlight) continue;
-      }
-      const row = c.row;
-      Object.assign(row, {
-        status: 'running',
-        attempt: row.attempt + 1,
-        startedAt: now,
-        lockedByWorker: req.workerId.toLowerCase(),
-        lockExpiresAt: new Date(now.getTime() + req.leaseMs),
-        lastHeartbeatAt: now,
-      } satisfies Partial<JobRow>);
-      this.event(row.id, 'state_change', {
-        from_state: 'pending',
-        to_state: 'running',
-        reason: 'dispatched',
-        worker_id: req.workerId,
-        attempt: row.attempt,
-      });
-      claimed.push(clone(row));
-    }
-    return claimed;
+    return dispatch.dispatchBatch(this.maintenanceState, req);
+  }
+
+  async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
+    return dispatch.settle(this.maintenanceState, items);
   }
 
   async pollCancelFlags(workerId: string): Promise<CancelFlag[]> {
@@ -667,101 +584,6 @@ export class InMemoryBackend implements Backend {
       }
     }
     return renewed;
-  }
-
-  async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
-    const out: SettleResult[] = [];
-    const done: string[] = [];
-    let wake = false;
-    for (const s of items) {
-      const r = this.jobs.get(s.jobId);
-      if (!r || r.status !== 'running' || r.lockedByWorker !== s.workerId.toLowerCase()) {
-        out.push({ jobId: s.jobId, status: 'noop', errorClass: null });
-        continue;
-      }
-      const now = this.clock.now();
-      const delay = s.kind === 'failed' ? s.retryDelayMs : s.kind === 'reschedule' ? s.delayMs : null;
-      const deadlineHit =
-        delay !== null && r.scheduleToClose !== null && now.getTime() + delay > r.scheduleToClose.getTime();
-      const budgetHit =
-        s.kind === 'reschedule' &&
-        s.consumeBudget &&
-        r.retryKind === 'transient' &&
-        r.attempt >= r.maxAttempts;
-      const cancelRequested = r.cancelRequestedAt !== null;
-      let status: JobStatus;
-      if (s.kind === 'succeeded') status = 'succeeded';
-      else if (s.kind === 'cancelled') status = 'cancelled';
-      else if (s.kind === 'failed' && (delay === null || deadlineHit)) status = 'failed';
-      else if (s.kind === 'reschedule' && (deadlineHit || budgetHit)) status = 'failed';
-      else if (cancelRequested) status = 'cancelled';
-      else if (s.kind === 'release' || (delay ?? 0) === 0) status = 'pending';
-      else status = 'scheduled';
-      const error = 'error' in s ? s.error : null;
-      let errorClass = error?.errorClass ?? null;
-      if ((s.kind === 'failed' || s.kind === 'reschedule') && deadlineHit) errorClass = 'DeadlineExceeded';
-      else if (budgetHit) errorClass = 'MaxAttemptsExceeded';
-      const ranAttempt = r.attempt;
-      const again = status === 'pending' || status === 'scheduled';
-      const giveBack = s.kind === 'release' || (s.kind === 'reschedule' && !s.consumeBudget);
-      if (again && giveBack) r.attempt -= 1;
-      if (again) r.scheduledAt = new Date(now.getTime() + (delay ?? 0));
-      r.status = status;
-      r.finishedAt = again ? null : now;
-      r.lockedByWorker = null;
-      r.lockExpiresAt = null;
-      if (status === 'succeeded') {
-        r.errorClass = null;
-        r.errorMessage = null;
-        r.errorTraceback = null;
-      } else {
-        r.errorClass = errorClass ?? r.errorClass;
-        r.errorMessage = error?.message ?? r.errorMessage;
-        r.errorTraceback = error?.traceback ?? r.errorTraceback;
-      }
-      if (s.kind === 'succeeded') {
-        r.result = s.resultJson === null ? null : (JSON.parse(s.resultJson) as unknown);
-        r.resultSizeBytes = s.resultSizeBytes;
-        const ttl = this.actorConfig.get(r.actor)?.resultTtlMs ?? s.fallbackResultTtlMs;
-        if (ttl !== null && ttl !== undefined) r.resultExpiresAt = new Date(now.getTime() + ttl);
-      }
-      if (s.progress && s.progress.seq > r.progressSeq) {
-        r.progressSeq = s.progress.seq;
-        r.progressState = clone(s.progress.state);
-      }
-      if (again) r.cancelPhase = 0;
-      if (s.heartbeatDetailsJson !== undefined && s.heartbeatDetailsJson !== null)
-        r.heartbeatDetails = JSON.parse(s.heartbeatDetailsJson) as unknown;
-      const outcome = s.kind === 'reschedule' ? s.outcome : s.kind === 'release' ? 'interrupted' : s.kind;
-      this.attempts.push({
-        jobId: r.id,
-        attempt: ranAttempt,
-        workerId: s.workerId.toLowerCase(),
-        startedAt: s.handlerStartedAt,
-        finishedAt: now,
-        durationMs: s.durationMs,
-        outcome,
-        errorClass: s.kind === 'succeeded' ? null : (error?.errorClass ?? null),
-        errorMessage: s.kind === 'succeeded' ? null : (error?.message ?? null),
-        errorTraceback: s.kind === 'succeeded' ? null : (error?.traceback ?? null),
-      });
-      const reason = s.kind === 'reschedule' ? s.outcome : s.kind === 'release' ? 'worker_shutdown' : s.kind;
-      const detail: Record<string, unknown> = {
-        from_state: 'running',
-        to_state: status,
-        reason,
-        worker_id: s.workerId.toLowerCase(),
-        attempt: ranAttempt,
-      };
-      if (r.errorClass !== null && status !== 'succeeded') detail.error_class = r.errorClass;
-      this.event(r.id, 'state_change', detail);
-      if (!again) done.push(r.id);
-      if (status === 'pending') wake = true;
-      out.push({ jobId: r.id, status, errorClass: status === 'succeeded' ? null : r.errorClass });
-    }
-    if (done.length > 0) this.emit((sub) => sub.handlers.onDone?.(done.length > 150 ? '*' : done));
-    if (wake) this.emitWake();
-    return out;
   }
 
   async repend(workerId: string, jobIds: readonly string[]): Promise<number> {

@@ -5,18 +5,18 @@
  */
 import type { JobRow } from '../types.js';
 import type { CancelFlag, ProgressSnapshot } from '../worker-types.js';
-import type { MemoryMaintenanceState } from './memory-maintenance.js';
+import type { MemoryState } from './memory-state.js';
 
 const owned = (j: JobRow | undefined, workerId: string): j is JobRow =>
   j !== undefined && j.status === 'running' && j.lockedByWorker === workerId.toLowerCase();
 
-export function pollCancelFlags(s: MemoryMaintenanceState, workerId: string): CancelFlag[] {
+export function pollCancelFlags(s: MemoryState, workerId: string): CancelFlag[] {
   return [...s.jobs.values()]
     .filter((j) => owned(j, workerId) && j.cancelRequestedAt !== null)
     .map((j) => ({ jobId: j.id, phase: j.cancelPhase }));
 }
 
-export function writeCancelEscalation(s: MemoryMaintenanceState, jobId: string, workerId: string): boolean {
+export function writeCancelEscalation(s: MemoryState, jobId: string, workerId: string): boolean {
   const j = s.jobs.get(jobId);
   if (!owned(j, workerId) || j.cancelPhase !== 1) return false;
   j.cancelPhase = 2;
@@ -32,7 +32,7 @@ export function writeCancelEscalation(s: MemoryMaintenanceState, jobId: string, 
 }
 
 export function markAbandoned(
-  s: MemoryMaintenanceState,
+  s: MemoryState,
   jobId: string,
   workerId: string,
   progress?: ProgressSnapshot | null,
@@ -77,7 +77,7 @@ export function markAbandoned(
 }
 
 export function flushProgress(
-  s: MemoryMaintenanceState,
+  s: MemoryState,
   workerId: string,
   items: readonly { jobId: string; seq: number; state: Record<string, unknown> }[],
 ): number {

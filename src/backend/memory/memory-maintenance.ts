@@ -2,34 +2,18 @@
  * The in-memory backend's maintenance sweeps, mirroring the Postgres statements in
  * `postgres/sql/maintenance.sql` (same selection rules, same outcomes, same history rows).
  */
-import type { Clock } from '../../clock.js';
-import type { AttemptRow, EventKind, EventRow, JobRow } from '../types.js';
+import type { JobRow } from '../types.js';
+import type { EventRow } from '../types.js';
 import type { ReclaimResult, RetentionPolicy, StrandedActor } from '../worker-types.js';
+import type { MemoryState } from './memory-state.js';
 
-/** The slice of the in-memory backend's state the sweeps work on. */
-export interface MemoryMaintenanceState {
-  readonly clock: Clock;
-  readonly jobs: Map<string, JobRow>;
-  readonly attempts: () => AttemptRow[];
-  readonly setAttempts: (rows: AttemptRow[]) => void;
-  readonly events: () => EventRow[];
-  readonly setEvents: (rows: EventRow[]) => void;
-  readonly archive: Map<string, JobRow & { archivedAt: Date; expireAt: Date }>;
-  readonly archivedAttempts: AttemptRow[];
-  readonly actorConfig: Map<string, unknown>;
-  readonly workers: Map<string, { lastSeenAt: Date }>;
-  event(jobId: string, kind: EventKind, detail: Record<string, unknown>): void;
-  emitWake(): void;
-  emitDone(ids: string[]): void;
-  /** Announces jobs whose progress was written (the progress NOTIFY). */
-  emitProgress?(ids: string[]): void;
-}
+export type { MemoryState as MemoryMaintenanceState } from './memory-state.js';
 
 const CRASH_MESSAGE =
   'the worker holding the job stopped renewing its lease (it crashed or lost its connection)';
 
 export function reclaimExpiredLocks(
-  s: MemoryMaintenanceState,
+  s: MemoryState,
   cancelGraceMs: number,
   cleanupGraceMs: number,
   limit: number,
@@ -91,7 +75,7 @@ export function reclaimExpiredLocks(
   return { reclaimed: expired.length, retried };
 }
 
-export function deadlineSweep(s: MemoryMaintenanceState, limit: number): number {
+export function deadlineSweep(s: MemoryState, limit: number): number {
   const now = s.clock.now();
   const due = [...s.jobs.values()]
     .filter(
@@ -117,7 +101,7 @@ export function deadlineSweep(s: MemoryMaintenanceState, limit: number): number 
   return due.length;
 }
 
-export function sweepExpiredResults(s: MemoryMaintenanceState, limit: number): number {
+export function sweepExpiredResults(s: MemoryState, limit: number): number {
   const now = s.clock.now();
   let n = 0;
   for (const j of s.jobs.values()) {
@@ -131,7 +115,7 @@ export function sweepExpiredResults(s: MemoryMaintenanceState, limit: number): n
   return n;
 }
 
-export function cleanupStaleWorkers(s: MemoryMaintenanceState, olderThanMs: number): number {
+export function cleanupStaleWorkers(s: MemoryState, olderThanMs: number): number {
   const cutoff = s.clock.now().getTime() - olderThanMs;
   let n = 0;
   for (const [id, w] of s.workers) {
@@ -143,7 +127,7 @@ export function cleanupStaleWorkers(s: MemoryMaintenanceState, olderThanMs: numb
   return n;
 }
 
-export function strandedActors(s: MemoryMaintenanceState): StrandedActor[] {
+export function strandedActors(s: MemoryState): StrandedActor[] {
   const counts = new Map<string, number>();
   for (const j of s.jobs.values()) {
     if ((j.status === 'pending' || j.status === 'scheduled') && !s.actorConfig.has(j.actor))
@@ -169,7 +153,7 @@ function retentionOf(j: JobRow, r: RetentionPolicy): number | null {
 }
 
 export function pruneJobs(
-  s: MemoryMaintenanceState,
+  s: MemoryState,
   r: RetentionPolicy,
   batchSize: number,
 ): { archived: number; attempts: number } {
@@ -193,7 +177,7 @@ export function pruneJobs(
   return { archived: doomed.length, attempts: moved.length };
 }
 
-export function expireArchive(s: MemoryMaintenanceState, batchSize: number): number {
+export function expireArchive(s: MemoryState, batchSize: number): number {
   const now = s.clock.now();
   const doomed = [...s.archive.values()]
     .filter((a) => a.expireAt < now)
@@ -208,7 +192,7 @@ export function expireArchive(s: MemoryMaintenanceState, batchSize: number): num
 }
 
 export function pollReclaimEvents(
-  s: MemoryMaintenanceState,
+  s: MemoryState,
   afterId: string,
   limit: number,
   visibilityDelayMs: number,

@@ -1,11 +1,4 @@
-import {
-  executorFromClient,
-  type ClientLike,
-  type DedicatedConnection,
-  type Driver,
-  type Executor,
-} from '../../db/driver.js';
-import { MaxPendingExceededError, SingletonCollisionError } from '../../errors/backpressure-errors.js';
+import { executorFromClient, type ClientLike, type Driver, type Executor } from '../../db/driver.js';
 import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import { SchemaNotMigratedError } from '../../errors/schema-errors.js';
 import type { Logger } from '../../obs/logger.js';
@@ -20,7 +13,6 @@ import {
   renderSql,
   validateSchemaName,
   wakeChannel,
-  workerChannel,
 } from '../../schema-name.js';
 import { BACKEND_PROTOCOL_VERSION, type Backend, type JobPage } from '../backend.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
@@ -51,12 +43,14 @@ import type {
   WorkerRegistration,
 } from '../worker-types.js';
 import { cursorForRow, filterConditions, listQuery } from './filter-sql.js';
+import { enqueueMany, enqueueOne, translateUnique } from './pg-enqueue.js';
+import type { PgOps, StatementName } from './pg-ops.js';
+import { openLeaderSession, subscribe } from './pg-sessions.js';
 import { JOB_COLUMNS } from './job-columns.js';
 import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
 import * as SQL from './sql.generated.js';
 
 type Raw = Record<string, unknown>;
-type StatementName = keyof typeof SQL;
 
 /** Options of {@link PostgresBackend}. */
 export interface PostgresBackendOptions {
@@ -91,6 +85,7 @@ export class PostgresBackend implements Backend {
   private readonly events: string;
   private readonly done: string;
   private readonly progress: string;
+  private readonly ops: PgOps;
 
   constructor(driver: Driver, options: PostgresBackendOptions = {}) {
     this.driver = driver;
@@ -106,6 +101,15 @@ export class PostgresBackend implements Backend {
       rendered[name] = renderSql(text, this.schema).replaceAll('{job_columns}', JOB_COLUMNS);
     }
     this.sql = rendered;
+    this.ops = {
+      driver: this.driver,
+      schema: this.schema,
+      logger: this.logger,
+      sql: this.sql,
+      channels: { wake: this.wake, events: this.events, done: this.done, progress: this.progress },
+      run: (name, values, ex) => this.run(name, values, ex),
+      translate: (err) => this.translate(err),
+    };
   }
 
   /** The rendered text of a named statement (for diagnostics and tests). */
@@ -140,136 +144,19 @@ export class PostgresBackend implements Backend {
     return this.enqueueOn(executorFromClient(conn), args);
   }
 
-  private async enqueueOn(ex: Executor, a: EnqueueArgs): Promise<JobRow> {
-    let rows: Raw[];
-    try {
-      rows = await this.run(
-        'enqueue',
-        [
-          a.id,
-          a.actor,
-          a.queue,
-          a.identityKey,
-          a.fairnessKey,
-          a.payloadJson,
-          a.payloadSchemaVer,
-          a.priority,
-          a.maxAttempts,
-          a.retryKind,
-          a.scheduledAt,
-          a.scheduleToClose,
-          a.scheduleToCloseIntervalMs,
-          a.startToCloseMs,
-          a.heartbeatTimeoutMs,
-          a.idempotencyKey,
-          a.idempotencyScope,
-          a.traceId,
-          a.spanId,
-          JSON.stringify(a.metadata),
-          a.tags,
-          a.maxPending,
-          a.singleton,
-          a.uniqueForMs,
-          a.uniqueStates,
-          this.wake,
-          a.scheduledDelayMs,
-        ],
-        ex,
-      );
-    } catch (err) {
-      throw this.translateUnique(err, a.actor);
-    }
-    const r = rows[0] as Raw;
-    switch (r.verdict) {
-      case 'singleton': {
-        const deadline = r.singleton_deadline_ms === null ? null : Number(r.singleton_deadline_ms);
-        throw new SingletonCollisionError(
-          a.actor,
-          r.singleton_job_id as string,
-          deadline === null ? null : Math.max(0, deadline - Date.now()),
-        );
-      }
-      case 'max_pending':
-        throw new MaxPendingExceededError(a.actor, Number(r.pending_count), a.maxPending as number);
-      default:
-        break;
-    }
-    if (r.id !== null && r.id !== undefined) return toJobRow(r);
-    // ON CONFLICT met a row committed after this statement's snapshot: read it with a fresh one.
-    const existing = await this.run('getByIdempotencyKey', [a.idempotencyScope, a.idempotencyKey], ex);
-    if (existing[0]) return toJobRow(existing[0]);
-    throw new Error(`enqueue of ${a.id} neither inserted nor found an existing row; retry the enqueue`);
-  }
-
-  private translateUnique(err: unknown, actor: string): unknown {
-    const e = err as { code?: string; constraint?: string };
-    if (e.code === '23505' && e.constraint === 'jobs_singleton_active_uniq')
-      return new SingletonCollisionError(actor);
-    return err;
+  private enqueueOn(ex: Executor, a: EnqueueArgs): Promise<JobRow> {
+    return enqueueOne(this.ops, ex, a);
   }
 
   async enqueueBatch(
     list: readonly EnqueueArgs[],
     options: { connection?: ClientLike } = {},
   ): Promise<JobRow[]> {
-    if (list.length === 0) return [];
-    const ex = options.connection ? executorFromClient(options.connection) : this.driver;
-    const col = <T>(f: (a: EnqueueArgs) => T): T[] => list.map(f);
-    let rows: Raw[];
-    try {
-      rows = await this.run(
-        'enqueueBatch',
-        [
-          col((a) => a.id),
-          col((a) => a.actor),
-          col((a) => a.queue),
-          col((a) => a.identityKey),
-          col((a) => a.fairnessKey),
-          col((a) => a.payloadJson),
-          col((a) => a.payloadSchemaVer),
-          col((a) => a.priority),
-          col((a) => a.maxAttempts),
-          col((a) => a.retryKind),
-          col((a) => a.scheduledAt),
-          col((a) => a.scheduleToClose),
-          col((a) => a.scheduleToCloseIntervalMs),
-          col((a) => a.startToCloseMs),
-          col((a) => a.heartbeatTimeoutMs),
-          col((a) => a.idempotencyKey),
-          col((a) => a.idempotencyScope),
-          col((a) => a.traceId),
-          col((a) => a.spanId),
-          col((a) => JSON.stringify(a.metadata)),
-          col((a) => JSON.stringify(a.tags)),
-          this.wake,
-          col((a) => a.scheduledDelayMs),
-        ],
-        ex,
-      );
-    } catch (err) {
-      throw this.translateUnique(err, list[0]?.actor ?? '');
-    }
-    const byId = new Map<string, JobRow>();
-    for (const r of rows) byId.set(r.id as string, toJobRow(r));
-    const missing = list.filter((a) => !byId.has(a.id));
-    const byKey = new Map<string, JobRow>();
-    if (missing.length > 0) {
-      const existing = await this.run(
-        'getByIdempotencyKeys',
-        [missing.map((a) => a.idempotencyScope), missing.map((a) => a.idempotencyKey)],
-        ex,
-      );
-      for (const r of existing) {
-        const row = toJobRow(r);
-        byKey.set(`${row.idempotencyScope}\u0000${row.idempotencyKey}`, row);
-      }
-    }
-    return list.map((a) => {
-      const row = byId.get(a.id) ?? byKey.get(`${a.idempotencyScope}\u0000${a.idempotencyKey}`);
-      if (!row)
-        throw new Error(`enqueueBatch: item ${a.id} was neither inserted nor matched an existing row`);
-      return row;
-    });
+    return enqueueMany(
+      this.ops,
+      list,
+      options.connection ? executorFromClient(options.connection) : this.driver,
+    );
   }
 
   async get(jobId: string): Promise<JobRow | null> {
@@ -370,7 +257,7 @@ export class PostgresBackend implements Backend {
       rows = await this.run<{ retried: number }>('retryJob', [jobId, this.wake]);
     } catch (err) {
       const row = await this.get(jobId);
-      throw this.translateUnique(err, row?.actor ?? '');
+      throw translateUnique(err, row?.actor ?? '');
     }
     return Number(rows[0]?.retried ?? 0) > 0;
   }
@@ -581,95 +468,13 @@ export class PostgresBackend implements Backend {
     handlers: NotificationHandlers,
     options: { workerId?: string } = {},
   ): Promise<NotificationSubscription> {
-    const workerId = options.workerId?.toLowerCase();
-    const conn = await this.driver.dedicated({
-      applicationName: workerId ? `taskq-listen:${workerId.slice(-12)}` : 'taskq-listen',
-    });
-    const onCancelPayload = (payload: string, filter: boolean): void => {
-      try {
-        const msg = JSON.parse(payload) as { type?: string; job_id?: string; worker_id?: string };
-        if (msg.type !== 'cancel' || !msg.job_id || !msg.worker_id) return;
-        if (filter && msg.worker_id.toLowerCase() !== workerId) return;
-        handlers.onCancel?.(msg.job_id, msg.worker_id);
-      } catch {
-        this.logger.warn({ payload }, 'notify-unparseable-payload');
-      }
-    };
-    try {
-      if (handlers.onWake) await conn.listen(this.wake, () => handlers.onWake?.());
-      if (handlers.onDone) {
-        await conn.listen(this.done, (payload) =>
-          handlers.onDone?.(payload === '*' || payload === '' ? '*' : payload.split(',')),
-        );
-      }
-      if (handlers.onProgress) {
-        await conn.listen(this.progress, (payload) =>
-          handlers.onProgress?.(payload === '*' || payload === '' ? '*' : payload.split(',')),
-        );
-      }
-      if (handlers.onCancel && workerId) {
-        await conn.listen(this.events, (p) => onCancelPayload(p, true));
-        await conn.listen(workerChannel(this.schema, workerId), (p) => onCancelPayload(p, false));
-      }
-    } catch (err) {
-      await conn.close();
-      throw this.translate(err);
-    }
-    return {
-      ping: async () => {
-        await conn.query('SELECT 1');
-      },
-      onClose: (cb) => conn.onClose(cb),
-      close: () => conn.close(),
-    };
+    return subscribe(this.ops, handlers, options.workerId);
   }
 
   // --- maintenance (leader) ------------------------------------------------------------------
 
   async openLeaderSession(workerId: string, hostname: string): Promise<LeaderSession> {
-    const key = `taskq:maintenance_leader:${this.schema}`;
-    let conn: DedicatedConnection | null = null;
-    let held = false;
-    const drop = (): void => {
-      held = false;
-      conn = null;
-    };
-    const session: LeaderSession = {
-      get held() {
-        return held;
-      },
-      tryAcquire: async () => {
-        try {
-          if (!conn) {
-            const c = await this.driver.dedicated({ applicationName: `taskq-leader:${workerId.slice(-12)}` });
-            c.onClose(() => {
-              if (conn === c) drop();
-            });
-            conn = c;
-          }
-          const c = conn;
-          if (!held) {
-            const res = await c.query<{ acquired: boolean }>(this.sql.tryLeaderLock, [key]);
-            held = res.rows[0]?.acquired === true;
-          }
-          if (held) await c.query(this.sql.upsertLeaderRow, [workerId, hostname]);
-          return held;
-        } catch (err) {
-          // The session (and with it the lock) is gone or unusable: start over on the next tick.
-          const c = conn;
-          drop();
-          await c?.close().catch(() => undefined);
-          throw this.translate(err);
-        }
-      },
-      close: async () => {
-        const c = conn;
-        if (c && held) await c.query(this.sql.releaseLeaderLock, [key]).catch(() => undefined);
-        drop();
-        await c?.close().catch(() => undefined);
-      },
-    };
-    return session;
+    return openLeaderSession(this.ops, workerId, hostname);
   }
 
   async scheduledToPending(limit = 10_000): Promise<PromotionResult> {

@@ -1,0 +1,22 @@
+import type { Clock } from '../../clock.js';
+import type { ActorConfigRow, AttemptRow, EventKind, EventRow, JobRow, QueueMode } from '../types.js';
+
+/** The in-memory backend's state, shared by the modules that implement its operations. */
+export interface MemoryState {
+  readonly clock: Clock;
+  readonly jobs: Map<string, JobRow>;
+  readonly attempts: () => AttemptRow[];
+  readonly setAttempts: (rows: AttemptRow[]) => void;
+  readonly events: () => EventRow[];
+  readonly setEvents: (rows: EventRow[]) => void;
+  readonly archive: Map<string, JobRow & { archivedAt: Date; expireAt: Date }>;
+  readonly archivedAttempts: AttemptRow[];
+  readonly actorConfig: Map<string, ActorConfigRow>;
+  readonly queueModes: Map<string, QueueMode>;
+  readonly workers: Map<string, { lastSeenAt: Date }>;
+  event(jobId: string, kind: EventKind, detail: Record<string, unknown>): void;
+  emitWake(): void;
+  emitDone(ids: string[]): void;
+  /** Announces jobs whose progress was written (the progress NOTIFY). */
+  emitProgress?(ids: string[]): void;
+}
