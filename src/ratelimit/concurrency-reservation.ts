@@ -233,7 +233,7 @@ export class ConcurrencyReservation {
       let n = 0;
       for (const slot of this.table) {
         if (slot.jobId !== null && slot.workerId === worker) {
-          slot.leaseExpiresAt = now + ms;
+          slot.leaseExpiresAt = Math.max(slot.leaseExpiresAt ?? 0, now + ms);
           n++;
         }
       }

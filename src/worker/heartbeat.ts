@@ -13,6 +13,8 @@ export interface HeartbeatOptions {
   maxFailures: number;
   /** Called once when renewals failed `maxFailures` times in a row: the worker must stop. */
   onFatal: (reason: string) => void;
+  /** Extra renewal on each tick (reservation slot leases); must not throw. */
+  renewExtra?: () => Promise<void>;
 }
 
 /**
@@ -58,6 +60,7 @@ export class Heartbeat extends LoopService {
         : [],
     );
     await this.backend.touchWorker(this.options.workerId);
+    await this.options.renewExtra?.();
     const lost = ids.filter((id) => !renewed.has(id));
     if (lost.length > 0) this.runner.leaseLost(lost);
     let toAbandon: string[] = [];

@@ -2,6 +2,7 @@ import type { AnyActor } from '../actor.js';
 import type { JobContext } from '../context.js';
 import type { JobRow } from '../backend/types.js';
 import type { Settlement, SettleResult } from '../backend/worker-types.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { ResultTooLarge } from '../errors/job-errors.js';
 import { TaskQError } from '../errors/taskq-error.js';
 import type { Logger } from '../obs/logger.js';
@@ -23,6 +24,11 @@ import type { ThreadPool } from './threads/thread-pool.js';
 import type { ProgressPublisher, ProgressUpdate } from '../progress/progress-event.js';
 import { isTerminal } from '../backend/state-machine.js';
 import { HeartbeatTimeout } from '../errors/progress-errors.js';
+import { PayloadValidationError } from '../errors/payload-validation-error.js';
+import { ReservationUnavailable } from '../ratelimit/errors.js';
+import type { AcquiredResource } from '../ratelimit/handles.js';
+import { DEFAULT_RESERVATION_BACKOFF_MS } from '../ratelimit/types.js';
+import type { RateLimitGate } from './rate-limit-gate.js';
 
 /** Abort reason when the heartbeat finds the job no longer owned (reclaimed after a lost lease). */
 export class LeaseLost extends TaskQError {
@@ -64,6 +70,8 @@ export interface JobRunnerDeps {
   threads?: ThreadPool | null;
   /** Live progress publisher: told when a job this worker settled reached a terminal status. */
   publisher?: ProgressPublisher | null;
+  /** Rate limits, reservations and queue caps, acquired before each handler (none: no gate). */
+  limits?: RateLimitGate | null;
 }
 
 /** One job this worker holds: claimed (buffered), running, or finished but not yet written. */
@@ -79,6 +87,8 @@ interface ActiveJob {
   forced?: boolean;
   /** Terminates a thread-isolated handler (phase 2). */
   terminate?: () => void;
+  /** Reservation slots and rate-limit tokens acquired for this run (slots freed with the slot). */
+  limits?: AcquiredResource[];
 }
 
 /**
@@ -111,6 +121,8 @@ export class JobRunner {
   private readonly readRow: (jobId: string) => Promise<JobRow | null>;
   private readonly threads: ThreadPool | null;
   private readonly publisher: ProgressPublisher | null;
+  private readonly limits: RateLimitGate | null;
+  private readonly releases = new Set<Promise<void>>();
   /** Handlers orphaned by abandonment so far (metric). */
   orphanedHandlers = 0;
 
@@ -127,6 +139,7 @@ export class JobRunner {
     this.readRow = deps.readRow ?? (async () => null);
     this.threads = deps.threads ?? null;
     this.publisher = deps.publisher ?? null;
+    this.limits = deps.limits ?? null;
   }
 
   /** True while the job's handler runs here and its outcome is not yet written. */
@@ -323,6 +336,7 @@ export class JobRunner {
           })
           .catch((err: unknown) => this.logger.error({ err, jobId: job.row.id }, 'release-failed'));
         this.active.delete(job.row.id);
+        this.releaseLimits(job);
         if (job.holdsSlot) {
           job.holdsSlot = false;
           this.holders.delete(job);
@@ -334,12 +348,27 @@ export class JobRunner {
   }
 
   private freeSlot(job: ActiveJob): void {
+    this.releaseLimits(job);
     if (!job.holdsSlot) return;
     job.holdsSlot = false;
     this.holders.delete(job);
     this.checkIdle();
     this.pump();
     this.onCapacity();
+  }
+
+  /** Frees the job's reservation slots once its handler is done (tokens stay spent). */
+  private releaseLimits(job: ActiveJob): void {
+    const held = job.limits;
+    if (!held || !this.limits) return;
+    job.limits = undefined;
+    const p = this.limits.release(held).finally(() => this.releases.delete(p));
+    this.releases.add(p);
+  }
+
+  /** Shutdown: waits for slot releases still in flight (before the pools close). */
+  async limitsReleased(): Promise<void> {
+    await Promise.allSettled([...this.releases]);
   }
 
   private disown(job: ActiveJob): void {
@@ -399,6 +428,16 @@ export class JobRunner {
       this.freeSlot(job);
       await this.finish(job, log, this.failure(actor, row, err, timing()), err, actor);
       return;
+    }
+
+    if (this.limits?.applies(row.queue, actor)) {
+      try {
+        job.limits = await this.limits.acquire(row, actor);
+      } catch (err) {
+        this.freeSlot(job);
+        await this.finish(job, log, this.refusedByLimits(actor, row, err, timing()), err, actor);
+        return;
+      }
     }
 
     this.tracker.begin(row);
@@ -560,6 +599,46 @@ export class JobRunner {
     }
   }
 
+  /**
+   * The limits refused the job before its handler ran. A denial reschedules it after the
+   * primitive's hint without using an attempt (`rate_limit_denied` / `reservation_denied`); a bad
+   * key payload fails it like any invalid payload; a store error (Redis down without the Postgres
+   * fallback, say) reschedules it after the default back-off, also without using an attempt, and
+   * records the error on the attempt.
+   */
+  private refusedByLimits(
+    actor: AnyActor,
+    row: JobRow,
+    err: unknown,
+    timing: { handlerStartedAt: Date; durationMs: number },
+  ): Settlement {
+    const base = { jobId: row.id, workerId: this.workerId, ...timing };
+    const info = toErrorInfo(err, {
+      maxChars: this.settings.exceptionMessageMaxChars,
+      redact: this.settings.exceptionRedactionEnabled,
+    });
+    if (err instanceof ReservationUnavailable)
+      return {
+        ...base,
+        kind: 'reschedule',
+        delayMs: denialDelayMs(err),
+        consumeBudget: false,
+        outcome: err.source === 'reservation' ? 'reservation_denied' : 'rate_limit_denied',
+        error: info,
+      };
+    if (err instanceof PayloadValidationError || err instanceof InvalidArgumentError)
+      return this.failure(actor, row, err, timing);
+    this.logger.error({ err, jobId: row.id, actor: row.actor }, 'ratelimit-acquire-failed');
+    return {
+      ...base,
+      kind: 'reschedule',
+      delayMs: DEFAULT_RESERVATION_BACKOFF_MS,
+      consumeBudget: false,
+      outcome: 'retry_after',
+      error: info,
+    };
+  }
+
   private outcomeOfError(
     actor: AnyActor,
     row: JobRow,
@@ -695,6 +774,23 @@ function abortedOnTimeout(aborted: Promise<never>): Promise<never> {
     // Cancels and shutdown aborts: wait for the handler itself (cooperative), i.e. never settle here.
     return new Promise<never>(() => undefined);
   });
+}
+
+/**
+ * Longest wait after a reservation denial. A reservation's hint is the earliest time a held lease
+ * could expire — right for a crashed holder, far too pessimistic for a live one, which releases
+ * its slot the moment its handler ends. Capping the wait keeps a capped queue flowing; a rate
+ * limit's hint is exact (the next token) and is used as is.
+ */
+export const RESERVATION_DENIAL_MAX_DELAY_MS = 1000;
+
+/** The reschedule delay of a denial, stretched by up to 20 % so denied jobs do not return in lockstep. */
+export function denialDelayMs(err: ReservationUnavailable): number {
+  const hint =
+    err.source === 'reservation'
+      ? Math.min(err.retryAfterMs, RESERVATION_DENIAL_MAX_DELAY_MS)
+      : err.retryAfterMs;
+  return Math.round(hint * (1 + Math.random() * 0.2));
 }
 
 async function runHook(fn: () => unknown, timeoutMs: number, log: Logger, name: string): Promise<void> {

@@ -28,6 +28,12 @@ import { RedisProgressPublisher } from '../progress/redis-progress-publisher.js'
 import { interruptibleSleep } from './sleep.js';
 import { MaintenanceLeader } from './maintenance/maintenance-leader.js';
 import { TASKQ_VERSION } from '../version.js';
+import { AdminClient } from '../admin/admin-client.js';
+import { SystemClock } from '../clock.js';
+import { RateLimitRegistry } from '../ratelimit/registry.js';
+import { RateLimitGate, type QueueCap } from './rate-limit-gate.js';
+import { RateLimitSweeper } from './rate-limit-sweeper.js';
+import type { Redis } from 'ioredis';
 
 /** Where the worker is in its life. Shutdown moves strictly forward through the phases. */
 export type WorkerPhase =
@@ -59,6 +65,13 @@ export interface WorkerOptions {
    * from `settings.redisUrl` (closed at shutdown), or none (progress is still written to Postgres).
    */
   progressPublisher?: ProgressPublisher;
+  /**
+   * Where actors' rate-limit and reservation names resolve. Register shared primitives here; the
+   * worker adds the instances actors declare and the queue caps. Default: a new registry.
+   */
+  rateLimitRegistry?: RateLimitRegistry;
+  /** Redis client for Redis-backed rate limits (yours; not closed). Default: one from `settings.redisUrl`. */
+  redis?: Redis;
 }
 
 function isResolved(s: WorkerSettings | WorkerSettingsInput | undefined): s is WorkerSettings {
@@ -105,6 +118,8 @@ export class Worker {
   private publisher: ProgressPublisher | null = null;
   private ownedPublisher: ProgressPublisher | null = null;
   private cancels!: CancelController;
+  private limits: RateLimitGate | null = null;
+  private limitSweeper: RateLimitSweeper | null = null;
   private stopping: Promise<void> | null = null;
   private stopReason: StopReason = 'requested';
   private escalateNow: (() => void) | null = null;
@@ -228,6 +243,7 @@ export class Worker {
         if (!s.forceUpdateActorConfig) throw new ActorConfigDriftList(drifts);
         this.logger.warn({ drifts }, 'actor-config-drift-overwritten');
       }
+      await this.startLimits();
       await this.backend.registerWorker({
         workerId: this.workerId,
         hostname: hostname(),
@@ -239,6 +255,7 @@ export class Worker {
       });
     } catch (err) {
       this.currentPhase = 'stopped';
+      await this.limits?.close().catch(() => undefined);
       await this.closeOwned();
       this.resolveStopped('fatal');
       throw err;
@@ -255,6 +272,43 @@ export class Worker {
       { queues: s.queues, actors: [...this.actors.keys()], maxConcurrency: s.maxConcurrency },
       'worker-started',
     );
+  }
+
+  /** Queue caps of the subscribed queues (`queues.max_concurrent`; Postgres only, read once). */
+  private async queueCaps(): Promise<QueueCap[]> {
+    if (!(this.backend instanceof PostgresBackend)) return [];
+    const rows = await new AdminClient(this.backend.driver, this.settings.schema).listQueues();
+    const subscribed = new Set(this.settings.queues);
+    return rows
+      .filter((r) => subscribed.has(r.name) && r.maxConcurrent !== null)
+      .map((r) => ({ queue: r.name, maxConcurrent: r.maxConcurrent! }));
+  }
+
+  /** Rate limits, reservations and queue caps: resolved and synced before anything is claimed. */
+  private async startLimits(): Promise<void> {
+    const caps = await this.queueCaps();
+    if (!this.options.rateLimitRegistry && !RateLimitGate.wanted(this.actors.values(), caps)) return;
+    const s = this.settings;
+    const pg = this.backend instanceof PostgresBackend ? this.backend : null;
+    const hb = this.heartbeatBackend instanceof PostgresBackend ? this.heartbeatBackend : pg;
+    this.limits = new RateLimitGate({
+      registry:
+        this.options.rateLimitRegistry ??
+        new RateLimitRegistry({
+          maxKeyedRateLimits: s.maxKeyedRateLimits,
+          maxKeyedReservations: s.maxKeyedReservations,
+          logger: this.logger,
+        }),
+      actors: this.actors,
+      workerId: this.workerId,
+      settings: s,
+      driver: pg?.driver ?? null,
+      heartbeatDriver: hb?.driver ?? null,
+      redis: this.options.redis ?? null,
+      clock: new SystemClock(),
+      logger: this.logger,
+    });
+    await this.limits.start(caps);
   }
 
   private async startServices(): Promise<void> {
@@ -284,6 +338,7 @@ export class Worker {
       readRow: (jobId) => this.backend.get(jobId),
       threads: this.threads,
       publisher: this.publisher,
+      limits: this.limits,
     });
     this.flusher = new ProgressFlusher(this.backend, this.tracker, s.progressCoalesceIntervalMs, this.logger);
     this.cancels = new CancelController(
@@ -323,6 +378,7 @@ export class Worker {
           this.logger.error({ reason }, 'worker-self-terminating');
           void this.stop('fatal');
         },
+        ...(this.limits ? { renewExtra: () => this.limits!.extendLeases() } : {}),
       },
       this.logger,
       this.cancels,
@@ -356,6 +412,10 @@ export class Worker {
         void this.stop('fatal');
       },
     );
+    if (this.limits) {
+      this.limitSweeper = new RateLimitSweeper(this.limits, () => this.maintenance.isLeader, this.logger);
+      this.limitSweeper.start();
+    }
     this.heartbeat.start();
     this.flusher.start();
     this.maintenance.start();
@@ -376,7 +436,9 @@ export class Worker {
   private async abortStart(): Promise<void> {
     await this.producer?.stop().catch(() => undefined);
     await this.maintenance?.stop().catch(() => undefined);
+    await this.limitSweeper?.stop().catch(() => undefined);
     await this.heartbeat?.stop().catch(() => undefined);
+    await this.limits?.close().catch(() => undefined);
     await this.listener?.stop().catch(() => undefined);
     await this.ownedPublisher?.close().catch(() => undefined);
     await this.backend.deregisterWorker(this.workerId).catch(() => undefined);
@@ -451,12 +513,15 @@ export class Worker {
       this.logger.warn({ released: n }, 'worker-forced-release');
     }
     await this.completer.drain();
+    await this.runner.limitsReleased();
     await this.threads?.close();
     await this.maintenance.stop();
+    await this.limitSweeper?.stop();
     await this.flusher.stop();
     await this.ownedPublisher?.close().catch(() => undefined);
     this.cancels.stop();
     await this.heartbeat.stop();
+    await this.limits?.close();
     await this.listener?.stop();
     try {
       await this.backend.deregisterWorker(this.workerId);

@@ -4,8 +4,6 @@
  * stops the shared Redis, so it runs on its own, after every other test file (see the `test`
  * script); `afterAll` starts Redis again whatever happened.
  */
-import { execFileSync } from 'node:child_process';
-
 import { Redis } from 'ioredis';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,10 +16,8 @@ import type { JobEvent, ProgressEvent } from '../../src/progress/progress-event.
 import { RedisProgressPublisher } from '../../src/progress/redis-progress-publisher.js';
 import { Worker } from '../../src/worker/worker.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { REDIS_URL, redisUp, startRedis, stopRedis } from '../helpers/redis-control.js';
 import { waitFor } from '../helpers/wait.js';
-
-const REDIS_URL = process.env.TASKQ_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-const REDIS_PORT = new URL(REDIS_URL).port || '6379';
 
 let stopTicking = false;
 const ticker = actor(
@@ -42,50 +38,6 @@ let tq: TaskQ;
 let publisher: RedisProgressPublisher;
 let worker: Worker;
 let admin: Redis;
-
-async function redisUp(): Promise<boolean> {
-  try {
-    return execFileSync('redis-cli', ['-p', REDIS_PORT, 'ping'], {
-      encoding: 'utf8',
-      timeout: 5000,
-      stdio: ['ignore', 'pipe', 'ignore'],
-    }).includes('PONG');
-  } catch {
-    return false;
-  }
-}
-
-function stopRedis(): void {
-  try {
-    execFileSync('redis-cli', ['-p', REDIS_PORT, 'shutdown', 'nosave'], { stdio: 'ignore', timeout: 10_000 });
-  } catch {
-    // redis-cli reports the dropped connection as an error; the server is gone either way.
-  }
-}
-
-function startRedis(): void {
-  execFileSync(
-    'redis-server',
-    [
-      '--daemonize',
-      'yes',
-      '--bind',
-      '127.0.0.1',
-      '-::1',
-      '--port',
-      REDIS_PORT,
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      '/var/lib/redis',
-      '--logfile',
-      '/var/log/redis/ci.log',
-    ],
-    { stdio: 'inherit', timeout: 10_000 },
-  );
-}
 
 async function numsub(channel: string): Promise<number> {
   try {

@@ -49,9 +49,10 @@ RETURNING slot_index;
 
 -- name: reservationExtendLeases
 -- Heartbeat: renews, to now + $2 ms, the lease of every slot worker $1 holds (of reservation $3 only
--- when given). Returns the renewed rows.
+-- when given). Never shortens a lease: a reservation declared with a lease longer than the worker's
+-- lock lease keeps it. Returns the renewed rows.
 UPDATE {schema}.reservation_slots
-SET lease_expires_at = clock_timestamp() + $2::float8 * interval '1 millisecond'
+SET lease_expires_at = GREATEST(lease_expires_at, clock_timestamp() + $2::float8 * interval '1 millisecond')
 WHERE worker_id = $1::uuid AND job_id IS NOT NULL AND ($3::text IS NULL OR bucket_name = $3::text)
 RETURNING bucket_name, slot_index;
 

@@ -1,0 +1,225 @@
+import type { Redis } from 'ioredis';
+
+import type { AnyActor } from '../actor.js';
+import type { Clock } from '../clock.js';
+import type { Driver } from '../db/driver.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { MissingProvider } from '../errors/missing-provider-error.js';
+import type { Logger } from '../obs/logger.js';
+import { closeOwnedRedis, createOwnedRedis } from '../progress/redis-progress-publisher.js';
+import { collectActorPrimitives, missingNames, syncRateLimitBuckets } from '../ratelimit/actor-limits.js';
+import { ConcurrencyReservation, syncSlots } from '../ratelimit/concurrency-reservation.js';
+import type { AcquiredResource } from '../ratelimit/handles.js';
+import { isKeyedRateLimitRef } from '../ratelimit/keyed-refs.js';
+import { queueConcurrencyReservationName } from '../ratelimit/names.js';
+import type { ActorLimitEntry, RateLimitRegistry } from '../ratelimit/registry.js';
+import { KEYED_IDLE_THRESHOLD_MS, type RateLimitContext } from '../ratelimit/types.js';
+import type { WorkerSettings } from '../settings/worker-settings.js';
+
+/** A queue with a fleet-wide cap on running jobs (`queues.max_concurrent`). */
+export interface QueueCap {
+  queue: string;
+  maxConcurrent: number;
+}
+
+/** What the gate needs from the worker. */
+export interface RateLimitGateOptions {
+  registry: RateLimitRegistry;
+  actors: ReadonlyMap<string, AnyActor>;
+  workerId: string;
+  settings: WorkerSettings;
+  /** Dispatcher pool: acquisitions, releases, slot sync. Null on the in-memory backend. */
+  driver: Driver | null;
+  /** Heartbeat pool: lease renewals, so they are not queued behind dispatch. */
+  heartbeatDriver: Driver | null;
+  /** The user's Redis client (not closed by the gate); default one built from `settings.redisUrl`. */
+  redis?: Redis | null;
+  clock: Clock;
+  logger: Logger;
+}
+
+const usesRedis = (entry: ActorLimitEntry): boolean =>
+  isKeyedRateLimitRef(entry)
+    ? entry.backend === 'redis'
+    : typeof entry === 'object' && entry !== null && 'backend' in entry && entry.backend === 'redis';
+
+/**
+ * The worker's side of `taskq/ratelimit`. At startup it registers the actors' declared primitives,
+ * refuses to start on names nothing provides ({@link MissingProvider}), registers and slot-syncs
+ * the queue caps, and publishes the buckets for the admin UI. Per job it acquires the queue cap,
+ * the actor's reservations and then its rate limits (the registry rolls back on a denial), and
+ * releases the slots once the handler has settled; tokens stay spent. The heartbeat renews the
+ * slot leases; a 30-second loop evicts idle keyed entries, and the leader reclaims idle keyed rows.
+ */
+export class RateLimitGate {
+  private readonly registry: RateLimitRegistry;
+  private readonly ctx: RateLimitContext;
+  private readonly heartbeatCtx: RateLimitContext;
+  private ownedRedis: Redis | null = null;
+  private readonly capped = new Set<string>();
+  private readonly logger: Logger;
+
+  constructor(private readonly options: RateLimitGateOptions) {
+    this.registry = options.registry;
+    this.logger = options.logger.child({ component: 'ratelimit' });
+    this.ctx = {
+      driver: options.driver,
+      schema: options.settings.schema,
+      clock: options.clock,
+      pgFallback: options.settings.rateLimitPgFallbackEnabled,
+      logger: this.logger,
+      redis: options.redis ?? null,
+    };
+    this.heartbeatCtx = { ...this.ctx, driver: options.heartbeatDriver ?? options.driver };
+  }
+
+  /** True when some actor declares a limit or a queue cap applies (otherwise the gate is skipped). */
+  static wanted(actors: Iterable<AnyActor>, caps: readonly QueueCap[]): boolean {
+    if (caps.length > 0) return true;
+    for (const a of actors) if (a.rateLimits.length > 0 || a.reservations.length > 0) return true;
+    return false;
+  }
+
+  /**
+   * Startup, before any claim: register, check names, register and sync queue caps (a failed sync
+   * stops the start; it is idempotent on the next one), publish buckets, connect Redis if needed.
+   */
+  async start(caps: readonly QueueCap[]): Promise<void> {
+    const actors = [...this.options.actors.values()];
+    collectActorPrimitives(actors, this.registry);
+    const missing = missingNames(actors, this.registry);
+    if (missing.length > 0) throw new MissingProvider(missing);
+    for (const { queue, maxConcurrent } of caps) {
+      const name = queueConcurrencyReservationName(queue);
+      this.registry.registerQueueCapReservation(
+        new ConcurrencyReservation(name, {
+          slots: maxConcurrent,
+          lease: this.options.settings.lockLeaseMs,
+          ...(this.options.driver ? {} : { clock: this.options.clock }),
+        }),
+      );
+      this.capped.add(queue);
+    }
+    if (this.options.driver) {
+      const pgReservations = [...this.registry.reservations.values()].filter((r) => r.backend === 'postgres');
+      const synced = await syncSlots(pgReservations, {
+        driver: this.options.driver,
+        schema: this.options.settings.schema,
+      });
+      if (synced.skippedHeld.length > 0)
+        this.logger.warn({ ...synced }, 'reservation-sync-skipped-held-slots');
+    }
+    await this.connectRedis(actors);
+    if (this.options.driver) await syncRateLimitBuckets(this.registry, this.ctx);
+    this.logger.info(
+      {
+        rateLimits: this.registry.rateLimits.size,
+        reservations: this.registry.reservations.size,
+        queueCaps: caps,
+      },
+      'ratelimit-gate-ready',
+    );
+  }
+
+  private async connectRedis(actors: readonly AnyActor[]): Promise<void> {
+    const needsRedis =
+      [...this.registry.rateLimits.values()].some((p) => p.backend === 'redis') ||
+      actors.some((a) => a.rateLimits.some(usesRedis));
+    if (!needsRedis || this.ctx.redis) return;
+    const url = this.options.settings.redisUrl;
+    if (!url) {
+      throw new InvalidArgumentError(
+        'redisUrl',
+        null,
+        'a Redis-backed rate limit is declared: set TASKQ_REDIS_URL (or pass a redis client), or declare the limit with backend "postgres"',
+      );
+    }
+    const redis = createOwnedRedis(url, 'redisUrl', { connectionName: 'taskq-ratelimit', lazyConnect: true });
+    let lastWarn = 0;
+    redis.on('error', (err: Error) => {
+      // ioredis reports every failed reconnect; one line per 10 s is enough.
+      if (Date.now() - lastWarn < 10_000) return;
+      lastWarn = Date.now();
+      this.logger.warn({ err: err.message }, 'ratelimit-redis-error');
+    });
+    this.ownedRedis = redis;
+    this.ctx.redis = redis;
+    this.heartbeatCtx.redis = redis;
+    try {
+      await redis.connect();
+    } catch (err) {
+      // Not fatal: acquisitions fall back to Postgres (or surface the error) until Redis is back.
+      this.logger.warn({ err: (err as Error).message }, 'ratelimit-redis-unavailable-at-start');
+    }
+  }
+
+  /** True when this job has anything to acquire. */
+  applies(queue: string, actor: AnyActor): boolean {
+    return this.capped.has(queue) || actor.rateLimits.length > 0 || actor.reservations.length > 0;
+  }
+
+  /**
+   * Acquires the queue cap, the actor's reservations, then its rate limits. Throws
+   * `ReservationUnavailable` on a denial (nothing stays held), `PayloadValidationError` when a
+   * keyed ref's key cannot be derived, or a store error.
+   */
+  acquire(
+    job: { id: string; queue: string; payload: unknown },
+    actor: AnyActor,
+  ): Promise<AcquiredResource[]> {
+    const reservations: readonly ActorLimitEntry[] = this.capped.has(job.queue)
+      ? [queueConcurrencyReservationName(job.queue), ...actor.reservations]
+      : actor.reservations;
+    return this.registry.acquireForActor(
+      {
+        rateLimits: actor.rateLimits as readonly ActorLimitEntry[],
+        reservations,
+        jobId: job.id,
+        workerId: this.options.workerId,
+        payload: job.payload,
+        actor: actor.name,
+      },
+      this.ctx,
+    );
+  }
+
+  /** After the handler: frees the slots (tokens stay spent). Never throws. */
+  async release(held: readonly AcquiredResource[]): Promise<void> {
+    if (held.length === 0) return;
+    await this.registry.releaseForActor(held);
+  }
+
+  /** Heartbeat: renews every slot this worker holds. Failures are logged; the lease then decides. */
+  async extendLeases(): Promise<void> {
+    try {
+      await this.registry.extendReservationLeases(
+        this.options.workerId,
+        this.options.settings.lockLeaseMs,
+        this.heartbeatCtx,
+      );
+    } catch (err) {
+      this.logger.warn({ err: (err as Error).message }, 'reservation-lease-renewal-failed');
+    }
+  }
+
+  /** Every worker, every 30 s: forget keyed primitives idle for an hour (they re-materialise). */
+  evictIdle(): number {
+    return (
+      this.registry.evictIdleKeyedRateLimits(KEYED_IDLE_THRESHOLD_MS) +
+      this.registry.evictIdleKeyedReservations(KEYED_IDLE_THRESHOLD_MS)
+    );
+  }
+
+  /** Leader: deletes keyed rows idle for an hour fleet-wide (Postgres only). */
+  async sweepFleet(): Promise<void> {
+    if (!this.options.driver) return;
+    const r = await this.registry.sweepIdleKeyedRows(KEYED_IDLE_THRESHOLD_MS, this.ctx);
+    this.logger.debug({ ...r }, 'ratelimit-keyed-rows-swept');
+  }
+
+  /** Closes the Redis client the gate opened. */
+  async close(): Promise<void> {
+    if (this.ownedRedis) await closeOwnedRedis(this.ownedRedis);
+    this.ownedRedis = null;
+  }
+}

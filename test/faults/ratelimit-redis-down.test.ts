@@ -1,0 +1,151 @@
+/**
+ * Redis is stopped while a worker runs jobs behind a Redis token bucket. With the Postgres fallback
+ * (the default) acquisitions move to Postgres, logged with both store names, jobs keep flowing and
+ * the limit still holds. With the fallback disabled the acquisitions fail with
+ * `RateLimitStoreUnavailable`, recorded on the attempt; the jobs wait (no attempt used) and run once
+ * Redis is back. This file stops the shared Redis, so it runs on its own; `afterAll` starts Redis
+ * again whatever happened.
+ */
+import { randomBytes } from 'node:crypto';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { actor } from '../../src/actor.js';
+import { TaskQ } from '../../src/client/taskq.js';
+import type { Logger } from '../../src/obs/logger.js';
+import { TokenBucket } from '../../src/ratelimit/index.js';
+import { Worker } from '../../src/worker/worker.js';
+import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { REDIS_URL, redisUp, startRedis, stopRedis } from '../helpers/redis-control.js';
+import { waitFor } from '../helpers/wait.js';
+
+const QUEUE = 'rl_redis_down';
+const BUCKET = { capacity: 3, refillPerSecond: 3 };
+
+let db: TestSchema;
+let tq: TaskQ;
+const warnings: { msg: string | undefined; fields: Record<string, unknown> }[] = [];
+
+function recordingLogger(): Logger {
+  const logger: Logger = {
+    debug: () => undefined,
+    info: () => undefined,
+    warn: (obj: object, msg?: string) => {
+      warnings.push({ msg, fields: obj as Record<string, unknown> });
+    },
+    error: (obj: object, msg?: string) => {
+      warnings.push({ msg, fields: obj as Record<string, unknown> });
+    },
+    child: () => logger,
+  };
+  return logger;
+}
+
+const settings = (fallback: boolean) => ({
+  pgDsn: TEST_DSN,
+  schema: db.schema,
+  queues: [QUEUE],
+  maxConcurrency: 4,
+  redisUrl: REDIS_URL,
+  rateLimitPgFallbackEnabled: fallback,
+  watchdogEnabled: false,
+});
+
+/** Start times (ms) of the runs of one actor, in order. */
+const starts: Record<string, number[]> = {};
+function limitedActor(name: string, bucket: string) {
+  return actor(
+    {
+      name,
+      queue: QUEUE,
+      rateLimits: [new TokenBucket(bucket, { ...BUCKET, backend: 'redis' })],
+    },
+    async (_p, ctx) => {
+      (starts[name] ??= []).push(Date.now());
+      return ctx.attempt;
+    },
+  );
+}
+
+/** At most capacity + refill × T admissions in any stretch of T seconds. */
+function expectWithinBucket(times: number[]): void {
+  for (let i = 0; i < times.length; i++)
+    for (let j = i; j < times.length; j++) {
+      const t = (times[j]! - times[i]! + 50) / 1000;
+      expect(j - i + 1).toBeLessThanOrEqual(BUCKET.capacity + BUCKET.refillPerSecond * t);
+    }
+}
+
+beforeAll(async () => {
+  if (!(await redisUp())) startRedis();
+  await waitFor(redisUp, 20_000, 'redis');
+  db = await migratedSchema('rlredisdown');
+  tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
+});
+
+afterAll(async () => {
+  if (!(await redisUp())) startRedis();
+  await waitFor(redisUp, 20_000, 'redis');
+  await tq?.close();
+  await db?.drop();
+});
+
+describe('Redis stopped under a Redis-backed rate limit', () => {
+  it('falls back to Postgres (logged), keeps jobs flowing and still holds the limit', async () => {
+    const limited = limitedActor('rl_fallback', `fallback-${randomBytes(4).toString('hex')}`);
+    const worker = new Worker({ actors: [limited], settings: settings(true), logger: recordingLogger() });
+    await worker.start();
+    try {
+      const before = await Promise.all(Array.from({ length: 6 }, () => tq.enqueue(limited, {})));
+      for (const h of before) await h.wait({ timeout: '20s' });
+      expect(warnings.some((w) => w.msg === 'ratelimit-redis-fallback')).toBe(false);
+
+      stopRedis();
+      await waitFor(async () => !(await redisUp()), 10_000, 'redis down');
+      const outageStart = Date.now();
+      const during = await Promise.all(Array.from({ length: 9 }, () => tq.enqueue(limited, {})));
+      // Every job runs, as attempt 1: denials on the fallback store used no attempt.
+      for (const h of during) expect(await h.wait({ timeout: '30s' })).toBe(1);
+
+      const fallback = warnings.find((w) => w.msg === 'ratelimit-redis-fallback');
+      expect(fallback?.fields).toMatchObject({ backend: 'redis', fallback: 'postgres' });
+      // The limit held on the fallback store.
+      expectWithinBucket(starts.rl_fallback!.filter((t) => t >= outageStart));
+      // And it was the Postgres bucket that paid.
+      const { rows } = await db.pool.query(
+        `SELECT bucket_name FROM "${db.schema}".rate_limit_buckets WHERE bucket_name LIKE 'fallback-%'`,
+      );
+      expect(rows).toHaveLength(1);
+    } finally {
+      await worker.stop();
+      if (!(await redisUp())) startRedis();
+      await waitFor(redisUp, 20_000, 'redis');
+    }
+  });
+
+  it('with the fallback disabled, surfaces RateLimitStoreUnavailable on the attempt and loses nothing', async () => {
+    const limited = limitedActor('rl_no_fallback', `nofallback-${randomBytes(4).toString('hex')}`);
+    const worker = new Worker({ actors: [limited], settings: settings(false), logger: recordingLogger() });
+    await worker.start();
+    try {
+      stopRedis();
+      await waitFor(async () => !(await redisUp()), 10_000, 'redis down');
+      const h = await tq.enqueue(limited, {});
+      await waitFor(async () => (await h.attempts()).length > 0, 15_000, 'a refused attempt');
+      const [first] = await h.attempts();
+      expect(first).toMatchObject({ outcome: 'retry_after', errorClass: 'RateLimitStoreUnavailable' });
+      expect(first!.errorMessage).toMatch(/fallback disabled/);
+      const row = (await tq.getRow(h.jobId))!;
+      expect(row.status === 'scheduled' || row.status === 'pending').toBe(true);
+      expect(row.attempt).toBe(0);
+      expect(warnings.some((w) => w.msg === 'ratelimit-acquire-failed')).toBe(true);
+
+      startRedis();
+      await waitFor(redisUp, 20_000, 'redis');
+      // The job runs once Redis is back (after the default 5 s back-off), as its first attempt.
+      expect(await h.wait({ timeout: '30s' })).toBe(1);
+    } finally {
+      await worker.stop();
+    }
+  });
+});
