@@ -97,3 +97,10 @@ export { PgDriver, type PgDriverOptions } from './db/pg-driver.js';
 export { PgliteDriver } from './db/pglite-driver.js';
 export type { Driver, Executor, DedicatedConnection, ClientLike } from './db/driver.js';
 export * from './errors/index.js';
+export { AdminClient, type QueueConfigRow } from './admin/admin-client.js';
+export {
+  RateLimitAdmin,
+  type RateLimitBucketRow,
+  type ReservationRow,
+  type PeekResult,
+} from './admin/rate-limit-admin.js';

@@ -101,6 +101,37 @@ describe('taskq worker: bad input exits 2 and names the problem', () => {
   });
 });
 
+describe('taskq worker: rate limits', () => {
+  let db: TestSchema;
+  beforeAll(async () => {
+    db = await migratedSchema('cli_rl');
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it('resolves names in the exported registry and refuses (exit 2) a name nothing provides', async () => {
+    const loaded = await loadActorModule(`${FIXTURES}/rate-limited.ts`, io());
+    expect(loaded.rateLimitRegistry?.hasRateLimit('cli-known')).toBe(true);
+    const r = await worker(
+      [
+        '--module',
+        `${FIXTURES}/rate-limited.ts`,
+        '--dsn',
+        TEST_DSN,
+        '--schema',
+        db.schema,
+        '--queues',
+        'cli_rl',
+      ],
+      { TASKQ_LOG_LEVEL: 'silent' },
+    );
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('actor "cli_limited" names rate limit "cli-unknown"');
+    expect(r.err).not.toContain('cli-known"');
+  });
+});
+
 describe('loadActorModule', () => {
   it('takes every actor export and skips look-alikes', async () => {
     const { actors } = await loadActorModule(`${FIXTURES}/actors.ts`, io());

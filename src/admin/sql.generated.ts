@@ -15,3 +15,12 @@ export const listActorConfigs = "SELECT actor, queue, max_concurrent, max_pendin
 
 /** From admin.sql. */
 export const setActorCapacity = "-- $2..$4 new values; $5..$7 whether each is to be changed (unchanged fields keep their value).\nUPDATE {schema}.actor_config\nSET max_concurrent = CASE WHEN $5 THEN $2::int ELSE max_concurrent END,\n    max_pending = CASE WHEN $6 THEN $3::int ELSE max_pending END,\n    result_ttl = CASE WHEN $7 THEN $4::float8 * interval '1 millisecond' ELSE result_ttl END,\n    updated_at = now()\nWHERE actor = $1\nRETURNING actor, queue, max_concurrent, max_pending, (extract(epoch FROM result_ttl) * 1000)::float8 AS result_ttl_ms,\n          metadata, updated_at;";
+
+/** From ratelimits.sql. */
+export const listRateLimitBuckets = "-- Every published rate limit (Redis- and Postgres-backed; memory ones live in one process only).\nSELECT bucket_name, kind, capacity, refill_per_second, window_ms, backend, keyed, last_used_at\nFROM {schema}.rate_limit_buckets ORDER BY bucket_name;";
+
+/** From ratelimits.sql. */
+export const getRateLimitBucket = "SELECT bucket_name, kind, capacity, refill_per_second, window_ms, backend, keyed, last_used_at\nFROM {schema}.rate_limit_buckets WHERE bucket_name = $1;";
+
+/** From ratelimits.sql. */
+export const listReservations = "-- Every reservation with slot rows: slots, live holders (an expired lease is free), keyed mark.\nSELECT bucket_name,\n       count(*)::int AS slots,\n       count(*) FILTER (WHERE job_id IS NOT NULL AND (lease_expires_at IS NULL OR lease_expires_at >= clock_timestamp()))::int AS held,\n       bool_and(keyed) AS keyed,\n       max(last_used_at) AS last_used_at\nFROM {schema}.reservation_slots\nWHERE ($1::text IS NULL OR bucket_name = $1::text)\nGROUP BY bucket_name ORDER BY bucket_name;";

@@ -110,7 +110,8 @@ export function devCommand(io: CliIo): Command {
         await runBuiltInDemo(io, dataDir, dsn);
         return;
       }
-      const { actors, exports } = await loadActorModule(flags.module, io);
+      const { actors, exports, rateLimitRegistry } = await loadActorModule(flags.module, io);
+      const limits = rateLimitRegistry ? { rateLimitRegistry } : {};
       const overrides = devOverrides(actors, io);
       const settings = resolveWorkerSettings(io, overrides);
       warnUnclaimedQueues(actors, settings.queues, io);
@@ -127,6 +128,7 @@ export function devCommand(io: CliIo): Command {
         await runWorkerCommand(
           {
             actors,
+            ...limits,
             env: io.env,
             settings: overrides,
             untilIdle,
@@ -152,6 +154,7 @@ export function devCommand(io: CliIo): Command {
         );
         await runWorkerCommand({
           actors,
+          ...limits,
           env: io.env,
           settings: overrides,
           driver,

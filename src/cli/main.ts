@@ -4,6 +4,7 @@ import { TaskQError } from '../errors/taskq-error.js';
 import { CliExit, processIo, type CliIo } from './io.js';
 import { migrateCommand } from './migrate-command.js';
 import { actorConfigCommand, queuesCommand } from './queues-command.js';
+import { rateLimitsCommand } from './ratelimits-command.js';
 import { workerCommand } from './worker-command.js';
 import { devCommand } from './dev-command.js';
 
@@ -16,6 +17,7 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(migrateCommand(io));
   program.addCommand(queuesCommand(io));
   program.addCommand(actorConfigCommand(io));
+  program.addCommand(rateLimitsCommand(io));
   program.addCommand(workerCommand(io));
   program.addCommand(devCommand(io));
   for (const sub of program.commands) {

@@ -15,6 +15,8 @@ import {
 } from '../settings/load-worker-settings.js';
 import type { WorkerSettings } from '../settings/worker-settings.js';
 import { EXIT_CODES, runWorker, type RunWorkerOptions } from '../worker/run-worker.js';
+import { MissingProvider } from '../errors/missing-provider-error.js';
+import { RateLimitRegistry } from '../ratelimit/registry.js';
 import { CliExit, type CliIo } from './io.js';
 
 /** Flags of `taskq worker` as commander hands them over (all text). */
@@ -52,11 +54,14 @@ export function looksLikeActor(value: unknown): value is AnyActor {
 export interface ActorModule {
   actors: AnyActor[];
   exports: Record<string, unknown>;
+  /** The module's exported `RateLimitRegistry`, where actors' limit names resolve (or undefined). */
+  rateLimitRegistry: RateLimitRegistry | undefined;
 }
 
 /**
  * Imports the module at `modulePath` (relative to the current directory) and finds its actors:
- * a default export that is an array of actors, or else every export that is an actor.
+ * a default export that is an array of actors, or else every export that is an actor. An exported
+ * `RateLimitRegistry` (at most one) is handed to the worker.
  * @throws CliExit (2) when the file is missing, fails to load, or holds no actors.
  */
 export async function loadActorModule(modulePath: string, io: CliIo): Promise<ActorModule> {
@@ -78,7 +83,18 @@ export async function loadActorModule(modulePath: string, io: CliIo): Promise<Ac
     if (!(err instanceof TaskQError) && e.stack) io.err(e.stack);
     throw new CliExit(2, `--module ${modulePath}: loading it failed: ${e.message ?? String(err)}`);
   }
-  return { actors: actorsOf(mod, modulePath), exports: mod };
+  return { actors: actorsOf(mod, modulePath), exports: mod, rateLimitRegistry: registryOf(mod, modulePath) };
+}
+
+function registryOf(mod: Record<string, unknown>, modulePath: string): RateLimitRegistry | undefined {
+  const found = Object.entries(mod).filter(([, v]) => v instanceof RateLimitRegistry);
+  const distinct = new Set(found.map(([, v]) => v));
+  if (distinct.size > 1)
+    throw new CliExit(
+      2,
+      `--module ${modulePath}: exports ${found.map(([k]) => k).join(' and ')} are different rate-limit registries; export one`,
+    );
+  return found[0]?.[1] as RateLimitRegistry | undefined;
 }
 
 function actorsOf(mod: Record<string, unknown>, modulePath: string): AnyActor[] {
@@ -166,7 +182,8 @@ export async function runWorkerCommand(
     if (
       err instanceof SettingsError ||
       err instanceof SchemaTooNewError ||
-      err instanceof ActorConfigDriftList
+      err instanceof ActorConfigDriftList ||
+      err instanceof MissingProvider
     ) {
       throw new CliExit(2, err.message);
     }
@@ -219,10 +236,11 @@ export function workerCommand(io: CliIo): Command {
             'or run `taskq dev` to work on an embedded Postgres',
         );
       }
-      const { actors } = await loadActorModule(flags.module, io);
+      const { actors, rateLimitRegistry } = await loadActorModule(flags.module, io);
       warnUnclaimedQueues(actors, settings.queues, io);
       await runWorkerCommand({
         actors,
+        ...(rateLimitRegistry ? { rateLimitRegistry } : {}),
         env: io.env,
         settings: overrides,
         untilIdle: flags.untilIdle ?? false,

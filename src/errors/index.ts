@@ -23,3 +23,4 @@ export {
 export { EmptyFilterError, TaskQStateError } from './client-errors.js';
 export { ActorConfigDriftError, ActorConfigDriftList } from './actor-config-errors.js';
 export { ProgressTooLarge, HeartbeatTimeout } from './progress-errors.js';
+export { MissingProvider, type MissingProviderEntry } from './missing-provider-error.js';

@@ -15,3 +15,4 @@ export {
   type LoadedWorkerSettings,
   type SettingProblem,
 } from '../settings/load-worker-settings.js';
+export { RESERVATION_DENIAL_MAX_DELAY_MS } from './job-runner.js';
