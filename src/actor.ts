@@ -1,3 +1,4 @@
+import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -35,14 +36,17 @@ export type LimitEntry = string | { readonly name?: string; readonly baseName?: 
 /** Error classes (constructors) that fail a job at once, whatever the retry policy says. */
 export type ErrorClass = abstract new (...args: never[]) => unknown;
 
-/** Everything `actor()` accepts. Only `name` is required. */
-export interface ActorOptions<P = unknown, R = unknown> {
+/**
+ * Everything `actor()` accepts. Only `name` is required. `P` is the payload the handler sees (the
+ * schema's output), `I` what `enqueue()` accepts (the schema's input: fields with defaults optional).
+ */
+export interface ActorOptions<P = unknown, R = unknown, I = P> {
   /** Actor name, stored on each job and in `actor_config`. Letters, digits, `_ - . :`; 1–128 chars. */
   name: string;
   /** Home queue. Default `'default'`. `enqueue(..., { queue })` overrides per job. */
   queue?: string;
   /** Payload schema (any Standard Schema: Zod, Valibot, ArkType). Validated at enqueue and at dispatch. */
-  payload?: Schema<P>;
+  payload?: StandardSchemaV1<I, P>;
   /** Result schema: the worker validates the handler's return value; `wait()` returns it. */
   result?: Schema<R>;
   /** Version of the payload shape, stored on each job. Default 1. */
@@ -129,11 +133,11 @@ export interface ActorDefinition {
 
 /**
  * A declared actor: pass it to `enqueue()` and to the worker. `P` is the payload type the handler
- * sees, `R` its result type.
+ * sees, `R` its result type, `I` the payload type `enqueue()` accepts (the schema's input).
  */
-export interface ActorRef<P = unknown, R = unknown> extends ActorDefinition {
+export interface ActorRef<P = unknown, R = unknown, I = P> extends ActorDefinition {
   /** Payload schema, or null when the actor accepts any JSON value. */
-  readonly payloadSchema: Schema<P> | null;
+  readonly payloadSchema: StandardSchemaV1<I, P> | null;
   /** Result schema, or null when results are passed through as stored. */
   readonly resultSchema: Schema<R> | null;
   /** The handler. */
@@ -141,17 +145,19 @@ export interface ActorRef<P = unknown, R = unknown> extends ActorDefinition {
   /** Runs the handler in-process with a context (tests, simulators); no queue involved. */
   run(payload: P, ctx: JobContext<P>): Promise<R>;
   /** Phantom marker for type inference; never set at run time. */
-  readonly __types?: { payload: P; result: R };
+  readonly __types?: { payload: P; result: R; input: I };
 }
 
 /** Any actor, whatever its payload and result types (for collections of actors). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- handler parameters are contravariant; `any` is the only top type here.
-export type AnyActor = ActorRef<any, any>;
+export type AnyActor = ActorRef<any, any, any>;
 
 /** Payload type of an actor ref. */
-export type PayloadOf<A> = A extends ActorRef<infer P, unknown> ? P : never;
+export type PayloadOf<A> = A extends { readonly __types?: { payload: infer P } } ? P : never;
+/** Payload type `enqueue()` accepts for an actor ref (its schema's input). */
+export type InputOf<A> = A extends { readonly __types?: { input: infer I } } ? I : never;
 /** Result type of an actor ref. */
-export type ResultOf<A> = A extends ActorRef<unknown, infer R> ? R : never;
+export type ResultOf<A> = A extends { readonly __types?: { result: infer R } } ? R : never;
 
 const OPTION_KEYS = new Set<string>([
   'name',
@@ -222,10 +228,10 @@ function limitEntries(value: readonly LimitEntry[] | undefined, field: string): 
  * );
  * ```
  */
-export function actor<P = unknown, R = unknown>(
-  options: ActorOptions<P, R>,
+export function actor<P = unknown, R = unknown, I = P>(
+  options: ActorOptions<P, R, I>,
   handler: ActorHandler<P, R>,
-): ActorRef<P, R> {
+): ActorRef<P, R, I> {
   if (options === null || typeof options !== 'object')
     throw new InvalidArgumentError('actor', options, 'options must be an object');
   for (const key of Object.keys(options)) {
@@ -285,7 +291,7 @@ export function actor<P = unknown, R = unknown>(
     throw new InvalidArgumentError(f('singleton'), options.singleton, 'must be a boolean');
   }
 
-  const def: ActorRef<P, R> = {
+  const def: ActorRef<P, R, I> = {
     name,
     queue,
     payloadSchema: options.payload ?? null,
@@ -361,12 +367,12 @@ function normalizeThread(
  * export const crunch = threadActor({ name: 'crunch', payload: Numbers, module: new URL('./crunch.js', import.meta.url) });
  * ```
  */
-export function threadActor<P = unknown, R = unknown>(
-  options: Omit<ActorOptions<P, R>, 'thread'> & { module: string | URL; exportName?: string },
-): ActorRef<P, R> {
+export function threadActor<P = unknown, R = unknown, I = P>(
+  options: Omit<ActorOptions<P, R, I>, 'thread'> & { module: string | URL; exportName?: string },
+): ActorRef<P, R, I> {
   const { module, exportName, ...rest } = options;
   const thread = normalizeThread({ module, exportName }, `threadActor(${String(rest.name)})`);
-  return actor<P, R>({ ...rest, thread: { module, exportName } }, async (payload, ctx) => {
+  return actor<P, R, I>({ ...rest, thread: { module, exportName } }, async (payload, ctx) => {
     const mod = (await import(thread!.module)) as Record<string, unknown>;
     const fn = mod[thread!.exportName];
     if (typeof fn !== 'function')

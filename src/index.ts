@@ -7,6 +7,7 @@ export type {
   ActorDefinition,
   AnyActor,
   PayloadOf,
+  InputOf,
   ResultOf,
   RetryOverride,
   RetryClassifierHook,

@@ -49,9 +49,9 @@ export interface EnqueueItem {
 }
 
 /** A type-checked `enqueueBatch` item: the payload must match the actor's payload type. */
-export function batchItem<P>(
-  actor: ActorRef<P, unknown>,
-  payload: NoInfer<P>,
+export function batchItem<P, I>(
+  actor: ActorRef<P, unknown, I>,
+  payload: NoInfer<I>,
   options?: Omit<EnqueueOptions, 'connection'>,
 ): EnqueueItem {
   return options === undefined
@@ -134,9 +134,9 @@ export class JobsClient {
    * @throws PayloadValidationError (nothing written), InvalidArgumentError, MaxPendingExceededError,
    *   SingletonCollisionError, SchemaNotMigratedError
    */
-  async enqueue<P, R>(
-    ref: ActorRef<P, R>,
-    payload: NoInfer<P>,
+  async enqueue<P, R, I>(
+    ref: ActorRef<P, R, I>,
+    payload: NoInfer<I>,
     options: EnqueueOptions = {},
   ): Promise<JobHandle<R>> {
     this.checkRef(ref, 'enqueue.actor');

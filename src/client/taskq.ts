@@ -182,9 +182,9 @@ export class TaskQ implements AsyncDisposable {
   }
 
   /** See {@link JobsClient.enqueue}. */
-  async enqueue<P, R>(
-    ref: ActorRef<P, R>,
-    payload: NoInfer<P>,
+  async enqueue<P, R, I>(
+    ref: ActorRef<P, R, I>,
+    payload: NoInfer<I>,
     options?: EnqueueOptions,
   ): Promise<JobHandle<R>> {
     return this.live().enqueue(ref, payload, options);
