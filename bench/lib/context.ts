@@ -1,0 +1,64 @@
+/** What every workload gets: options, the result store, and the systems of this run. */
+import { createSystem, type SystemId } from '../systems/index.js';
+import type { SystemAdapter } from '../systems/types.js';
+import { errorMessage } from './common.js';
+import type { Results } from './results.js';
+
+export interface BenchOptions {
+  quick: boolean;
+  rounds: number;
+  /** Workloads to run (null = all). */
+  only: string[] | null;
+  systems: SystemId[];
+  /** Write CPU profiles of TaskQ worker processes (processing workload) here. */
+  cpuProfDir: string | null;
+}
+
+export interface BenchContext {
+  opts: BenchOptions;
+  results: Results;
+  /** Systems that passed the availability check, in command-line order. */
+  systems: SystemId[];
+  /** Redis answered at startup (TaskQ's token-bucket cases need it). */
+  redisAvailable: boolean;
+  log(msg: string): void;
+}
+
+/** The systems in a different order each round, so no system always runs first (or last). */
+export function rotate<T>(items: readonly T[], round: number): T[] {
+  if (items.length === 0) return [];
+  const k = round % items.length;
+  return [...items.slice(k), ...items.slice(0, k)];
+}
+
+/** Rejects after `ms` (the promise itself keeps running). */
+export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<never>((_, rej) => {
+    timer = setTimeout(() => rej(new Error(`${what}: no answer within ${Math.round(ms / 1000)} s`)), ms);
+  });
+  try {
+    return await Promise.race([p, t]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Runs `fn` against a freshly set-up system (new schema / flushed Redis database) and tears it down
+ * afterwards, whatever happens.
+ */
+export async function withFreshSystem<T>(id: SystemId, fn: (sys: SystemAdapter) => Promise<T>): Promise<T> {
+  const sys = await createSystem(id);
+  try {
+    await withTimeout(sys.setup(), 60_000, `${id} setup`);
+    return await fn(sys);
+  } finally {
+    await withTimeout(sys.teardown(), 30_000, `${id} teardown`).catch(() => undefined);
+  }
+}
+
+/** Short, single-line error text for reports. */
+export function shortError(err: unknown): string {
+  return errorMessage(err).replace(/\s+/g, ' ').slice(0, 240);
+}

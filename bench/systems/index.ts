@@ -1,0 +1,78 @@
+/**
+ * The systems the harness knows. Each is imported lazily, so a peer that fails to load is reported as
+ * unavailable and the run goes on.
+ */
+import type { SystemAdapter, WorkerStarter } from './types.js';
+
+export const SYSTEM_IDS = [
+  'taskq',
+  'taskq-tuned',
+  'graphile',
+  'graphile-tuned',
+  'pgboss',
+  'bullmq-redis',
+  'bullmq-pg',
+] as const;
+/** TaskQ-only configurations of the taskq-features workload (not compared with the peers). */
+export const FEATURE_SYSTEM_IDS = ['taskq-rl-open', 'taskq-rl-binding', 'taskq-reservation'] as const;
+export type SystemId = (typeof SYSTEM_IDS)[number] | (typeof FEATURE_SYSTEM_IDS)[number];
+
+/** A system that may be named on the command line (`--systems`). */
+export function isSystemId(id: string): id is (typeof SYSTEM_IDS)[number] {
+  return (SYSTEM_IDS as readonly string[]).includes(id);
+}
+
+/** Any system a worker process can run. */
+export function isKnownSystem(id: string): id is SystemId {
+  return isSystemId(id) || (FEATURE_SYSTEM_IDS as readonly string[]).includes(id);
+}
+
+export async function createSystem(id: SystemId): Promise<SystemAdapter> {
+  switch (id) {
+    case 'taskq':
+      return (await import('./taskq.js')).createTaskq('default');
+    case 'taskq-tuned':
+      return (await import('./taskq.js')).createTaskq('tuned');
+    case 'taskq-rl-open':
+      return (await import('./taskq.js')).createTaskq('rl-open');
+    case 'taskq-rl-binding':
+      return (await import('./taskq.js')).createTaskq('rl-binding');
+    case 'taskq-reservation':
+      return (await import('./taskq.js')).createTaskq('reservation');
+    case 'graphile':
+      return (await import('./graphile.js')).createGraphile('default');
+    case 'graphile-tuned':
+      return (await import('./graphile.js')).createGraphile('tuned');
+    case 'pgboss':
+      return (await import('./pgboss.js')).createPgBoss();
+    case 'bullmq-redis':
+      return (await import('./bullmq.js')).createBullmq('redis');
+    case 'bullmq-pg':
+      return (await import('./bullmq.js')).createBullmq('postgres');
+  }
+}
+
+export async function loadWorkerStarter(id: SystemId): Promise<WorkerStarter> {
+  switch (id) {
+    case 'taskq':
+      return (await import('./taskq.js')).taskqWorkerStarter('default');
+    case 'taskq-tuned':
+      return (await import('./taskq.js')).taskqWorkerStarter('tuned');
+    case 'taskq-rl-open':
+      return (await import('./taskq.js')).taskqWorkerStarter('rl-open');
+    case 'taskq-rl-binding':
+      return (await import('./taskq.js')).taskqWorkerStarter('rl-binding');
+    case 'taskq-reservation':
+      return (await import('./taskq.js')).taskqWorkerStarter('reservation');
+    case 'graphile':
+      return (await import('./graphile.js')).graphileWorkerStarter('default');
+    case 'graphile-tuned':
+      return (await import('./graphile.js')).graphileWorkerStarter('tuned');
+    case 'pgboss':
+      return (await import('./pgboss.js')).pgBossWorkerStarter;
+    case 'bullmq-redis':
+      return (await import('./bullmq.js')).bullmqWorkerStarter('redis');
+    case 'bullmq-pg':
+      return (await import('./bullmq.js')).bullmqWorkerStarter('postgres');
+  }
+}

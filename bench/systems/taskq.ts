@@ -1,0 +1,303 @@
+/**
+ * TaskQ, driven from the source (`src/`). Two configurations compared with the peers:
+ * - `taskq`: worker defaults (prefetch = maxConcurrency, dispatcher pool 4) with only
+ *   `maxConcurrency` set; NOTIFY on.
+ * - `taskq-tuned`: a deeper local queue (`prefetch` = max(4 × concurrency, 200)), the counterpart of
+ *   graphile-worker's `localQueue`.
+ * And three TaskQ-only feature configurations (worker defaults; the actor differs):
+ * - `taskq-rl-open`: a Redis token bucket that never binds (its overhead per job);
+ * - `taskq-rl-binding`: a Redis token bucket of 500 jobs/s, burst 50 (does it hold the rate?);
+ * - `taskq-reservation`: a keyed concurrency reservation, 10 keys × 1 slot (Postgres).
+ */
+import { randomUUID } from 'node:crypto';
+
+import pg from 'pg';
+
+import { actor } from '../../src/actor.js';
+import { batchItem } from '../../src/client/jobs-client.js';
+import { TaskQ } from '../../src/client/taskq.js';
+import { PgDriver } from '../../src/db/pg-driver.js';
+import { Migrator } from '../../src/migrations/migrator.js';
+import type { Logger } from '../../src/obs/logger.js';
+import type { WorkerSettingsInput } from '../../src/settings/load-worker-settings.js';
+import { keyedReservation } from '../../src/ratelimit/keyed-refs.js';
+import { TokenBucket } from '../../src/ratelimit/token-bucket.js';
+import { Worker } from '../../src/worker/worker.js';
+import {
+  BENCH_QUEUE,
+  BENCH_TASK,
+  PG_DSN,
+  REDIS_DB,
+  REDIS_HOST,
+  REDIS_PORT,
+  uniqueSuffix,
+  type BenchPayload,
+} from '../lib/common.js';
+import type { FillSpec, SystemAdapter, WorkerSpec, WorkerStarter } from './types.js';
+
+export type Variant = 'default' | 'tuned' | 'rl-open' | 'rl-binding' | 'reservation';
+
+/** The binding token bucket's rate and burst. */
+export const BINDING_RATE = 500;
+export const BINDING_BURST = 50;
+/** Keys and slots per key of the keyed reservation. */
+export const RESERVATION_KEYS = 10;
+
+/** A Standard Schema for the benchmark payload (keyed refs derive their key from validated payloads). */
+const payloadSchema = {
+  '~standard': {
+    version: 1 as const,
+    vendor: 'taskq-bench',
+    validate: (value: unknown) =>
+      typeof value === 'object' && value !== null && typeof (value as BenchPayload).i === 'number'
+        ? { value: value as BenchPayload }
+        : { issues: [{ message: 'expected { i: number, t?: number }' }] },
+  },
+};
+
+/**
+ * The benchmark actor of a variant. `namespace` makes the token bucket's name unique per run (its
+ * state lives in Redis, which TaskQ runs do not flush).
+ */
+function benchActor(variant: Variant, namespace: string, handler: (p: BenchPayload) => void) {
+  const run = async (p: BenchPayload) => {
+    handler(p);
+    return undefined;
+  };
+  switch (variant) {
+    case 'rl-open':
+      return actor(
+        {
+          name: BENCH_TASK,
+          queue: BENCH_QUEUE,
+          rateLimits: [new TokenBucket(`bench_open_${namespace}`, { capacity: 1e9, refillPerSecond: 1e9 })],
+        },
+        run,
+      );
+    case 'rl-binding':
+      return actor(
+        {
+          name: BENCH_TASK,
+          queue: BENCH_QUEUE,
+          rateLimits: [
+            new TokenBucket(`bench_500_${namespace}`, {
+              capacity: BINDING_BURST,
+              refillPerSecond: BINDING_RATE,
+            }),
+          ],
+        },
+        run,
+      );
+    case 'reservation':
+      return actor(
+        {
+          name: BENCH_TASK,
+          queue: BENCH_QUEUE,
+          payload: payloadSchema,
+          reservations: [
+            keyedReservation(payloadSchema, {
+              baseName: 'bench_res',
+              keyFn: (p: BenchPayload) => `k${p.i % RESERVATION_KEYS}`,
+              slots: 1,
+              lease: '30s',
+            }),
+          ],
+        },
+        run,
+      );
+    default:
+      return actor({ name: BENCH_TASK, queue: BENCH_QUEUE }, run);
+  }
+}
+
+const SYSTEM_ID: Record<Variant, string> = {
+  default: 'taskq',
+  tuned: 'taskq-tuned',
+  'rl-open': 'taskq-rl-open',
+  'rl-binding': 'taskq-rl-binding',
+  reservation: 'taskq-reservation',
+};
+
+const TITLE: Record<Variant, string> = {
+  default: 'TaskQ (defaults)',
+  tuned: 'TaskQ (prefetch 4×c)',
+  'rl-open': 'TaskQ, Redis token bucket (not binding)',
+  'rl-binding': `TaskQ, Redis token bucket ${BINDING_RATE}/s, burst ${BINDING_BURST}`,
+  reservation: `TaskQ, keyed reservation (${RESERVATION_KEYS} keys × 1 slot)`,
+};
+
+function workerOverrides(variant: Variant, concurrency: number): Partial<WorkerSettingsInput> {
+  return variant === 'tuned' ? { prefetch: Math.max(4 * concurrency, 200) } : {};
+}
+
+export function createTaskq(variant: Variant): SystemAdapter {
+  let schema = '';
+  let tq: TaskQ | null = null;
+  let pool: pg.Pool | null = null;
+  let noopRef = benchActor(variant, '', () => undefined);
+  const id = SYSTEM_ID[variant];
+  return {
+    id,
+    title: TITLE[variant],
+    pkg: 'taskq (this repository)',
+    store: 'postgres',
+    settings:
+      variant === 'rl-open' || variant === 'rl-binding' || variant === 'reservation'
+        ? `Worker defaults with maxConcurrency c; the actor declares ${TITLE[variant]}${variant === 'reservation' ? ' (Postgres-backed)' : `; redisUrl redis://${REDIS_HOST}:${REDIS_PORT}/${REDIS_DB}`}; watchdog off.`
+        : variant === 'tuned'
+          ? 'Worker: maxConcurrency c, prefetch max(4c, 200); everything else default (dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.'
+          : 'Worker: maxConcurrency c; everything else default (prefetch = c, dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.',
+    async setup() {
+      schema = `bench_tq_${uniqueSuffix()}`;
+      noopRef = benchActor(variant, schema, () => undefined);
+      const driver = new PgDriver({ connection: PG_DSN, maxPoolSize: 2 });
+      try {
+        await new Migrator(driver, { schema }).up();
+      } finally {
+        await driver.close();
+      }
+      tq = await TaskQ.open({ dsn: PG_DSN, schema });
+      pool = new pg.Pool({ connectionString: PG_DSN, max: 2 });
+    },
+    async teardown() {
+      await tq?.close().catch(() => undefined);
+      tq = null;
+      if (pool) {
+        if (schema) await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+        await pool.end().catch(() => undefined);
+        pool = null;
+      }
+    },
+    async enqueueOne(payload) {
+      await tq!.enqueue(noopRef, payload);
+    },
+    async enqueueBulk(payloads) {
+      await tq!.enqueueBatch(payloads.map((p) => batchItem(noopRef, p)));
+    },
+    async outstanding() {
+      return tq!.countActiveJobs([BENCH_QUEUE]);
+    },
+    workerSpec(concurrency, processes): WorkerSpec {
+      return { system: id, namespace: schema, concurrency, processes };
+    },
+    async fill(spec: FillSpec) {
+      const jobs = `"${schema}".jobs`;
+      const status = `"${schema}".job_status`;
+      // Pending rows are the backlog (oldest first); terminal rows are succeeded history.
+      await pool!.query(
+        `INSERT INTO ${jobs} (id, actor, queue, payload, status, attempt, max_attempts, retry_kind,
+                              created_at, scheduled_at, started_at, finished_at)
+         SELECT gen_random_uuid(), $1, $2, jsonb_build_object('i', g),
+                CASE WHEN g <= $3 THEN 'pending' ELSE 'succeeded' END::${status},
+                CASE WHEN g <= $3 THEN 0 ELSE 1 END, 3, 'transient',
+                now() - interval '2 hours', now() - interval '1 hour' + g * interval '1 microsecond',
+                CASE WHEN g <= $3 THEN NULL ELSE now() - interval '1 hour' END,
+                CASE WHEN g <= $3 THEN NULL ELSE now() - interval '1 hour' END
+         FROM generate_series(1, $4::int) AS g`,
+        [BENCH_TASK, BENCH_QUEUE, spec.pending, spec.rows],
+      );
+      await pool!.query(`VACUUM ANALYZE ${jobs}`);
+    },
+    async probeDispatch(jobs, batch, options = {}) {
+      // The worker's own statements, called directly: claim `batch` jobs, settle them as succeeded.
+      // `jitOff` runs them on a client whose sessions have `jit = off` (a diagnostic: TaskQ's own
+      // pools leave the server default).
+      const client = options.jitOff
+        ? await TaskQ.open({
+            dsn: `${PG_DSN}${PG_DSN.includes('?') ? '&' : '?'}options=-c%20jit%3Doff`,
+            schema,
+          })
+        : tq!;
+      const backend = client.backend;
+      const workerId = randomUUID();
+      const req = {
+        workerId,
+        queues: [BENCH_QUEUE],
+        actors: [{ name: BENCH_TASK, maxConcurrent: null }],
+        limit: batch,
+        leaseMs: 60_000,
+        oversample: 2,
+      };
+      let claimed = 0;
+      let dispatchMs = 0;
+      let settleMs = 0;
+      try {
+        while (claimed < jobs) {
+          const t0 = performance.now();
+          const rows = await backend.dispatchBatch(req);
+          const t1 = performance.now();
+          if (rows.length === 0) break;
+          await backend.settle(
+            rows.map((r) => ({
+              kind: 'succeeded' as const,
+              jobId: r.id,
+              workerId,
+              handlerStartedAt: new Date(),
+              durationMs: 0,
+              resultJson: null,
+              resultSizeBytes: null,
+              fallbackResultTtlMs: null,
+            })),
+          );
+          dispatchMs += t1 - t0;
+          settleMs += performance.now() - t1;
+          claimed += rows.length;
+        }
+      } finally {
+        if (client !== tq) await client.close();
+      }
+      return { jobs: claimed, dispatchMsPerJob: dispatchMs / claimed, settleMsPerJob: settleMs / claimed };
+    },
+  };
+}
+
+/** Warnings and errors go to stderr (the harness shows the tail when a worker fails). */
+const stderrLogger: Logger = {
+  debug() {},
+  info() {},
+  warn(obj, msg) {
+    process.stderr.write(`[taskq warn] ${msg ?? ''} ${safeJson(obj)}\n`);
+  },
+  error(obj, msg) {
+    process.stderr.write(`[taskq error] ${msg ?? ''} ${safeJson(obj)}\n`);
+  },
+  child() {
+    return stderrLogger;
+  },
+};
+
+function safeJson(obj: object): string {
+  try {
+    return JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? v.message : v)).slice(0, 500);
+  } catch {
+    return '';
+  }
+}
+
+export function taskqWorkerStarter(variant: Variant): WorkerStarter {
+  return async (spec, hooks) => {
+    const noop = benchActor(variant, spec.namespace, (p) => hooks.onJob(p));
+    const worker = new Worker({
+      actors: [noop],
+      settings: {
+        pgDsn: PG_DSN,
+        schema: spec.namespace,
+        queues: [BENCH_QUEUE],
+        maxConcurrency: spec.concurrency,
+        watchdogEnabled: false,
+        // Only the token-bucket variants get Redis (with a URL the worker may also publish progress there).
+        ...(variant === 'rl-open' || variant === 'rl-binding'
+          ? { redisUrl: `redis://${REDIS_HOST}:${REDIS_PORT}/${REDIS_DB}` }
+          : {}),
+        ...workerOverrides(variant, spec.concurrency),
+      },
+      logger: stderrLogger,
+    });
+    await worker.start();
+    return {
+      async stop() {
+        await worker.stop();
+      },
+    };
+  };
+}

@@ -1,0 +1,49 @@
+/**
+ * Enqueue throughput: single jobs one call at a time (awaited, one client), bulk calls of 1,000 jobs,
+ * and a COPY fast path where a system has one (none does yet: reported as such).
+ */
+import { nowMs, type BenchPayload } from '../lib/common.js';
+import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
+import type { MetricSpec } from '../lib/results.js';
+
+const RATE: MetricSpec = { metric: 'jobs/s', unit: 'jobs/s', better: 'higher', ratio: true };
+export const ENQUEUE_CASES = { single: 'single (one call per job)', bulk: 'bulk (1,000 per call)' };
+
+export async function runEnqueue(ctx: BenchContext): Promise<void> {
+  const single = ctx.opts.quick ? 300 : 2000;
+  const bulkCalls = ctx.opts.quick ? 5 : 20;
+  const warmup = 50;
+  for (let round = 0; round < ctx.opts.rounds; round++) {
+    for (const id of rotate(ctx.systems, round)) {
+      try {
+        await withFreshSystem(id, async (sys) => {
+          for (let i = 0; i < warmup; i++) await sys.enqueueOne({ i });
+          let t = nowMs();
+          for (let i = 0; i < single; i++) await sys.enqueueOne({ i });
+          const singleRate = single / ((nowMs() - t) / 1000);
+          ctx.results.record('enqueue', ENQUEUE_CASES.single, RATE, id, singleRate);
+
+          const batches: BenchPayload[][] = [];
+          for (let b = 0; b < bulkCalls; b++)
+            batches.push(Array.from({ length: 1000 }, (_, i) => ({ i: b * 1000 + i })));
+          await sys.enqueueBulk(batches[0]!.slice(0, 100)); // warm-up
+          t = nowMs();
+          for (const batch of batches) await sys.enqueueBulk(batch);
+          const bulkRate = (bulkCalls * 1000) / ((nowMs() - t) / 1000);
+          ctx.results.record('enqueue', ENQUEUE_CASES.bulk, RATE, id, bulkRate);
+          ctx.log(
+            `  enqueue ${id} round ${round + 1}: single ${singleRate.toFixed(0)}/s, bulk ${bulkRate.toFixed(0)}/s`,
+          );
+        });
+      } catch (err) {
+        ctx.results.fail('enqueue', ENQUEUE_CASES.single, RATE, id, shortError(err));
+        ctx.log(`  enqueue ${id} round ${round + 1}: FAILED ${shortError(err)}`);
+      }
+    }
+  }
+  ctx.results.placeholder(
+    'enqueue',
+    'COPY fast path',
+    'not yet implemented: TaskQ has no COPY-based enqueue path yet (nor do the peers); nothing measured.',
+  );
+}

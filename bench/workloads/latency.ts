@@ -1,0 +1,128 @@
+/**
+ * Enqueue → handler-start latency, one worker process at concurrency 10:
+ * - idle: one job at a time, each enqueued 10 ms after the previous one started, so the worker is
+ *   idle when each arrives (at most 200 jobs or 15 s);
+ * - under load: a steady offered load of 50 % of the system's measured throughput (the processing
+ *   workload's median at c=10 in this run, else a short calibration), issued open-loop every 2 ms
+ *   (the jobs due since the previous tick go in one call: single enqueue for one job, bulk for more).
+ * The enqueue call's start time travels in the payload; the handler records its own start time.
+ */
+import { nowMs, sleep, type BenchPayload } from '../lib/common.js';
+import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
+import { enqueueAll } from '../lib/drain.js';
+import { Fleet } from '../lib/fleet.js';
+import { percentile } from '../lib/stats.js';
+import type { MetricSpec } from '../lib/results.js';
+import type { SystemAdapter } from '../systems/types.js';
+
+const P = (p: number): MetricSpec => ({
+  metric: `p${p} (ms)`,
+  unit: 'ms',
+  better: 'lower',
+  ratio: p !== 95,
+});
+const OFFERED: MetricSpec = { metric: 'offered load (jobs/s)', unit: 'jobs/s', better: 'higher' };
+export const LATENCY_CASES = { idle: 'idle worker', load: 'under 50 % load' };
+
+async function offeredLoad(
+  sys: SystemAdapter,
+  rate: number,
+  durationMs: number,
+  firstIndex: number,
+): Promise<number> {
+  const start = nowMs();
+  let sent = 0;
+  const inflight = new Set<Promise<void>>();
+  while (nowMs() - start < durationMs) {
+    const due = Math.floor((rate * (nowMs() - start)) / 1000) - sent;
+    if (due > 0 && inflight.size < 8) {
+      const n = Math.min(due, 1000);
+      const t = nowMs();
+      const payloads: BenchPayload[] = Array.from({ length: n }, (_, k) => ({ i: firstIndex + sent + k, t }));
+      sent += n;
+      const p: Promise<void> = (n === 1 ? sys.enqueueOne(payloads[0]!) : sys.enqueueBulk(payloads)).finally(
+        () => inflight.delete(p),
+      );
+      inflight.add(p);
+    }
+    await sleep(2);
+  }
+  await Promise.all(inflight);
+  return sent;
+}
+
+export async function runLatency(ctx: BenchContext): Promise<void> {
+  const idleJobs = ctx.opts.quick ? 30 : 200;
+  const idleBudgetMs = ctx.opts.quick ? 2000 : 15_000;
+  const loadMs = ctx.opts.quick ? 2000 : 5000;
+  const warmupMs = ctx.opts.quick ? 500 : 1000;
+  for (let round = 0; round < ctx.opts.rounds; round++) {
+    for (const id of rotate(ctx.systems, round)) {
+      try {
+        await withFreshSystem(id, async (sys) => {
+          const fleet = await Fleet.start(sys.workerSpec(10, 1), { recordLatency: true });
+          let sent = 0;
+          let loadStart = 0;
+          let rate = 0;
+          let backlogNote: string | undefined;
+          try {
+            await sleep(300); // let the worker settle into its idle wait
+            // Idle: one job at a time; the next goes in 10 ms after the previous one started (or
+            // after 5 s), so the worker is idle whenever a job arrives.
+            const idleDeadline = Date.now() + idleBudgetMs;
+            for (let i = 0; i < idleJobs && Date.now() < idleDeadline; i++) {
+              await sys.enqueueOne({ i, t: nowMs() });
+              sent++;
+              await fleet.waitForCount(sent, Date.now() + 5000);
+              await sleep(10);
+            }
+            await fleet.waitForCount(sent, Date.now() + 10_000);
+            // Throughput to offer half of.
+            const measured = ctx.results.median('processing', '1 process, c=10', 'jobs/s', id);
+            if (measured !== undefined) rate = measured / 2;
+            else {
+              const before = fleet.count;
+              const n = 2000;
+              await enqueueAll(sys, n, 1_000_000);
+              const t0 = nowMs();
+              await fleet.waitForCount(before + n, Date.now() + 5000);
+              rate = (fleet.count - before) / ((nowMs() - t0) / 1000) / 2;
+              sent += n;
+              await fleet.waitForCount(before + n, Date.now() + 60_000);
+            }
+            await sleep(200);
+            loadStart = nowMs() + warmupMs;
+            sent += await offeredLoad(sys, rate, loadMs, 2_000_000);
+            if (!(await fleet.waitForCount(sent, Date.now() + 15_000)))
+              backlogNote = `round ${round + 1}: ${sent - fleet.count} jobs had not started 15 s after the load stopped (tail latencies understated)`;
+          } finally {
+            const results = await fleet.stop();
+            const idle: number[] = [];
+            const load: number[] = [];
+            for (const w of results)
+              for (let k = 0; k + 1 < w.latencies.length; k += 2) {
+                const t = w.latencies[k]!;
+                const l = w.latencies[k + 1]!;
+                if (loadStart === 0 || t < loadStart - warmupMs) idle.push(l);
+                else if (t >= loadStart) load.push(l);
+              }
+            for (const p of [50, 95, 99]) {
+              if (idle.length)
+                ctx.results.record('latency', LATENCY_CASES.idle, P(p), id, percentile(idle, p));
+              if (load.length)
+                ctx.results.record('latency', LATENCY_CASES.load, P(p), id, percentile(load, p), backlogNote);
+            }
+            if (rate > 0) ctx.results.record('latency', LATENCY_CASES.load, OFFERED, id, rate);
+            ctx.log(
+              `  latency ${id} round ${round + 1}: idle p50 ${percentile(idle, 50).toFixed(1)} / p99 ${percentile(idle, 99).toFixed(1)} ms; ` +
+                `at ${rate.toFixed(0)}/s p50 ${percentile(load, 50).toFixed(1)} / p99 ${percentile(load, 99).toFixed(1)} ms (${load.length} samples)`,
+            );
+          }
+        });
+      } catch (err) {
+        ctx.results.fail('latency', LATENCY_CASES.idle, P(50), id, shortError(err));
+        ctx.log(`  latency ${id} round ${round + 1}: FAILED ${shortError(err)}`);
+      }
+    }
+  }
+}

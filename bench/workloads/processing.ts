@@ -1,0 +1,84 @@
+/**
+ * Processing throughput of no-op jobs: N pre-enqueued, drained by worker processes
+ * (1 process at concurrency 10 and 50; 2 and 4 processes at concurrency 10 each).
+ */
+import { mkdirSync } from 'node:fs';
+
+import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
+import { drain } from '../lib/drain.js';
+import type { MetricSpec } from '../lib/results.js';
+
+export const THROUGHPUT: MetricSpec = { metric: 'jobs/s', unit: 'jobs/s', better: 'higher', ratio: true };
+/** WAL written per job while the workers ran (Postgres systems; complete runs only). */
+export const WAL: MetricSpec = { metric: 'WAL (kB/job)', unit: 'kB/job', better: 'lower' };
+
+export interface ProcessingCase {
+  name: string;
+  concurrency: number;
+  processes: number;
+}
+
+export const PROCESSING_CASES: ProcessingCase[] = [
+  { name: '1 process, c=10', concurrency: 10, processes: 1 },
+  { name: '1 process, c=50', concurrency: 50, processes: 1 },
+  { name: '2 processes, c=10 each', concurrency: 10, processes: 2 },
+  { name: '4 processes, c=10 each', concurrency: 10, processes: 4 },
+];
+
+/** How long one run may take before it is cut short and reported as partial. */
+export function capMs(quick: boolean, system: string): number {
+  // pg-boss 10 is polling-bound (batch ÷ interval): its rate is the same over any window.
+  if (system === 'pgboss') return quick ? 3000 : 6000;
+  return quick ? 8000 : 12_000;
+}
+
+export async function runProcessing(ctx: BenchContext): Promise<void> {
+  const jobs = ctx.opts.quick ? 2000 : 20_000;
+  // Quick mode keeps one single-process and one multi-process case (the smoke test covers both paths).
+  const cases = ctx.opts.quick
+    ? PROCESSING_CASES.filter((c) => c.concurrency === 10 && c.processes <= 2)
+    : PROCESSING_CASES;
+  for (const pc of cases) {
+    for (let round = 0; round < ctx.opts.rounds; round++) {
+      for (const id of rotate(ctx.systems, round)) {
+        const profile = ctx.opts.cpuProfDir && id.startsWith('taskq') && round === 0;
+        const profDir = profile ? `${ctx.opts.cpuProfDir}/${id}-c${pc.concurrency}-p${pc.processes}` : null;
+        if (profDir) mkdirSync(profDir, { recursive: true });
+        try {
+          const r = await withFreshSystem(id, (sys) =>
+            drain(sys, {
+              jobs,
+              concurrency: pc.concurrency,
+              processes: pc.processes,
+              capMs: capMs(ctx.opts.quick, id),
+              fleet: profDir ? { cpuProfDir: profDir } : {},
+              measureWal: sys.store === 'postgres',
+            }),
+          );
+          if (r.walBytes !== undefined && !r.partial)
+            ctx.results.record('processing', pc.name, WAL, id, r.walBytes / jobs / 1024);
+          const note = r.partial
+            ? `partial: not all ${jobs} jobs started within the ${Math.round(capMs(ctx.opts.quick, id) / 1000)} s cap (rate over the window)`
+            : undefined;
+          ctx.results.record('processing', pc.name, THROUGHPUT, id, r.rate, note);
+          if (r.failed > 0)
+            ctx.results.note(
+              'processing',
+              pc.name,
+              THROUGHPUT,
+              id,
+              `${r.failed} failed attempts in round ${round + 1} (${r.failures[0] ?? ''})`,
+            );
+          ctx.log(
+            `  processing [${pc.name}] ${id} round ${round + 1}: ${r.rate.toFixed(0)} jobs/s${r.partial ? ' (partial)' : ''}${r.failed ? `, ${r.failed} failed` : ''}`,
+          );
+        } catch (err) {
+          ctx.results.fail('processing', pc.name, THROUGHPUT, id, shortError(err));
+          ctx.log(`  processing [${pc.name}] ${id} round ${round + 1}: FAILED ${shortError(err)}`);
+        }
+      }
+    }
+  }
+  if (ctx.opts.quick)
+    ctx.results.placeholder('processing', '1 process c=50, 4 processes', 'skipped in --quick mode');
+}

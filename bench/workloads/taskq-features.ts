@@ -1,0 +1,62 @@
+/**
+ * TaskQ-only features, one worker process at c=10, each against a plain TaskQ run in the same
+ * rounds:
+ * - a rate-limited actor whose Redis token bucket never binds: the cost of acquiring per job;
+ * - a rate-limited actor with a binding bucket (500 jobs/s, burst 50): the rate actually achieved;
+ * - a keyed-reservation actor (10 keys × 1 slot, Postgres): throughput with the slots acquired and
+ *   released around every job.
+ */
+import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
+import { drain } from '../lib/drain.js';
+import type { MetricSpec } from '../lib/results.js';
+import type { SystemId } from '../systems/index.js';
+
+const RATE: MetricSpec = { metric: 'jobs/s', unit: 'jobs/s', better: 'higher' };
+
+interface FeatureCase {
+  name: string;
+  system: SystemId;
+  jobs: (quick: boolean) => number;
+}
+
+const CASES: FeatureCase[] = [
+  { name: 'plain actor (reference)', system: 'taskq', jobs: (q) => (q ? 2000 : 10_000) },
+  {
+    name: 'rate-limited actor, Redis token bucket, not binding',
+    system: 'taskq-rl-open',
+    jobs: (q) => (q ? 2000 : 10_000),
+  },
+  {
+    name: 'rate-limited actor, Redis token bucket 500/s, burst 50',
+    system: 'taskq-rl-binding',
+    jobs: (q) => (q ? 1000 : 3000),
+  },
+  {
+    name: 'keyed-reservation actor, 10 keys × 1 slot',
+    system: 'taskq-reservation',
+    jobs: (q) => (q ? 1000 : 5000),
+  },
+];
+
+export async function runTaskqFeatures(ctx: BenchContext): Promise<void> {
+  if (!ctx.systems.includes('taskq')) return;
+  const cases = CASES.filter((c) => ctx.redisAvailable || !c.system.startsWith('taskq-rl'));
+  if (cases.length < CASES.length)
+    ctx.results.placeholder('taskq-features', 'rate-limited actor', 'not measured: Redis unavailable');
+  for (let round = 0; round < ctx.opts.rounds; round++) {
+    for (const fc of rotate(cases, round)) {
+      const jobs = fc.jobs(ctx.opts.quick);
+      try {
+        const r = await withFreshSystem(fc.system, (sys) =>
+          drain(sys, { jobs, concurrency: 10, processes: 1, capMs: ctx.opts.quick ? 8000 : 30_000 }),
+        );
+        const note = r.partial ? `partial: ${r.started} of ${jobs} jobs within the cap` : undefined;
+        ctx.results.record('taskq-features', fc.name, RATE, fc.system, r.rate, note);
+        ctx.log(`  taskq-features [${fc.name}] round ${round + 1}: ${r.rate.toFixed(0)} jobs/s`);
+      } catch (err) {
+        ctx.results.fail('taskq-features', fc.name, RATE, fc.system, shortError(err));
+        ctx.log(`  taskq-features [${fc.name}] round ${round + 1}: FAILED ${shortError(err)}`);
+      }
+    }
+  }
+}
