@@ -176,6 +176,12 @@ export interface Backend {
   sweepExpiredResults(limit?: number): Promise<number>;
   /** Removes workers not seen for `olderThanMs`; returns the count. */
   cleanupStaleWorkers(olderThanMs: number): Promise<number>;
+  /**
+   * Refreshes the planner's statistics of `jobs` when they are missing or far out of date (a new
+   * table filled in a burst), so claims keep their index plan. Returns whether it analyzed.
+   * Optional: backends without a planner leave it out.
+   */
+  refreshStatistics?(): Promise<boolean>;
   /** Actors with pending/scheduled jobs and no `actor_config` row. */
   strandedActors(): Promise<StrandedActor[]>;
   /** Sweep 5, one batch: moves up to `batchSize` expired terminal jobs (and their attempts) to the archive. */

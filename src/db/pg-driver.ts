@@ -19,6 +19,11 @@ export interface PgDriverOptions {
   applicationName?: string;
   /** Server-side `statement_timeout` (and client-side query timeout, 1 s later) for pool connections. */
   statementTimeoutMs?: number;
+  /**
+   * Run-time settings for every connection TaskQ opens (`-c name=value` startup options), e.g.
+   * `{ jit: 'off' }`. Ignored for a caller-owned pool.
+   */
+  sessionSettings?: Readonly<Record<string, string>>;
 }
 
 function toConfig(connection: PgConnectionConfig): pg.ClientConfig {
@@ -92,6 +97,16 @@ export class PgDriver implements Driver {
       this.config = { ...toConfig(options.connection) };
       if (options.applicationName && !this.config.application_name)
         this.config.application_name = options.applicationName;
+      if (options.statementTimeoutMs !== undefined) {
+        this.config.statement_timeout = options.statementTimeoutMs;
+        // The client gives up a second later, in case the server cannot even answer.
+        this.config.query_timeout = options.statementTimeoutMs + 1000;
+      }
+      const settings = Object.entries(options.sessionSettings ?? {});
+      if (settings.length > 0) {
+        const extra = settings.map(([k, v]) => `-c ${k}=${v}`).join(' ');
+        this.config.options = this.config.options ? `${this.config.options} ${extra}` : extra;
+      }
       this.pool = new pg.Pool({ ...this.config, max: options.maxPoolSize ?? 5 });
       // An idle client that errors (server restart) must not crash the process; the pool drops it.
       this.pool.on('error', () => undefined);

@@ -21,7 +21,10 @@ export class MissingProvider extends TaskQError {
 
   constructor(missing: readonly MissingProviderEntry[]) {
     const list = missing
-      .map((m) => `actor ${JSON.stringify(m.actor)} names ${m.namespace.replace('_', ' ')} ${JSON.stringify(m.name)}`)
+      .map(
+        (m) =>
+          `actor ${JSON.stringify(m.actor)} names ${m.namespace.replace('_', ' ')} ${JSON.stringify(m.name)}`,
+      )
       .join('; ');
     super(
       'TASKQ_MISSING_PROVIDER',

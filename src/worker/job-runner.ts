@@ -123,6 +123,7 @@ export class JobRunner {
   private readonly publisher: ProgressPublisher | null;
   private readonly limits: RateLimitGate | null;
   private readonly releases = new Set<Promise<void>>();
+  private handlerMsEwma: number | null = null;
   /** Handlers orphaned by abandonment so far (metric). */
   orphanedHandlers = 0;
 
@@ -185,6 +186,15 @@ export class JobRunner {
   }
 
   /** Handlers running (slots in use, including handlers still held after being given up). */
+  /** Recent average handler duration in ms (exponentially weighted), or null before the first. */
+  get averageHandlerMs(): number | null {
+    return this.handlerMsEwma;
+  }
+
+  private observeDuration(ms: number): void {
+    this.handlerMsEwma = this.handlerMsEwma === null ? ms : this.handlerMsEwma * 0.9 + ms * 0.1;
+  }
+
   get running(): number {
     return this.holders.size;
   }
@@ -556,6 +566,7 @@ export class JobRunner {
       clearTimeout(timer);
       clearInterval(beatTimer);
     }
+    this.observeDuration(performance.now() - t0);
     if (handlerSettled) this.freeSlot(job);
     else {
       // Given up on (timeout): keep the slot until the handler settles or the cleanup grace passes.

@@ -10,8 +10,11 @@ export interface ProducerOptions {
   queues: readonly string[];
   actors: readonly { name: string; maxConcurrent: number | null }[];
   maxConcurrency: number;
-  /** Jobs claimed beyond free slots (local queue). */
-  prefetch: number;
+  /**
+   * Jobs claimed beyond free slots (local queue), or `'adaptive'`: about
+   * {@link ADAPTIVE_QUEUE_MS} of work at the handlers' recent average duration.
+   */
+  prefetch: number | 'adaptive';
   /** Stop claiming while this many outcomes wait to be written (the database is behind). */
   maxSettleBacklog: number;
   /** Outcomes waiting to be written. */
@@ -22,10 +25,20 @@ export interface ProducerOptions {
   pollIntervalMs: () => number;
 }
 
+/** Adaptive prefetch: the local queue holds about this much work (at the recent average duration). */
+export const ADAPTIVE_QUEUE_MS = 50;
+/** Adaptive prefetch never exceeds this many times `maxConcurrency`. */
+export const ADAPTIVE_PREFETCH_MAX_FACTOR = 20;
+
 /**
  * Claims jobs up to the worker's free capacity and hands them to the runner. It claims again at
  * once after a full batch, and otherwise sleeps until a NOTIFY wake-up, a freed slot, or the poll
  * period. One dispatch statement is in flight at a time, so bursts of wake-ups coalesce.
+ *
+ * Claims are batched: a claim costs a few milliseconds whatever its size, so while handlers still
+ * have claimed jobs waiting, the producer waits until half of the local capacity
+ * (`maxConcurrency + prefetch`) is free before claiming again. A slot with nothing left to run is
+ * filled at once.
  */
 export class Producer {
   private stopController = new AbortController();
@@ -58,12 +71,39 @@ export class Producer {
   /** How many jobs the producer may claim now. */
   freeCapacity(): number {
     if (this.options.settleBacklog() >= this.options.maxSettleBacklog) return 0;
-    return this.options.maxConcurrency + this.options.prefetch - this.runner.held;
+    return this.options.maxConcurrency + this.prefetch() - this.runner.held;
+  }
+
+  /**
+   * Jobs to hold beyond the running ones. Adaptive: short jobs get a deep local queue (claims are
+   * few and large, the way to go fast), long ones almost none (a worker must not sit on jobs an idle
+   * worker could start); `maxConcurrency` until a duration has been observed.
+   */
+  prefetch(): number {
+    const p = this.options.prefetch;
+    if (p !== 'adaptive') return p;
+    const c = this.options.maxConcurrency;
+    const avg = this.runner.averageHandlerMs;
+    if (avg === null) return c;
+    const wanted = Math.round((ADAPTIVE_QUEUE_MS * c) / Math.max(avg, 0.01));
+    return Math.min(wanted, ADAPTIVE_PREFETCH_MAX_FACTOR * c);
+  }
+
+  /** Smallest claim worth a round trip while the local queue still feeds every slot. */
+  private minBatch(): number {
+    return Math.max(1, Math.floor((this.options.maxConcurrency + this.prefetch()) / 2));
+  }
+
+  /** True when a claim is worth making now: enough room, or a slot would otherwise sit idle. */
+  private worthClaiming(free: number): boolean {
+    if (free <= 0) return false;
+    if (free >= this.minBatch()) return true;
+    return this.runner.buffered === 0 && this.runner.running < this.options.maxConcurrency;
   }
 
   async runOnce(): Promise<number> {
     const free = this.freeCapacity();
-    if (free <= 0) return 0;
+    if (!this.worthClaiming(free)) return 0;
     const rows = await this.backend.dispatchBatch({
       workerId: this.options.workerId,
       queues: this.options.queues,
@@ -92,7 +132,7 @@ export class Producer {
       let full = false;
       try {
         const claimed = await this.runOnce();
-        full = claimed > 0 && claimed === free;
+        full = claimed > 0 && claimed === free && this.worthClaiming(this.freeCapacity());
         this.errorStreak = 0;
       } catch (err) {
         this.errorStreak++;

@@ -517,6 +517,15 @@ export class PostgresBackend implements Backend {
     return res.rowCount;
   }
 
+  async refreshStatistics(): Promise<boolean> {
+    const rows = await this.run<{ stale: boolean | null }>('jobsStatisticsStale', []);
+    if (!rows[0]?.stale) return false;
+    // ANALYZE samples a fixed number of rows: tens of milliseconds even on a large table.
+    await this.driver.query(`ANALYZE ${this.quoted}.jobs`);
+    this.logger.info({ schema: this.schema }, 'jobs-statistics-refreshed');
+    return true;
+  }
+
   async cleanupStaleWorkers(olderThanMs: number): Promise<number> {
     const res = await this.driver.query(this.sql.cleanupStaleWorkers, [olderThanMs]).catch((err: unknown) => {
       throw this.translate(err);

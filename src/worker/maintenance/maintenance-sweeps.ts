@@ -73,6 +73,7 @@ export class MaintenanceSweeps extends LoopService {
       if (n < SWEEP_BATCH) break;
     }
     report.staleWorkers = await this.backend.cleanupStaleWorkers(this.settings.staleWorkerAfterMs);
+    await this.backend.refreshStatistics?.();
     if (report.reclaimed > 0)
       this.logger.warn({ reclaimed: report.reclaimed, retried: report.retried }, 'expired-leases-reclaimed');
     if (report.deadlineFailed > 0)

@@ -208,3 +208,16 @@ WHERE l.locktype = 'relation' AND l.relation = to_regclass($1)
   AND l.mode IN ('RowExclusiveLock', 'ShareRowExclusiveLock', 'ExclusiveLock', 'AccessExclusiveLock')
   AND a.pid <> pg_backend_pid()
   AND a.xact_start < clock_timestamp() - $2::float8 * interval '1 millisecond';
+
+-- name: jobsStatisticsStale
+-- True when the planner has no usable statistics for `jobs`: never analyzed (reltuples < 0) yet
+-- more than 20 pages on disk, or ten times the pages it had at the last analyze or vacuum. Fresh
+-- tables filled in a burst are the case: with default selectivities the claim statement sorts the
+-- whole backlog instead of walking the dispatch index (measured: 11 ms instead of 1.5 ms per claim
+-- at 30k pending jobs). File size is read live, unlike the cumulative statistics.
+SELECT (c.reltuples < 0 AND p.pages > 20) OR p.pages > 10 * greatest(c.relpages, 20) AS stale
+FROM pg_class c
+CROSS JOIN LATERAL (
+  SELECT pg_relation_size(c.oid) / current_setting('block_size')::int AS pages
+) p
+WHERE c.oid = '{schema}.jobs'::regclass;
