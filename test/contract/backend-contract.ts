@@ -312,6 +312,32 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         expect(listed.jobs).toHaveLength(3);
       });
 
+      it('returns each inserted row exactly as reading it back does', async () => {
+        const batch = await client.enqueueBatch([
+          { actor: plain, payload: { n: 1, nested: { b: [1, 2], a: 'x' } } },
+          {
+            actor: plain,
+            payload: { n: 2 },
+            options: {
+              delay: '1h',
+              identityKey: 'k',
+              fairnessKey: 'f',
+              idempotencyKey: 'idem',
+              tags: ['t1', 't2'],
+              metadata: { m: 1 },
+              traceId: 'tr',
+              startToClose: '5s',
+              heartbeatTimeout: '2s',
+              scheduleToClose: new Date(Date.now() + 86_400_000),
+            },
+          },
+        ]);
+        for (const h of batch.jobHandles) {
+          const read = await client.getRow(h.jobId);
+          expect(h.row).toEqual(read);
+        }
+      });
+
       it('returns the existing job for idempotency collisions, including within the batch', async () => {
         const first = await client.enqueue(plain, { n: 0 }, { idempotencyKey: 'a' });
         const batch = await client.enqueueBatch([

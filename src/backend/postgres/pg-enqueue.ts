@@ -79,6 +79,55 @@ export function translateUnique(err: unknown, actor: string): unknown {
   return err;
 }
 
+/**
+ * The row of a job this statement inserted: the caller's arguments plus what the database decided
+ * (status, creation and run times, the anchored deadline). Same values as reading the row back.
+ */
+function insertedRow(a: EnqueueArgs, r: Raw): JobRow {
+  const stc = r.schedule_to_close_ms;
+  return {
+    id: a.id,
+    actor: a.actor,
+    queue: a.queue,
+    identityKey: a.identityKey,
+    fairnessKey: a.fairnessKey,
+    payload: JSON.parse(a.payloadJson) as unknown,
+    payloadSchemaVer: a.payloadSchemaVer,
+    status: r.status as JobRow['status'],
+    priority: a.priority,
+    attempt: 0,
+    maxAttempts: a.maxAttempts,
+    retryKind: a.retryKind,
+    scheduleToClose: stc === null || stc === undefined ? null : new Date(Number(stc)),
+    startToCloseMs: a.startToCloseMs,
+    heartbeatTimeoutMs: a.heartbeatTimeoutMs,
+    createdAt: new Date(Number(r.created_ms)),
+    scheduledAt: new Date(Number(r.scheduled_ms)),
+    startedAt: null,
+    finishedAt: null,
+    lastHeartbeatAt: null,
+    lockedByWorker: null,
+    lockExpiresAt: null,
+    cancelRequestedAt: null,
+    cancelPhase: 0,
+    errorClass: null,
+    errorMessage: null,
+    errorTraceback: null,
+    progressState: {},
+    progressSeq: 0,
+    result: null,
+    resultSizeBytes: null,
+    resultExpiresAt: null,
+    idempotencyKey: a.idempotencyKey,
+    idempotencyScope: a.idempotencyScope,
+    traceId: a.traceId,
+    spanId: a.spanId,
+    metadata: { ...a.metadata },
+    tags: [...a.tags],
+    heartbeatDetails: null,
+  };
+}
+
 /** Up to 1000 jobs in one statement; idempotency collisions map to the existing rows, in order. */
 export async function enqueueMany(ops: PgOps, list: readonly EnqueueArgs[], ex: Executor): Promise<JobRow[]> {
   if (list.length === 0) return [];
@@ -118,7 +167,8 @@ export async function enqueueMany(ops: PgOps, list: readonly EnqueueArgs[], ex: 
     throw translateUnique(err, list[0]?.actor ?? '');
   }
   const byId = new Map<string, JobRow>();
-  for (const r of rows) byId.set(r.id as string, toJobRow(r));
+  const argsById = new Map(list.map((a) => [a.id, a]));
+  for (const r of rows) byId.set(r.id as string, insertedRow(argsById.get(r.id as string)!, r));
   const missing = list.filter((a) => !byId.has(a.id));
   const byKey = new Map<string, JobRow>();
   if (missing.length > 0) {
