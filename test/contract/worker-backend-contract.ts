@@ -337,6 +337,25 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
         expect(r?.status).toBe('cancelled');
       });
 
+      it('gives a snoozed attempt back even when a cancel requested meanwhile ends the job', async () => {
+        const id = await running();
+        await h.backend.writeCancelRequest(id, null);
+        const [r] = await h.backend.settle([
+          {
+            ...base,
+            kind: 'reschedule',
+            jobId: id,
+            delayMs: 0,
+            consumeBudget: false,
+            outcome: 'snoozed',
+            error: null,
+          },
+        ]);
+        expect(r?.status).toBe('cancelled');
+        expect((await h.backend.get(id))!.attempt).toBe(0);
+        expect((await h.backend.getAttempts(id)).map((a) => a.outcome)).toEqual(['snoozed']);
+      });
+
       it('release puts the job back to pending without using an attempt', async () => {
         const id = await running();
         const [r] = await h.backend.settle([

@@ -183,7 +183,10 @@ describe('a production day at speed', () => {
         problems.push(`${j.id}: ${dispatched} dispatches but ${outs.length} attempts + ${drained} drains`);
       const givenBack = outs.filter((o) => o === 'snoozed' || o === 'interrupted').length;
       if (j.attempt !== dispatched - givenBack - drained)
-        problems.push(`${j.id}: attempt ${j.attempt}, expected ${dispatched - givenBack - drained}`);
+        problems.push(
+          `${j.id}: attempt ${j.attempt}, expected ${dispatched - givenBack - drained} ` +
+            `(status ${j.status}; attempts ${outs.join(',')}; events ${evs.map((e) => `${e.detail.from_state}>${e.detail.to_state}:${e.detail.reason}`).join(' ')})`,
+        );
       // Each behaviour ends where it should, unless a cancel or a crash intervened.
       if (!cancelled.has(j.id) && j.status !== 'crashed') {
         const expected =

@@ -133,7 +133,7 @@ export function settle(st: MemoryState, items: readonly Settlement[]): SettleRes
     const ranAttempt = r.attempt;
     const again = status === 'pending' || status === 'scheduled';
     const giveBack = s.kind === 'release' || (s.kind === 'reschedule' && !s.consumeBudget);
-    if (again && giveBack) r.attempt -= 1;
+    if (giveBack) r.attempt -= 1; // used no budget, whatever status the job ends in
     if (again) r.scheduledAt = new Date(now.getTime() + (delay ?? 0));
     r.status = status;
     r.finishedAt = again ? null : now;

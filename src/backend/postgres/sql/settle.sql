@@ -58,7 +58,9 @@ outcome AS (
 upd AS (
   UPDATE {schema}.jobs AS j
   SET status = o.new_status::{schema}.job_status,
-      attempt = CASE WHEN o.give_back AND o.new_status IN ('pending', 'scheduled') THEN j.attempt - 1 ELSE j.attempt END,
+      -- A snooze, a denial or an interrupted attempt used no budget, whatever status the job ends in
+      -- (a cancel requested meanwhile wins over running it again, but the count stays honest).
+      attempt = CASE WHEN o.give_back THEN j.attempt - 1 ELSE j.attempt END,
       scheduled_at = CASE
         WHEN o.new_status IN ('pending', 'scheduled') THEN clock_timestamp() + coalesce(o.delay_ms, 0) * interval '1 millisecond'
         ELSE j.scheduled_at END,
