@@ -8,6 +8,7 @@ import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
 import type { BulkCancelResult, CancelResult, EventRow, JobRow } from '../backend/types.js';
 import type { WatchReclaimsOptions } from './reclaim-watcher.js';
 import type { Driver } from '../db/driver.js';
+import { TASKQ_SESSION_SETTINGS } from '../db/session-settings.js';
 import { PgDriver } from '../db/pg-driver.js';
 import { toMs, type Duration } from '../duration.js';
 import { TaskQStateError } from '../errors/client-errors.js';
@@ -127,6 +128,7 @@ export class TaskQ implements AsyncDisposable {
         connection: options.dsn as string,
         maxPoolSize: options.maxPoolSize ?? 5,
         applicationName: 'taskq',
+        sessionSettings: TASKQ_SESSION_SETTINGS,
       });
     const backend = new PostgresBackend(driver, { schema, logger });
     const client = new JobsClient(backend, {

@@ -27,8 +27,12 @@ export interface ProducerOptions {
 
 /** Adaptive prefetch: the local queue holds about this much work (at the recent average duration). */
 export const ADAPTIVE_QUEUE_MS = 50;
-/** Adaptive prefetch never exceeds this many times `maxConcurrency`. */
-export const ADAPTIVE_PREFETCH_MAX_FACTOR = 20;
+/**
+ * Adaptive prefetch never exceeds this many jobs: beyond it claims are already large enough that
+ * throughput stops growing (measured: 200 and 1000 alike at c=50), while memory does (181 against
+ * 281 MB peak RSS).
+ */
+export const ADAPTIVE_PREFETCH_MAX = 200;
 
 /**
  * Claims jobs up to the worker's free capacity and hands them to the runner. It claims again at
@@ -86,7 +90,7 @@ export class Producer {
     const avg = this.runner.averageHandlerMs;
     if (avg === null) return c;
     const wanted = Math.round((ADAPTIVE_QUEUE_MS * c) / Math.max(avg, 0.01));
-    return Math.min(wanted, ADAPTIVE_PREFETCH_MAX_FACTOR * c);
+    return Math.min(wanted, ADAPTIVE_PREFETCH_MAX);
   }
 
   /** Smallest claim worth a round trip while the local queue still feeds every slot. */

@@ -5,6 +5,7 @@ import type { Backend } from '../backend/backend.js';
 import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
 import type { Driver } from '../db/driver.js';
 import { PgDriver } from '../db/pg-driver.js';
+import { WORKER_SESSION_SETTINGS } from '../db/session-settings.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { newJobId } from '../ids.js';
 import { Migrator } from '../migrations/migrator.js';
@@ -19,7 +20,7 @@ import { NullErrorReporter, type ErrorReporter } from './error-reporter.js';
 import { Heartbeat } from './heartbeat.js';
 import { JobRunner } from './job-runner.js';
 import { NotifyListener } from './notify-listener.js';
-import { ADAPTIVE_PREFETCH_MAX_FACTOR, Producer } from './producer.js';
+import { ADAPTIVE_PREFETCH_MAX, Producer } from './producer.js';
 import { ProgressFlusher, ProgressTracker } from './progress-tracker.js';
 import { CancelController } from './cancel-controller.js';
 import { ThreadPool } from './threads/thread-pool.js';
@@ -73,16 +74,6 @@ export interface WorkerOptions {
   /** Redis client for Redis-backed rate limits (yours; not closed). Default: one from `settings.redisUrl`. */
   redis?: Redis;
 }
-
-/**
- * Settings of the worker's own connections. JIT off: the claim statement is short but, on a large
- * `jobs` table, its estimated cost passes `jit_above_cost` and every claim would spend tens of
- * milliseconds compiling itself (measured: 56 of 58 ms at 1M rows). Custom plans always: the batch
- * statements take arrays, and a generic plan cannot know their length — after five executions
- * Postgres switched the settle statement to a plan that joined its CTEs by nested loops, 10× slower
- * at 400 items (measured 187 ms against 18 ms). Planning costs about 1 ms per batch.
- */
-const WORKER_SESSION_SETTINGS = { jit: 'off', plan_cache_mode: 'force_custom_plan' } as const;
 
 function isResolved(s: WorkerSettings | WorkerSettingsInput | undefined): s is WorkerSettings {
   return (
@@ -372,10 +363,7 @@ export class Worker {
         actors: [...this.actors.values()].map((a) => ({ name: a.name, maxConcurrent: a.maxConcurrent })),
         maxConcurrency: s.maxConcurrency,
         prefetch: s.prefetch ?? 'adaptive',
-        maxSettleBacklog: Math.max(
-          1000,
-          4 * (s.maxConcurrency + (s.prefetch ?? ADAPTIVE_PREFETCH_MAX_FACTOR * s.maxConcurrency)),
-        ),
+        maxSettleBacklog: Math.max(1000, 4 * (s.maxConcurrency + (s.prefetch ?? ADAPTIVE_PREFETCH_MAX))),
         settleBacklog: () => this.completer.backlog,
         leaseMs: s.lockLeaseMs,
         oversample: s.dispatchOversample,
