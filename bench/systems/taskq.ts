@@ -1,6 +1,6 @@
 /**
  * TaskQ, driven from the source (`src/`). Two configurations compared with the peers:
- * - `taskq`: worker defaults (prefetch = maxConcurrency, dispatcher pool 4) with only
+ * - `taskq`: worker defaults (adaptive prefetch, dispatcher pool 4) with only
  *   `maxConcurrency` set; NOTIFY on.
  * - `taskq-tuned`: a deeper local queue (`prefetch` = max(4 × concurrency, 200)), the counterpart of
  *   graphile-worker's `localQueue`.
@@ -146,7 +146,7 @@ export function createTaskq(variant: Variant): SystemAdapter {
         ? `Worker defaults with maxConcurrency c; the actor declares ${TITLE[variant]}${variant === 'reservation' ? ' (Postgres-backed)' : `; redisUrl redis://${REDIS_HOST}:${REDIS_PORT}/${REDIS_DB}`}; watchdog off.`
         : variant === 'tuned'
           ? 'Worker: maxConcurrency c, prefetch max(4c, 200); everything else default (dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.'
-          : 'Worker: maxConcurrency c; everything else default (prefetch = c, dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.',
+          : 'Worker: maxConcurrency c; everything else default (adaptive prefetch, at most 200; dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.',
     async setup() {
       schema = `bench_tq_${uniqueSuffix()}`;
       noopRef = benchActor(variant, schema, () => undefined);
