@@ -24,7 +24,15 @@ export type {
   JobEvent,
   ProgressPublisher,
 } from './progress/progress-event.js';
-export { TaskQ, type TaskQOptions } from './client/taskq.js';
+export { TaskQ, type TaskQOptions, type TaskQExtraOptions } from './client/taskq.js';
+export {
+  loadTaskQSettings,
+  TASKQ_SETTING_FIELDS,
+  type TaskQSettings,
+  type TaskQSettingsInput,
+  type LoadTaskQSettingsOptions,
+} from './settings/taskq-settings.js';
+export { SettingsError, type SettingProblem } from './settings/settings-error.js';
 export {
   JobsClient,
   MAX_BATCH_SIZE,

@@ -2,6 +2,7 @@ import type { ClientLike } from '../db/driver.js';
 import type { NormalizedJobFilter } from './job-filter.js';
 import type { ActorConfigRow, AttemptRow, BulkCancelResult, EnqueueArgs, EventRow, JobRow } from './types.js';
 import type {
+  CancelCause,
   CancelFlag,
   ProgressSnapshot,
   ActorConfigDrift,
@@ -113,10 +114,22 @@ export interface Backend {
   ): Promise<string[]>;
   /** Running jobs of this worker with a cancel requested (the polling fallback of cancel NOTIFY). */
   pollCancelFlags(workerId: string): Promise<CancelFlag[]>;
-  /** Phase 2 of a cancel, written (with its event) before the worker forces anything; false if not at phase 1. */
-  writeCancelEscalation(jobId: string, workerId: string): Promise<boolean>;
-  /** Phase 3: ends a phase-2 job `abandoned` (attempt row and event included); false if not owned at phase 2. */
-  markAbandoned(jobId: string, workerId: string, progress?: ProgressSnapshot | null): Promise<boolean>;
+  /**
+   * Phase 2 of a cancel, written (with its event) before the worker forces anything; false if not at
+   * phase 1. With `cause` `'shutdown'` (the worker's FORCING phase) phase 0 qualifies too, and no
+   * caller's cancel is recorded (`cancelRequestedAt` stays as it is).
+   */
+  writeCancelEscalation(jobId: string, workerId: string, cause?: CancelCause): Promise<boolean>;
+  /**
+   * Phase 3: ends a phase-2 job `abandoned` (attempt row and event included); false if not owned at
+   * phase 2. `cause` only changes the recorded message and event reason.
+   */
+  markAbandoned(
+    jobId: string,
+    workerId: string,
+    progress?: ProgressSnapshot | null,
+    cause?: CancelCause,
+  ): Promise<boolean>;
   /** Writes coalesced progress of running jobs this worker owns (seq only moves forward); returns rows written. */
   flushProgress(
     workerId: string,

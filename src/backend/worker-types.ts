@@ -171,6 +171,12 @@ export interface StrandedActor {
   jobs: number;
 }
 
+/**
+ * Why a running job is being escalated or abandoned: a caller's cancel, or the worker giving up a
+ * handler that outlived its own shutdown graces.
+ */
+export type CancelCause = 'cancel' | 'shutdown';
+
 /** A running job of this worker with a cancel requested, and its stored phase. */
 export interface CancelFlag {
   jobId: string;

@@ -16,6 +16,11 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
 import { validateSchemaName } from '../schema-name.js';
+import {
+  loadTaskQSettings,
+  type TaskQSettings,
+  type TaskQSettingsInput,
+} from '../settings/taskq-settings.js';
 import type { EnqueueOptions } from './enqueue-options.js';
 import type { JobHandle } from './job-handle.js';
 import { JobsClient, type BatchHandle, type EnqueueItem } from './jobs-client.js';
@@ -53,6 +58,9 @@ export interface TaskQOptions {
   /** Your own ioredis client for live progress; TaskQ never closes it (it subscribes on a duplicate it owns). */
   redis?: Redis;
 }
+
+/** What {@link TaskQ.fromSettings} and {@link TaskQ.fromEnv} take besides the settings. */
+export type TaskQExtraOptions = Pick<TaskQOptions, 'maxPoolSize' | 'capacityCacheTtl' | 'logger'>;
 
 /**
  * The Postgres-backed entry point: enqueue, read, cancel. Open one per process and share it.
@@ -140,6 +148,46 @@ export class TaskQ implements AsyncDisposable {
           : toMs(options.capacityCacheTtl, 'TaskQ.open.capacityCacheTtl', 'nonNegative'),
     });
     return new TaskQ(backend, client, redis, logger);
+  }
+
+  /**
+   * Opens a client from loaded {@link TaskQSettings} (`pgDsn`, `schema`, `redisUrl`,
+   * `idempotencyKeyMaxBytes`); `options` adds what settings cannot express (logger, pool size,
+   * cache TTL). `pgDsn` must be set.
+   */
+  static async fromSettings(settings: TaskQSettings, options: TaskQExtraOptions = {}): Promise<TaskQ> {
+    if (settings === null || typeof settings !== 'object')
+      throw new InvalidArgumentError('TaskQ.fromSettings', settings, 'settings must be an object');
+    if (settings.pgDsn === null || settings.pgDsn === undefined)
+      throw new InvalidArgumentError(
+        'TaskQSettings.pgDsn',
+        settings.pgDsn,
+        'must be set (TASKQ_PG_DSN) to open a client from settings',
+      );
+    return TaskQ.open({
+      ...options,
+      dsn: settings.pgDsn,
+      schema: settings.schema,
+      idempotencyKeyMaxBytes: settings.idempotencyKeyMaxBytes,
+      ...(settings.redisUrl === null ? {} : { redisUrl: settings.redisUrl }),
+    });
+  }
+
+  /**
+   * Opens a client configured by `TASKQ_*` variables of `env` (pass `process.env`; the library never
+   * reads it by itself), with `overrides` winning over them. Invalid values throw one
+   * `SettingsError` listing every problem, before anything connects.
+   *
+   * ```ts
+   * await using tq = await TaskQ.fromEnv(process.env);
+   * ```
+   */
+  static async fromEnv(
+    env: Record<string, string | undefined>,
+    options: TaskQExtraOptions & { overrides?: TaskQSettingsInput } = {},
+  ): Promise<TaskQ> {
+    const { overrides, ...extra } = options;
+    return TaskQ.fromSettings(loadTaskQSettings({ env, overrides }), extra);
   }
 
   private static redisOf(options: TaskQOptions): { client: Redis; owned: boolean } | null {

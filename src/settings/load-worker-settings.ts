@@ -73,7 +73,6 @@ export function worstCaseShutdownMs(
 
 const FIELDS: readonly SettingField[] = WORKER_SETTING_FIELDS;
 const FIELD_BY_KEY = new Map<Key, SettingField>(FIELDS.map((f) => [f.key, f]));
-const FIELD_BY_NAME = new Map<string, SettingField>(FIELDS.map((f) => [settingName(f), f]));
 const FIELD_ENV_VARS = new Set<string>(FIELDS.map((f) => f.env));
 
 /**
@@ -89,55 +88,8 @@ const FIELD_ENV_VARS = new Set<string>(FIELDS.map((f) => f.env));
  */
 export function loadWorkerSettings(options: LoadWorkerSettingsOptions = {}): LoadedWorkerSettings {
   const env = options.env ?? {};
-  const problems: SettingProblem[] = [];
   const warnings: string[] = [];
-
-  let overrides: Record<string, unknown> = {};
-  if (options.overrides !== undefined) {
-    if (isPlainObject(options.overrides)) {
-      overrides = options.overrides;
-    } else {
-      problems.push({
-        setting: 'overrides',
-        source: 'settings',
-        value: options.overrides,
-        rule: 'must be a plain object of settings',
-      });
-    }
-  }
-  for (const key of Object.keys(overrides)) {
-    if (!FIELD_BY_NAME.has(key)) {
-      problems.push({
-        setting: key,
-        source: `settings.${key}`,
-        value: overrides[key],
-        rule: unknownKeyRule(key),
-      });
-    }
-  }
-
-  const values: Partial<Record<Key, unknown>> = {};
-  const origins = new Map<Key, Origin>();
-  for (const field of FIELDS) {
-    const name = settingName(field);
-    const given = Object.hasOwn(overrides, name) ? overrides[name] : undefined;
-    const text = env[field.env]?.trim();
-    let origin: Origin;
-    let parsed: Parsed;
-    if (given !== undefined) {
-      origin = { source: `settings.${name}`, raw: given };
-      parsed = fromOverride(field, given);
-    } else if (text !== undefined && text !== '') {
-      origin = { source: field.env, raw: env[field.env] };
-      parsed = fromEnv(field, text);
-    } else {
-      origin = { source: 'default', raw: field.default };
-      parsed = { ok: true, value: Array.isArray(field.default) ? [...field.default] : field.default };
-    }
-    origins.set(field.key, origin);
-    if (parsed.ok) values[field.key] = parsed.value;
-    else problems.push({ setting: name, source: origin.source, value: origin.raw, rule: parsed.rule });
-  }
+  const { values, origins, problems } = resolveFields(FIELDS, options, 'worker setting');
 
   // Unset split DSNs use the main one (a DSN that failed its own check stays out of `values`).
   if (values.pgDsnDirect === null) values.pgDsnDirect = values.pgDsn;
@@ -164,7 +116,78 @@ export function loadWorkerSettings(options: LoadWorkerSettingsOptions = {}): Loa
   return { settings: values as WorkerSettings, warnings };
 }
 
-interface Origin {
+/** What {@link resolveFields} found: parsed values by key, where each came from, and every problem. */
+export interface ResolvedFields {
+  values: Partial<Record<Key, unknown>>;
+  origins: Map<Key, Origin>;
+  problems: SettingProblem[];
+}
+
+/**
+ * The per-field half of loading, shared by worker and client settings: for each field, the
+ * override beats the environment, which beats the default; each value is parsed and checked, and
+ * every problem is collected (not thrown). `kind` names the settings in messages ("worker setting").
+ */
+export function resolveFields(
+  fields: readonly SettingField[],
+  options: { env?: Record<string, string | undefined>; overrides?: unknown },
+  kind: string,
+): ResolvedFields {
+  const env = options.env ?? {};
+  const problems: SettingProblem[] = [];
+  const byName = new Map<string, SettingField>(fields.map((f) => [settingName(f), f]));
+
+  let overrides: Record<string, unknown> = {};
+  if (options.overrides !== undefined) {
+    if (isPlainObject(options.overrides)) {
+      overrides = options.overrides;
+    } else {
+      problems.push({
+        setting: 'overrides',
+        source: 'settings',
+        value: options.overrides,
+        rule: 'must be a plain object of settings',
+      });
+    }
+  }
+  for (const key of Object.keys(overrides)) {
+    if (!byName.has(key)) {
+      problems.push({
+        setting: key,
+        source: `settings.${key}`,
+        value: overrides[key],
+        rule: unknownKeyRule(key, byName, kind),
+      });
+    }
+  }
+
+  const values: Partial<Record<Key, unknown>> = {};
+  const origins = new Map<Key, Origin>();
+  for (const field of fields) {
+    const name = settingName(field);
+    const given = Object.hasOwn(overrides, name) ? overrides[name] : undefined;
+    const text = env[field.env]?.trim();
+    let origin: Origin;
+    let parsed: Parsed;
+    if (given !== undefined) {
+      origin = { source: `settings.${name}`, raw: given };
+      parsed = fromOverride(field, given);
+    } else if (text !== undefined && text !== '') {
+      origin = { source: field.env, raw: env[field.env] };
+      parsed = fromEnv(field, text);
+    } else {
+      origin = { source: 'default', raw: field.default };
+      parsed = { ok: true, value: Array.isArray(field.default) ? [...field.default] : field.default };
+    }
+    origins.set(field.key, origin);
+    if (parsed.ok) values[field.key] = parsed.value;
+    else problems.push({ setting: name, source: origin.source, value: origin.raw, rule: parsed.rule });
+  }
+  return { values, origins, problems };
+}
+
+/** Where a resolved value came from. */
+export interface Origin {
   /** Env var name, `settings.<name>` or `default`. */
   source: string;
   /** The value as given. */
@@ -469,15 +492,15 @@ function envWarnings(env: Record<string, string | undefined>): string[] {
   return warnings;
 }
 
-function unknownKeyRule(key: string): string {
-  if (key.endsWith('Ms') && FIELD_BY_NAME.get(key.slice(0, -2))?.kind === 'duration') {
+function unknownKeyRule(key: string, byName: ReadonlyMap<string, SettingField>, kind: string): string {
+  if (key.endsWith('Ms') && byName.get(key.slice(0, -2))?.kind === 'duration') {
     return (
-      `is not a worker setting: durations are given without the Ms suffix, as ${key.slice(0, -2)} ` +
+      `is not a ${kind}: durations are given without the Ms suffix, as ${key.slice(0, -2)} ` +
       "(milliseconds, or a string such as '30s')"
     );
   }
-  const guess = closest(key, [...FIELD_BY_NAME.keys()], Math.max(2, Math.floor(key.length / 5)));
-  return guess === undefined ? 'is not a worker setting' : `is not a worker setting (did you mean ${guess}?)`;
+  const guess = closest(key, [...byName.keys()], Math.max(2, Math.floor(key.length / 5)));
+  return guess === undefined ? `is not a ${kind}` : `is not a ${kind} (did you mean ${guess}?)`;
 }
 
 /** The candidate nearest to `word` by edit distance, if within `maxDistance`. */

@@ -29,16 +29,17 @@ export class SettingsError extends TaskQError {
   /** Warnings gathered while loading (e.g. a misspelt `TASKQ_*` variable), which may explain a problem. */
   readonly warnings: string[];
 
-  constructor(problems: SettingProblem[], warnings: string[] = []) {
-    super('TASKQ_INVALID_SETTINGS', formatMessage(problems, warnings));
+  /** @param subject what was being loaded, for the message ("worker settings", "client settings") */
+  constructor(problems: SettingProblem[], warnings: string[] = [], subject = 'worker settings') {
+    super('TASKQ_INVALID_SETTINGS', formatMessage(problems, warnings, subject));
     this.problems = problems;
     this.warnings = warnings;
   }
 }
 
-function formatMessage(problems: SettingProblem[], warnings: string[]): string {
+function formatMessage(problems: SettingProblem[], warnings: string[], subject: string): string {
   const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
-  const lines = [`Invalid worker settings (${count}); fix them and start again:`];
+  const lines = [`Invalid ${subject} (${count}); fix them and start again:`];
   for (const p of problems) {
     const where = p.source === 'default' ? `${p.setting} (default)` : p.source;
     lines.push(`  - ${where} = ${describeValue(p.value)}: ${p.rule}`);

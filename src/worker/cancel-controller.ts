@@ -1,5 +1,5 @@
 import type { Backend } from '../backend/backend.js';
-import type { CancelFlag } from '../backend/worker-types.js';
+import type { CancelCause, CancelFlag } from '../backend/worker-types.js';
 import type { Logger } from '../obs/logger.js';
 
 /** Where one of this worker's jobs is in the cancel protocol. 3 (abandon pending) is never stored. */
@@ -137,17 +137,44 @@ export class CancelController {
     return toAbandon;
   }
 
-  /** Phase 3 writes, run after the heartbeat's statements: the job ends `abandoned`. */
-  async abandon(jobIds: readonly string[]): Promise<void> {
+  /**
+   * Phase 3 writes, run after the heartbeat's statements: the job ends `abandoned`. At shutdown
+   * (`cause` `'shutdown'`) the worker's ABANDONING phase uses the same write for the handlers it
+   * gave up, after {@link escalateForShutdown}.
+   */
+  async abandon(jobIds: readonly string[], cause: CancelCause = 'cancel'): Promise<void> {
     for (const jobId of jobIds) {
       try {
-        const written = await this.backend.markAbandoned(jobId, this.workerId, this.runner.progressOf(jobId));
-        this.logger.error({ jobId, written }, 'cancel-phase-3-abandoned');
+        const written = await this.backend.markAbandoned(
+          jobId,
+          this.workerId,
+          this.runner.progressOf(jobId),
+          cause,
+        );
+        this.logger.error(
+          { jobId, written },
+          cause === 'shutdown' ? 'shutdown-abandoned' : 'cancel-phase-3-abandoned',
+        );
       } catch (err) {
         this.logger.warn({ err, jobId }, 'mark-abandoned-failed-reclaim-will-recover');
       } finally {
         this.jobs.delete(jobId);
         this.runner.abandon(jobId);
+      }
+    }
+  }
+
+  /**
+   * Shutdown FORCING: records phase 2 (with a `shutdown_escalated` event) for handlers the worker is
+   * giving up, before acting on them; jobs already at phase 2 keep it. A failed write is logged —
+   * the lease then expires and reclaim recovers the job.
+   */
+  async escalateForShutdown(jobIds: readonly string[]): Promise<void> {
+    for (const jobId of jobIds) {
+      try {
+        await this.backend.writeCancelEscalation(jobId, this.workerId, 'shutdown');
+      } catch (err) {
+        this.logger.warn({ err, jobId }, 'shutdown-escalation-failed-reclaim-will-recover');
       }
     }
   }

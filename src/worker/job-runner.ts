@@ -320,17 +320,25 @@ export class JobRunner {
   }
 
   /**
-   * Shutdown, last resort: jobs whose handlers are still running go back to `pending` now (their
-   * handlers are orphaned and logged), so another worker can run them.
+   * Shutdown, FORCING phase: handlers still running after both graces. Thread-isolated handlers are
+   * really stopped (their thread is terminated), so their jobs go back to `pending` with the
+   * attempt given back. In-process handlers cannot be stopped: their promise may go on running in
+   * this process, so re-pending them could run the job twice at once; they are claimed for
+   * abandonment instead (the consumer loses the right to write) and their ids returned, for the
+   * escalation and `abandoned` writes (ABANDONING) — the reference's shutdown model.
    */
-  async releaseRemaining(): Promise<number> {
+  async forceAtShutdown(): Promise<{ released: number; toAbandon: string[] }> {
     const stuck = [...this.active.values()].filter((j) => !j.settled);
-    // Thread-isolated handlers can really be stopped; in-process ones are orphaned.
-    for (const job of stuck) job.terminate?.();
+    const threads = stuck.filter((j) => j.terminate !== undefined);
+    const toAbandon: string[] = [];
+    for (const job of stuck) {
+      if (job.terminate === undefined && this.claimForAbandon(job.row.id)) toAbandon.push(job.row.id);
+    }
     await Promise.all(
-      stuck.map(async (job) => {
+      threads.map(async (job) => {
         job.settled = true;
-        this.logger.warn({ jobId: job.row.id, actor: job.row.actor }, 'job-orphaned-at-shutdown');
+        job.terminate?.();
+        this.logger.warn({ jobId: job.row.id, actor: job.row.actor }, 'thread-terminated-at-shutdown');
         await this.completer
           .settle({
             kind: 'release',
@@ -340,21 +348,18 @@ export class JobRunner {
             durationMs: null,
             error: {
               errorClass: 'WorkerShutdown',
-              message: 'the worker shut down before the handler finished',
+              message: 'the worker shut down before the handler finished; its thread was terminated',
               traceback: null,
             },
           })
           .catch((err: unknown) => this.logger.error({ err, jobId: job.row.id }, 'release-failed'));
+        this.tracker.end(job.row.id);
         this.active.delete(job.row.id);
-        this.releaseLimits(job);
-        if (job.holdsSlot) {
-          job.holdsSlot = false;
-          this.holders.delete(job);
-        }
+        this.freeSlot(job);
       }),
     );
     this.checkIdle();
-    return stuck.length;
+    return { released: threads.length, toAbandon };
   }
 
   private freeSlot(job: ActiveJob): void {

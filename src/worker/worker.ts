@@ -38,7 +38,7 @@ import type { Redis } from 'ioredis';
 
 /** Where the worker is in its life. Shutdown moves strictly forward through the phases. */
 export type WorkerPhase =
-  'created' | 'starting' | 'running' | 'draining' | 'cancelling' | 'forcing' | 'stopped';
+  'created' | 'starting' | 'running' | 'draining' | 'cancelling' | 'forcing' | 'abandoning' | 'stopped';
 
 /** Why a worker stopped. */
 export type StopReason = 'requested' | 'idle' | 'idle-timeout' | 'fatal';
@@ -455,8 +455,10 @@ export class Worker {
   /**
    * Graceful shutdown: stop claiming and re-pend claimed-but-unstarted jobs (draining); give running
    * handlers `cancellationGracePeriod` to finish; then abort their signals with `WorkerShutdown` and
-   * wait `cleanupGracePeriod` (cancelling); jobs still running go back to `pending` and their
-   * handlers are orphaned (forcing). Safe to call more than once.
+   * wait `cleanupGracePeriod` (cancelling) — a handler that stops goes back to `pending` with its
+   * attempt given back; then (forcing) thread-isolated handlers are terminated and re-pended, and
+   * in-process handlers, which cannot be stopped, get the phase-2 escalation written and end
+   * `abandoned` (abandoning), their promises orphaned. Safe to call more than once.
    */
   stop(reason: StopReason = 'requested'): Promise<void> {
     if (this.currentPhase === 'created' || this.currentPhase === 'stopped') return Promise.resolve();
@@ -513,9 +515,16 @@ export class Worker {
       await this.graceWait(s.cleanupGracePeriodMs);
     }
     if (this.runner.inFlight > 0) {
+      // FORCING: threads are terminated (their jobs re-pended); in-process handlers that cannot be
+      // stopped get the phase-2 escalation written first, then ABANDONING ends them `abandoned`.
       this.currentPhase = 'forcing';
-      const n = await this.runner.releaseRemaining();
-      this.logger.warn({ released: n }, 'worker-forced-release');
+      const { released, toAbandon } = await this.runner.forceAtShutdown();
+      this.logger.warn({ released, giveUp: toAbandon.length }, 'worker-forcing');
+      await this.cancels.escalateForShutdown(toAbandon);
+      if (toAbandon.length > 0) {
+        this.currentPhase = 'abandoning';
+        await this.cancels.abandon(toAbandon, 'shutdown');
+      }
     }
     await this.completer.drain();
     await this.runner.limitsReleased();

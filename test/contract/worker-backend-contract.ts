@@ -438,6 +438,29 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
         expect(await h.backend.markAbandoned(a.jobId, W1)).toBe(false);
       });
 
+      it('escalates from phase 0 only for a shutdown, without recording a cancel request', async () => {
+        const a = await client.enqueue(plain, { n: 1 });
+        await claim();
+        expect(await h.backend.writeCancelEscalation(a.jobId, W2, 'shutdown')).toBe(false);
+        expect(await h.backend.writeCancelEscalation(a.jobId, W1, 'shutdown')).toBe(true);
+        expect(await h.backend.writeCancelEscalation(a.jobId, W1, 'shutdown')).toBe(false);
+        expect(await h.backend.get(a.jobId)).toMatchObject({ cancelPhase: 2, cancelRequestedAt: null });
+        // Not a caller's cancel: the heartbeat's cancel poll does not report it.
+        expect(await h.backend.pollCancelFlags(W1)).toEqual([]);
+        expect((await h.backend.getEvents(a.jobId)).at(-1)?.detail).toMatchObject({
+          reason: 'shutdown_escalated',
+          from_phase: 0,
+          to_phase: 2,
+        });
+        expect(await h.backend.markAbandoned(a.jobId, W1, null, 'shutdown')).toBe(true);
+        expect(await h.backend.get(a.jobId)).toMatchObject({ status: 'abandoned', errorClass: 'Abandoned' });
+        expect((await h.backend.get(a.jobId))?.errorMessage).toMatch(/worker shut down/);
+        expect((await h.backend.getEvents(a.jobId)).at(-1)?.detail).toMatchObject({
+          to_state: 'abandoned',
+          reason: 'shutdown_abandoned',
+        });
+      });
+
       it('flushes progress of owned running jobs and never moves seq backwards', async () => {
         const a = await client.enqueue(plain, { n: 1 });
         await claim();

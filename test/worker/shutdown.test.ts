@@ -32,7 +32,7 @@ const runningCount = async (): Promise<number> =>
     .n as number;
 
 describe('worker shutdown (SIGTERM)', () => {
-  it('finishes what fits in the grace, aborts the rest, re-pends claimed-but-unstarted jobs, and exits 0', async () => {
+  it('finishes what fits in the grace, aborts the rest, re-pends claimed-but-unstarted jobs, abandons a handler that ignores it all, and exits 0', async () => {
     const quick = await tq.enqueue(polite, { ms: 100 }, { priority: 10 });
     const long = await tq.enqueue(polite, { ms: 60_000 }, { priority: 9 });
     const ignores = await tq.enqueue(stubborn, { ms: 60_000 }, { priority: 8 });
@@ -69,10 +69,22 @@ describe('worker shutdown (SIGTERM)', () => {
     const politeRow = await tq.getRow(long.jobId);
     expect(politeRow).toMatchObject({ status: 'pending', attempt: 0 });
     expect((await long.attempts()).map((a) => a.outcome)).toEqual(['interrupted']);
+    // An in-process handler that ignores its signal through both graces cannot be stopped, so it is
+    // not re-pended (it could still be running): FORCING records phase 2, ABANDONING ends it.
     const stubbornRow = await tq.getRow(ignores.jobId);
-    expect(stubbornRow).toMatchObject({ status: 'pending', attempt: 0 });
-    expect((await ignores.attempts()).map((a) => a.outcome)).toEqual(['interrupted']);
-    expect(w.stdout.join('\n')).toContain('worker-forced-release');
+    expect(stubbornRow).toMatchObject({
+      status: 'abandoned',
+      attempt: 1,
+      cancelPhase: 2,
+      errorClass: 'Abandoned',
+    });
+    expect(stubbornRow?.cancelRequestedAt).toBeNull();
+    expect((await ignores.attempts()).map((a) => a.outcome)).toEqual(['abandoned']);
+    const reasons = (await ignores.events()).map((e) => e.detail.reason);
+    expect(reasons.slice(-2)).toEqual(['shutdown_escalated', 'shutdown_abandoned']);
+    const log = w.stdout.join('\n');
+    expect(log.indexOf('worker-forcing')).toBeGreaterThan(-1);
+    expect(log.indexOf('shutdown-abandoned')).toBeGreaterThan(log.indexOf('worker-forcing'));
   });
 
   it('a second signal skips the rest of the grace; a third exits 1', async () => {

@@ -22,6 +22,7 @@ import type { QueueMode } from '../types.js';
 import type {
   ActorConfigDrift,
   ActorStructure,
+  CancelCause,
   CancelFlag,
   DispatchRequest,
   LeaderSession,
@@ -550,12 +551,21 @@ export class InMemoryBackend implements Backend {
     return cancelProgress.pollCancelFlags(this.maintenanceState, workerId);
   }
 
-  async writeCancelEscalation(jobId: string, workerId: string): Promise<boolean> {
-    return cancelProgress.writeCancelEscalation(this.maintenanceState, jobId, workerId);
+  async writeCancelEscalation(
+    jobId: string,
+    workerId: string,
+    cause: CancelCause = 'cancel',
+  ): Promise<boolean> {
+    return cancelProgress.writeCancelEscalation(this.maintenanceState, jobId, workerId, cause);
   }
 
-  async markAbandoned(jobId: string, workerId: string, progress?: ProgressSnapshot | null): Promise<boolean> {
-    return cancelProgress.markAbandoned(this.maintenanceState, jobId, workerId, progress);
+  async markAbandoned(
+    jobId: string,
+    workerId: string,
+    progress?: ProgressSnapshot | null,
+    cause: CancelCause = 'cancel',
+  ): Promise<boolean> {
+    return cancelProgress.markAbandoned(this.maintenanceState, jobId, workerId, progress, cause);
   }
 
   async flushProgress(

@@ -4,7 +4,7 @@
  * `postgres/sql/worker.sql`.
  */
 import type { JobRow } from '../types.js';
-import type { CancelFlag, ProgressSnapshot } from '../worker-types.js';
+import type { CancelCause, CancelFlag, ProgressSnapshot } from '../worker-types.js';
 import type { MemoryState } from './memory-state.js';
 
 const owned = (j: JobRow | undefined, workerId: string): j is JobRow =>
@@ -16,15 +16,22 @@ export function pollCancelFlags(s: MemoryState, workerId: string): CancelFlag[] 
     .map((j) => ({ jobId: j.id, phase: j.cancelPhase }));
 }
 
-export function writeCancelEscalation(s: MemoryState, jobId: string, workerId: string): boolean {
+export function writeCancelEscalation(
+  s: MemoryState,
+  jobId: string,
+  workerId: string,
+  cause: CancelCause = 'cancel',
+): boolean {
   const j = s.jobs.get(jobId);
-  if (!owned(j, workerId) || j.cancelPhase !== 1) return false;
+  if (!owned(j, workerId)) return false;
+  const fromPhase = j.cancelPhase;
+  if (!(fromPhase === 1 || (cause === 'shutdown' && fromPhase === 0))) return false;
   j.cancelPhase = 2;
   s.event(j.id, 'state_change', {
     from_state: 'running',
     to_state: 'running',
-    reason: 'cancel_escalated',
-    from_phase: 1,
+    reason: cause === 'shutdown' ? 'shutdown_escalated' : 'cancel_escalated',
+    from_phase: fromPhase,
     to_phase: 2,
     worker_id: workerId.toLowerCase(),
   });
@@ -36,9 +43,11 @@ export function markAbandoned(
   jobId: string,
   workerId: string,
   progress?: ProgressSnapshot | null,
+  cause: CancelCause = 'cancel',
 ): boolean {
   const j = s.jobs.get(jobId);
   if (!owned(j, workerId) || j.cancelPhase !== 2) return false;
+  const shutdown = cause === 'shutdown';
   const now = s.clock.now();
   s.attempts().push({
     jobId: j.id,
@@ -49,7 +58,9 @@ export function markAbandoned(
     durationMs: null,
     outcome: 'abandoned',
     errorClass: 'Abandoned',
-    errorMessage: 'the handler ignored the cancel request',
+    errorMessage: shutdown
+      ? "the handler ignored the worker's shutdown"
+      : 'the handler ignored the cancel request',
     errorTraceback: null,
   });
   Object.assign(j, {
@@ -58,8 +69,9 @@ export function markAbandoned(
     lockedByWorker: null,
     lockExpiresAt: null,
     errorClass: 'Abandoned',
-    errorMessage:
-      'the handler did not stop after the cancel request, through the cancellation and cleanup graces',
+    errorMessage: shutdown
+      ? 'the handler did not stop when the worker shut down, through the cancellation and cleanup graces'
+      : 'the handler did not stop after the cancel request, through the cancellation and cleanup graces',
   } satisfies Partial<JobRow>);
   if (progress && progress.seq > j.progressSeq) {
     j.progressSeq = progress.seq;
@@ -68,7 +80,7 @@ export function markAbandoned(
   s.event(j.id, 'state_change', {
     from_state: 'running',
     to_state: 'abandoned',
-    reason: 'cancel_abandoned',
+    reason: shutdown ? 'shutdown_abandoned' : 'cancel_abandoned',
     worker_id: workerId.toLowerCase(),
     attempt: j.attempt,
   });

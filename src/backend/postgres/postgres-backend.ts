@@ -28,6 +28,7 @@ import type {
 import type {
   ActorConfigDrift,
   ActorStructure,
+  CancelCause,
   CancelFlag,
   DispatchRequest,
   LeaderSession,
@@ -332,18 +333,28 @@ export class PostgresBackend implements Backend {
     return rows.map((r) => ({ jobId: r.id, phase: Number(r.cancel_phase) as 0 | 1 | 2 }));
   }
 
-  async writeCancelEscalation(jobId: string, workerId: string): Promise<boolean> {
-    const rows = await this.run<{ escalated: number }>('writeCancelEscalation', [jobId, workerId]);
+  async writeCancelEscalation(
+    jobId: string,
+    workerId: string,
+    cause: CancelCause = 'cancel',
+  ): Promise<boolean> {
+    const rows = await this.run<{ escalated: number }>('writeCancelEscalation', [jobId, workerId, cause]);
     return Number(rows[0]?.escalated ?? 0) > 0;
   }
 
-  async markAbandoned(jobId: string, workerId: string, progress?: ProgressSnapshot | null): Promise<boolean> {
+  async markAbandoned(
+    jobId: string,
+    workerId: string,
+    progress?: ProgressSnapshot | null,
+    cause: CancelCause = 'cancel',
+  ): Promise<boolean> {
     const rows = await this.run<{ abandoned: number }>('markAbandoned', [
       jobId,
       workerId,
       this.done,
       progress?.seq ?? null,
       progress ? JSON.stringify(progress.state) : null,
+      cause,
     ]);
     return Number(rows[0]?.abandoned ?? 0) > 0;
   }

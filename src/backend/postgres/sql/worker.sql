@@ -16,17 +16,26 @@ SELECT j.id, j.cancel_phase FROM {schema}.jobs j
 WHERE j.locked_by_worker = $1 AND j.status = 'running' AND j.cancel_requested_at IS NOT NULL;
 
 -- name: writeCancelEscalation
--- Phase 2 of a cancel: recorded (with its event) before the worker acts on it.
-WITH upd AS (
+-- Phase 2 of a cancel: recorded (with its event) before the worker acts on it. $3 = 'shutdown' is
+-- the worker's own escalation at shutdown (FORCING), which may start from phase 0 (no caller's
+-- cancel); it leaves cancel_requested_at alone, so reclaim and settle do not mistake it for one.
+WITH cur AS (
+  SELECT j.id, j.cancel_phase AS from_phase FROM {schema}.jobs j
+  WHERE j.id = $1 AND j.locked_by_worker = $2 AND j.status = 'running'
+    AND (j.cancel_phase = 1 OR ($3::text = 'shutdown' AND j.cancel_phase = 0))
+),
+upd AS (
   UPDATE {schema}.jobs AS j SET cancel_phase = 2
-  WHERE j.id = $1 AND j.locked_by_worker = $2 AND j.status = 'running' AND j.cancel_phase = 1
-  RETURNING j.id
+  FROM cur
+  WHERE j.id = cur.id AND j.locked_by_worker = $2 AND j.status = 'running' AND j.cancel_phase = cur.from_phase
+  RETURNING j.id, cur.from_phase
 ),
 events AS (
   INSERT INTO {schema}.job_events (job_id, kind, detail)
   SELECT id, 'state_change',
-         jsonb_build_object('from_state', 'running', 'to_state', 'running', 'reason', 'cancel_escalated',
-                            'from_phase', 1, 'to_phase', 2, 'worker_id', $2::uuid)
+         jsonb_build_object('from_state', 'running', 'to_state', 'running',
+                            'reason', CASE WHEN $3::text = 'shutdown' THEN 'shutdown_escalated' ELSE 'cancel_escalated' END,
+                            'from_phase', from_phase, 'to_phase', 2, 'worker_id', $2::uuid)
   FROM upd
   RETURNING 1
 )
@@ -34,11 +43,14 @@ SELECT (SELECT count(*) FROM upd)::int AS escalated, (SELECT count(*) FROM event
 
 -- name: markAbandoned
 -- Phase 3 of a cancel: the handler ignored both graces; the job ends abandoned (only from phase 2).
+-- $6 = 'shutdown' when the worker gave the handler up at shutdown (ABANDONING) rather than after a cancel.
 WITH upd AS (
   UPDATE {schema}.jobs AS j
   SET status = 'abandoned', finished_at = clock_timestamp(), locked_by_worker = NULL, lock_expires_at = NULL,
       error_class = 'Abandoned',
-      error_message = 'the handler did not stop after the cancel request, through the cancellation and cleanup graces',
+      error_message = CASE WHEN $6::text = 'shutdown'
+        THEN 'the handler did not stop when the worker shut down, through the cancellation and cleanup graces'
+        ELSE 'the handler did not stop after the cancel request, through the cancellation and cleanup graces' END,
       progress_seq = CASE WHEN $4::int IS NOT NULL AND $4::int > j.progress_seq THEN $4::int ELSE j.progress_seq END,
       progress_state = CASE WHEN $4::int IS NOT NULL AND $4::int > j.progress_seq AND $5::text IS NOT NULL
                             THEN $5::jsonb ELSE j.progress_state END
@@ -47,14 +59,18 @@ WITH upd AS (
 ),
 attempts AS (
   INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error_message)
-  SELECT id, attempt, $2::uuid, started_at, clock_timestamp(), 'abandoned', 'Abandoned', 'the handler ignored the cancel request'
+  SELECT id, attempt, $2::uuid, started_at, clock_timestamp(), 'abandoned', 'Abandoned',
+         CASE WHEN $6::text = 'shutdown' THEN 'the handler ignored the worker''s shutdown'
+              ELSE 'the handler ignored the cancel request' END
   FROM upd
   RETURNING 1
 ),
 events AS (
   INSERT INTO {schema}.job_events (job_id, kind, detail)
   SELECT id, 'state_change',
-         jsonb_build_object('from_state', 'running', 'to_state', 'abandoned', 'reason', 'cancel_abandoned', 'worker_id', $2::uuid, 'attempt', attempt)
+         jsonb_build_object('from_state', 'running', 'to_state', 'abandoned',
+                            'reason', CASE WHEN $6::text = 'shutdown' THEN 'shutdown_abandoned' ELSE 'cancel_abandoned' END,
+                            'worker_id', $2::uuid, 'attempt', attempt)
   FROM upd
   RETURNING 1
 ),
