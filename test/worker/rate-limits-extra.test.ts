@@ -1,0 +1,312 @@
+/**
+ * Rate limits in the worker, the parts the other suites leave out (real Postgres, in process):
+ * the cap on the reschedule delay after a reservation denial, the keyed-limit sweeper (local
+ * eviction on every worker, fleet-wide row deletion on the leader only), and a worker whose queue
+ * cap cannot be slot-synced at startup.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+
+import { z } from 'zod';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { actor, type AnyActor } from '../../src/actor.js';
+import { AdminClient } from '../../src/admin/admin-client.js';
+import { SystemClock } from '../../src/clock.js';
+import { TaskQ } from '../../src/client/taskq.js';
+import { silentLogger } from '../../src/obs/logger.js';
+import {
+  ConcurrencyReservation,
+  KEYED_IDLE_THRESHOLD_MS,
+  RateLimitRegistry,
+  ReservationUnavailable,
+  TokenBucket,
+  keyedRateLimit,
+  keyedReservation,
+  queueConcurrencyReservationName,
+  type RateLimitContext,
+} from '../../src/ratelimit/index.js';
+import { loadWorkerSettings } from '../../src/settings/load-worker-settings.js';
+import { FakeClock } from '../../src/testing/fake-clock.js';
+import { RESERVATION_DENIAL_MAX_DELAY_MS, denialDelayMs } from '../../src/worker/job-runner.js';
+import { RateLimitGate } from '../../src/worker/rate-limit-gate.js';
+import { RateLimitSweeper } from '../../src/worker/rate-limit-sweeper.js';
+import { Worker } from '../../src/worker/worker.js';
+import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+
+const QUEUE = 'rl_extra';
+const run = randomBytes(4).toString('hex');
+
+let db: TestSchema;
+let tq: TaskQ;
+
+const baseSettings = () => ({
+  pgDsn: TEST_DSN,
+  schema: db.schema,
+  queues: [QUEUE],
+  maxConcurrency: 4,
+  heartbeatInterval: '500ms',
+  lockLease: '5s',
+  cancellationGracePeriod: '1s',
+  cleanupGracePeriod: '1s',
+  watchdogEnabled: false,
+  logLevel: 'error' as const,
+});
+const ctx = (): RateLimitContext => ({ driver: db.driver, schema: db.schema });
+
+beforeAll(async () => {
+  db = await migratedSchema('rlx');
+  tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
+});
+afterAll(async () => {
+  await tq?.close();
+  await db?.drop();
+});
+
+/**
+ * The delay the worker chose for the job's last denial: its scheduled_at minus its latest attempt's
+ * finished_at. Both come from one settle statement on the database clock, read in one snapshot.
+ */
+async function lastDenial(jobId: string): Promise<{ outcome: string; delayMs: number } | null> {
+  const { rows } = await db.pool.query<{ outcome: string; delay_ms: number }>(
+    `SELECT a.outcome, extract(epoch FROM j.scheduled_at - a.finished_at)::float8 * 1000 AS delay_ms
+       FROM "${db.schema}".jobs j
+       JOIN LATERAL (SELECT outcome, finished_at FROM "${db.schema}".job_attempts
+                      WHERE job_id = j.id ORDER BY finished_at DESC LIMIT 1) a ON true
+      WHERE j.id = $1 AND j.status = 'scheduled'`,
+    [jobId],
+  );
+  const r = rows[0];
+  return r ? { outcome: r.outcome, delayMs: r.delay_ms } : null;
+}
+
+describe('the delay after a denial', () => {
+  it('denialDelayMs caps a reservation hint at 1 s (+ up to 20 % jitter) and leaves rate-limit hints alone', () => {
+    expect(RESERVATION_DENIAL_MAX_DELAY_MS).toBe(1000);
+    const reservation = new ReservationUnavailable('slots', 600_000, { source: 'reservation' });
+    const rateLimit = new ReservationUnavailable('bucket', 4000, { source: 'rate_limit' });
+    for (let i = 0; i < 200; i++) {
+      const d = denialDelayMs(reservation);
+      expect(d).toBeGreaterThanOrEqual(1000);
+      expect(d).toBeLessThanOrEqual(1200);
+      const r = denialDelayMs(rateLimit);
+      expect(r).toBeGreaterThanOrEqual(4000);
+      expect(r).toBeLessThanOrEqual(4800);
+    }
+  });
+
+  it('a job denied a slot held under a 10-minute lease comes back after ~1 s, not after the lease', async () => {
+    const slots = new ConcurrencyReservation(`denial-slots-${run}`, { slots: 1, lease: '10m' });
+    // A token every 3.3 s: a rate-limit denial's hint is exact and is not capped.
+    const bucket = new TokenBucket(`denial-bucket-${run}`, {
+      capacity: 1,
+      refillPerSecond: 0.3,
+      backend: 'postgres',
+    });
+    const reserved = actor({ name: 'rlx_reserved', queue: QUEUE, reservations: [slots] }, async () => 'ran');
+    const metered = actor({ name: 'rlx_metered', queue: QUEUE, rateLimits: [bucket] }, async () => 'ran');
+    const worker = new Worker({ actors: [reserved, metered], settings: baseSettings() });
+    await worker.start();
+    // Someone else (not this worker, so not renewed by its heartbeat) holds the only slot.
+    const holder = randomUUID();
+    const lease = await slots.acquire(randomUUID(), holder, ctx());
+    try {
+      expect(await bucket.acquire(ctx())).toMatchObject({ allowed: true });
+      const r = await tq.enqueue(reserved, {});
+      const m = await tq.enqueue(metered, {});
+      let rDenial: { outcome: string; delayMs: number } | null = null;
+      let mDenial: { outcome: string; delayMs: number } | null = null;
+      await waitFor(
+        async () => {
+          rDenial ??= await lastDenial(r.jobId);
+          mDenial ??= await lastDenial(m.jobId);
+          return rDenial !== null && mDenial !== null;
+        },
+        15_000,
+        'both denials',
+      );
+      console.log(
+        `reschedule delay: reservation denial ${rDenial!.delayMs.toFixed(0)} ms (hint ~600 000 ms), rate-limit denial ${mDenial!.delayMs.toFixed(0)} ms (hint ≤ 3334 ms)`,
+      );
+      expect(rDenial!.outcome).toBe('reservation_denied');
+      // The cap plus at most 20 % jitter (a few ms of slack: two clock_timestamp() calls apart).
+      expect(rDenial!.delayMs).toBeGreaterThanOrEqual(RESERVATION_DENIAL_MAX_DELAY_MS - 20);
+      expect(rDenial!.delayMs).toBeLessThanOrEqual(RESERVATION_DENIAL_MAX_DELAY_MS * 1.2 + 20);
+      expect(mDenial!.outcome).toBe('rate_limit_denied');
+      // Above the reservation cap and below the 5 s default back-off: the bucket's own hint
+      // (at most 3334 ms, stretched by at most 20 %).
+      expect(mDenial!.delayMs).toBeGreaterThan(RESERVATION_DENIAL_MAX_DELAY_MS * 1.2 + 20);
+      expect(mDenial!.delayMs).toBeLessThan(4500);
+
+      // Once the slot is free, the reserved job runs on its next return (attempt given back).
+      await slots.release(lease, holder, ctx());
+      expect(await r.wait({ timeout: '15s' })).toBe('ran');
+      expect(await m.wait({ timeout: '15s' })).toBe('ran');
+      expect((await tq.getRow(r.jobId))!.attempt).toBe(1);
+    } finally {
+      await slots.release(lease, holder, ctx()).catch(() => undefined);
+      await worker.stop();
+    }
+  });
+});
+
+describe('RateLimitSweeper', () => {
+  it('evicts idle keyed entries locally on every worker; only the leader deletes idle keyed rows', async () => {
+    const Tenant = z.object({ tenant: z.string() });
+    const names = { bucket: `kb-${run}`, slots: `ks-${run}`, fixed: `static-${run}` };
+    const keyed = actor(
+      {
+        name: 'rlx_keyed',
+        queue: QUEUE,
+        payload: Tenant,
+        rateLimits: [
+          new TokenBucket(names.fixed, { capacity: 5, refillPerSecond: 1, backend: 'postgres' }),
+          keyedRateLimit(Tenant, {
+            baseName: names.bucket,
+            keyFn: (p) => p.tenant,
+            capacity: 5,
+            refillPerSecond: 1,
+            backend: 'postgres',
+          }),
+        ],
+        reservations: [
+          keyedReservation(Tenant, { baseName: names.slots, keyFn: (p) => p.tenant, slots: 2, lease: '1m' }),
+        ],
+      },
+      async () => undefined,
+    );
+    // Idle bookkeeping runs on this clock; the rows' idleness is the database's.
+    const clock = new FakeClock();
+    const registry = new RateLimitRegistry({ clock });
+    const gate = new RateLimitGate({
+      registry,
+      actors: new Map<string, AnyActor>([[keyed.name, keyed]]),
+      workerId: randomUUID(),
+      settings: loadWorkerSettings({ overrides: { pgDsn: TEST_DSN, schema: db.schema, queues: [QUEUE] } })
+        .settings,
+      driver: db.driver,
+      heartbeatDriver: db.driver,
+      clock: new SystemClock(),
+      logger: silentLogger,
+    });
+    await gate.start([]);
+    const use = async (tenant: string): Promise<void> => {
+      const held = await gate.acquire({ id: randomUUID(), queue: QUEUE, payload: { tenant } }, keyed);
+      await gate.release(held);
+    };
+    const bucketRows = async (name: string): Promise<{ keyed: boolean }[]> =>
+      (
+        await db.pool.query<{ keyed: boolean }>(
+          `SELECT keyed FROM "${db.schema}".rate_limit_buckets WHERE bucket_name = $1`,
+          [name],
+        )
+      ).rows;
+    const slotRows = async (name: string): Promise<number> =>
+      (
+        await db.pool.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM "${db.schema}".reservation_slots WHERE bucket_name = $1 AND keyed`,
+          [name],
+        )
+      ).rows[0]!.n;
+    const age = async (): Promise<void> => {
+      await db.pool.query(
+        `UPDATE "${db.schema}".rate_limit_buckets SET last_used_at = clock_timestamp() - interval '2 hours' WHERE bucket_name = ANY($1)`,
+        [[`${names.bucket}:idle`, names.fixed]],
+      );
+      await db.pool.query(
+        `UPDATE "${db.schema}".reservation_slots SET last_used_at = clock_timestamp() - interval '2 hours' WHERE bucket_name = $1`,
+        [`${names.slots}:idle`],
+      );
+    };
+
+    try {
+      await use('idle');
+      clock.advance(KEYED_IDLE_THRESHOLD_MS + 60_000);
+      await use('busy');
+      await age();
+      expect(await bucketRows(`${names.bucket}:idle`)).toEqual([{ keyed: true }]);
+      expect(await bucketRows(names.fixed)).toEqual([{ keyed: false }]);
+      expect(await slotRows(`${names.slots}:idle`)).toBe(2);
+
+      // A follower forgets the idle key's bucket and reservation, and deletes nothing.
+      const follower = new RateLimitSweeper(gate, () => false, silentLogger);
+      expect(await follower.runOnce()).toBe(2);
+      expect(registry.rateLimits.has(`${names.bucket}:idle`)).toBe(false);
+      expect(registry.reservations.has(`${names.slots}:idle`)).toBe(false);
+      expect(registry.isKeyedRateLimit(`${names.bucket}:busy`)).toBe(true);
+      expect(registry.isKeyedReservation(`${names.slots}:busy`)).toBe(true);
+      expect(registry.rateLimits.has(names.fixed)).toBe(true);
+      expect(await bucketRows(`${names.bucket}:idle`)).toHaveLength(1);
+      expect(await slotRows(`${names.slots}:idle`)).toBe(2);
+
+      // The leader deletes the idle keyed rows fleet-wide; recent keys and static rows stay.
+      const leader = new RateLimitSweeper(gate, () => true, silentLogger);
+      expect(await leader.runOnce()).toBe(0); // nothing left to forget locally
+      expect(await bucketRows(`${names.bucket}:idle`)).toEqual([]);
+      expect(await slotRows(`${names.slots}:idle`)).toBe(0);
+      expect(await bucketRows(`${names.bucket}:busy`)).toEqual([{ keyed: true }]);
+      expect(await slotRows(`${names.slots}:busy`)).toBe(2);
+      expect(await bucketRows(names.fixed)).toEqual([{ keyed: false }]);
+
+      // A forgotten key re-materialises (rows included) on its next use.
+      await use('idle');
+      expect(registry.isKeyedReservation(`${names.slots}:idle`)).toBe(true);
+      expect(await slotRows(`${names.slots}:idle`)).toBe(2);
+      expect(await bucketRows(`${names.bucket}:idle`)).toEqual([{ keyed: true }]);
+    } finally {
+      await gate.close();
+    }
+  });
+});
+
+describe('a queue cap whose slots cannot be synced at startup', () => {
+  it('stops Worker.start with the cause, before the worker registers or claims anything', async () => {
+    const queue = `rl_broken_${run}`;
+    const capName = queueConcurrencyReservationName(queue);
+    await new AdminClient(db.driver, db.schema).setQueueMaxConcurrent(queue, 2);
+    const capped = actor({ name: 'rlx_capped', queue }, async () => 'ran');
+    const h = await tq.enqueue(capped, {});
+    // The slot table refuses this reservation's rows (in this test's own schema only).
+    await db.pool.query(`
+      CREATE FUNCTION "${db.schema}".test_refuse_slots() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        RAISE EXCEPTION 'reservation_slots is read-only for %', NEW.bucket_name;
+      END $$;
+      CREATE TRIGGER test_refuse_slots BEFORE INSERT OR UPDATE ON "${db.schema}".reservation_slots
+        FOR EACH ROW WHEN (NEW.bucket_name = '${capName}') EXECUTE FUNCTION "${db.schema}".test_refuse_slots();
+    `);
+    const worker = new Worker({ actors: [capped], settings: { ...baseSettings(), queues: [queue] } });
+    try {
+      const err = await worker.start().then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).message).toContain(`reservation_slots is read-only for ${capName}`);
+      expect(worker.phase).toBe('stopped');
+      expect(await worker.stopped).toBe('fatal');
+      const workers = await db.pool.query(`SELECT id FROM "${db.schema}".workers WHERE id = $1`, [
+        worker.workerId,
+      ]);
+      expect(workers.rows).toEqual([]);
+      expect(await tq.getRow(h.jobId)).toMatchObject({ status: 'pending', attempt: 0 });
+      const rows = await db.pool.query(
+        `SELECT count(*)::int AS n FROM "${db.schema}".reservation_slots WHERE bucket_name = $1`,
+        [capName],
+      );
+      expect(rows.rows[0].n).toBe(0);
+    } finally {
+      await db.pool.query(`DROP TRIGGER IF EXISTS test_refuse_slots ON "${db.schema}".reservation_slots`);
+      await worker.stop();
+    }
+
+    // The sync is idempotent: the next start, with the table writable again, succeeds and runs the job.
+    const retry = new Worker({ actors: [capped], settings: { ...baseSettings(), queues: [queue] } });
+    await retry.start();
+    try {
+      expect(await h.wait({ timeout: '15s' })).toBe('ran');
+    } finally {
+      await retry.stop();
+    }
+  });
+});
