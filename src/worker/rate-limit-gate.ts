@@ -5,6 +5,7 @@ import type { Clock } from '../clock.js';
 import type { Driver } from '../db/driver.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { MissingProvider } from '../errors/missing-provider-error.js';
+import { TaskQError } from '../errors/taskq-error.js';
 import type { Logger } from '../obs/logger.js';
 import { closeOwnedRedis, createOwnedRedis } from '../progress/redis-progress-publisher.js';
 import { collectActorPrimitives, missingNames, syncRateLimitBuckets } from '../ratelimit/actor-limits.js';
@@ -102,10 +103,23 @@ export class RateLimitGate {
     }
     if (this.options.driver) {
       const pgReservations = [...this.registry.reservations.values()].filter((r) => r.backend === 'postgres');
-      const synced = await syncSlots(pgReservations, {
-        driver: this.options.driver,
-        schema: this.options.settings.schema,
-      });
+      let synced: Awaited<ReturnType<typeof syncSlots>>;
+      try {
+        synced = await syncSlots(pgReservations, {
+          driver: this.options.driver,
+          schema: this.options.settings.schema,
+        });
+      } catch (err) {
+        // The worker must not run with slots it could not create (the cap would not hold), and
+        // the driver's error alone does not say which reservations were being synced.
+        const names = pgReservations.map((r) => r.name).join(', ');
+        throw new TaskQError(
+          'TASKQ_RESERVATION_SYNC_FAILED',
+          `the worker did not start: syncing the slots of reservations [${names}] in schema ` +
+            `${this.options.settings.schema} failed: ${err instanceof Error ? err.message : String(err)}`,
+          { cause: err },
+        );
+      }
       if (synced.skippedHeld.length > 0)
         this.logger.warn({ ...synced }, 'reservation-sync-skipped-held-slots');
     }

@@ -282,6 +282,9 @@ describe('a queue cap whose slots cannot be synced at startup', () => {
         (e: unknown) => e,
       );
       expect(err).toBeInstanceOf(Error);
+      expect(err).toMatchObject({ code: 'TASKQ_RESERVATION_SYNC_FAILED' });
+      // The message names the reservations being synced and keeps the driver's reason.
+      expect((err as Error).message).toContain(`reservations [${capName}]`);
       expect((err as Error).message).toContain(`reservation_slots is read-only for ${capName}`);
       expect(worker.phase).toBe('stopped');
       expect(await worker.stopped).toBe('fatal');
