@@ -3,6 +3,7 @@ import { toMs } from '../duration.js';
 import { PayloadValidationError } from '../errors/payload-validation-error.js';
 import { ResultTooLarge } from '../errors/job-errors.js';
 import type { Logger } from '../obs/logger.js';
+import { isSchemaLibraryError } from '../schema-validation.js';
 
 /** Decision: retry after `delayMs` (0 = immediately, the job lands `pending`). */
 export interface Retry {
@@ -37,8 +38,10 @@ export function errorClassName(error: unknown): string {
  *
  * 1. an error whose class is in the actor's `nonRetryableErrors` → fail;
  * 2. `PayloadValidationError` → fail; 3. `ResultTooLarge` → fail (re-running repeats the side effects);
- * 4. the actor's `retryClassifier` hook may override kind and/or delay (a throwing hook is logged and ignored);
- * 5. `nonRetryable` → fail; `transient` → retry while `attempt < maxAttempts`; `indefinite` → retry.
+ * 4. an error a schema library threw by itself (a `ZodError` from `schema.parse()` in the handler;
+ *    see `isSchemaLibraryError`) → fail as `PayloadValidationError`: the same input fails the same way;
+ * 5. the actor's `retryClassifier` hook may override kind and/or delay (a throwing hook is logged and ignored);
+ * 6. `nonRetryable` → fail; `transient` → retry while `attempt < maxAttempts`; `indefinite` → retry.
  *
  * The delay is the hook's (capped by `maxRetryBackoffMs`) or the policy's backoff for `attempt`.
  */
@@ -61,6 +64,8 @@ export function classifyFailure(
     return { kind: 'fail', errorClass: 'PayloadValidationError', retryable: false };
   if (error instanceof ResultTooLarge)
     return { kind: 'fail', errorClass: 'ResultTooLarge', retryable: false };
+  if (isSchemaLibraryError(error))
+    return { kind: 'fail', errorClass: 'PayloadValidationError', retryable: false };
 
   let override: RetryOverride | null | undefined = null;
   if (actor.retryClassifier) {
