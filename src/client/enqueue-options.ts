@@ -4,6 +4,7 @@ import type { ClientLike } from '../db/driver.js';
 import { toMsOrNull, type Duration } from '../duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { newJobId } from '../ids.js';
+import { checkJsonNoNul } from '../schema-validation.js';
 import { checkInt, checkQueueName, checkText, isPlainObject } from '../text-checks.js';
 import type { EnqueueArgs } from '../backend/types.js';
 
@@ -149,6 +150,8 @@ export function buildEnqueueArgs(
   } catch {
     throw new InvalidArgumentError(f('metadata'), metadata, 'must be JSON-serialisable');
   }
+  // jsonb cannot hold \u0000: refuse it here, naming where it is, instead of a driver error.
+  checkJsonNoNul(metaOut, f('metadata'), metadata);
   if (ref.singleton) metaOut.singleton = true;
   if (ctx.batchId) metaOut.batch_id = ctx.batchId;
   const tags = opts.tags ?? [];

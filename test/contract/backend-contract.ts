@@ -344,12 +344,7 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         expect((await client.getRow(handle.jobId))?.payload).toEqual({ note: text });
       });
 
-      // KNOWN GAP, marked `fails` so the suite stays green until it is closed: metadata is
-      // serialised in src/client/enqueue-options.ts, which does not check it yet (Postgres raises
-      // a raw 22P05 "unsupported Unicode escape sequence"; the in-memory backend stores it). The
-      // fix is one call there, `checkJsonNoNul(metaOut, f('metadata'), metadata)` from
-      // src/schema-validation.ts; then this `it.fails` fails and must become `it`.
-      it.fails('rejects a NUL in metadata and writes nothing', async () => {
+      it('rejects a NUL in metadata and writes nothing', async () => {
         const err = await client
           .enqueue(plain, { n: 1 }, { metadata: { source: { name: 'x\u0000' } } })
           .catch((e: unknown) => e);

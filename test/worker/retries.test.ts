@@ -446,9 +446,10 @@ function startGaps(attempts: readonly AttemptRow[]): number[] {
 /**
  * Tolerance of {@link readScheduledDelay}: the attempt row's `finished_at` is read a moment after
  * the `clock_timestamp()` that `scheduled_at` was computed from (same statement), so the measure
- * is the delay minus that moment (well under a millisecond when the database is not loaded).
+ * is the delay minus that moment: well under a millisecond on a quiet database, but 5–10 ms seen
+ * on a loaded two-core machine (one statement settles a batch). 20 ms still tells 40 from 80 from 160.
  */
-const DELAY_TOLERANCE_MS = 5;
+const DELAY_TOLERANCE_MS = 20;
 function expectScheduled(actualMs: number, expectedMs: number): void {
   expect(actualMs).toBeGreaterThan(expectedMs - DELAY_TOLERANCE_MS);
   expect(actualMs).toBeLessThanOrEqual(expectedMs + 1);
