@@ -131,6 +131,27 @@ describe('Migrator: running generated migrations with and without a transaction'
     expect(idx.rowCount).toBe(1);
   });
 
+  it('sends a no-transaction file one statement at a time (several CONCURRENTLY indexes, a function body with semicolons)', async () => {
+    const s = schema();
+    const multi: BundledMigration = {
+      ...byId('0002_pre_concurrent_index'),
+      id: '0002_pre_concurrent_many',
+      sql:
+        '-- taskq:no-transaction\n' +
+        'CREATE INDEX CONCURRENTLY IF NOT EXISTS t_x_idx ON {schema}.t (x);\n' +
+        "CREATE INDEX CONCURRENTLY IF NOT EXISTS t_x_pos_idx ON {schema}.t (x) WHERE x > 0; -- 'a; comment'\n" +
+        'CREATE FUNCTION {schema}.two() RETURNS int LANGUAGE plpgsql AS $fn$ BEGIN PERFORM 1; RETURN 2; END $fn$;\n',
+    };
+    const m = new Migrator(driver, { schema: s, migrations: [byId('0001_pre_table'), multi] });
+    expect((await m.up()).applied).toEqual(['0001_pre_table', '0002_pre_concurrent_many']);
+    const idx = await driver.query(
+      `SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND tablename = 't' ORDER BY 1`,
+      [s],
+    );
+    expect(idx.rows.map((r) => (r as { indexname: string }).indexname)).toEqual(['t_x_idx', 't_x_pos_idx']);
+    expect((await driver.query(`SELECT "${s}".two() AS v`)).rows[0]).toEqual({ v: 2 });
+  });
+
   it('runs a file without the directive inside a transaction (CREATE INDEX CONCURRENTLY is refused)', async () => {
     const s = schema();
     // The same statement, but the directive is a look-alike: the file is transactional.

@@ -7,6 +7,7 @@ import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
 import { quoteSchema, renderSql, validateSchemaName } from '../schema-name.js';
 import { MIGRATIONS, type BundledMigration } from './migrations.generated.js';
+import { splitSqlStatements } from './split-statements.js';
 
 export type { BundledMigration } from './migrations.generated.js';
 
@@ -145,7 +146,8 @@ export class Migrator {
     const sql = this.rendered(m);
     const record = `INSERT INTO ${this.ledger()} (id, phase, checksum) VALUES ($1, $2, $3)`;
     if (!m.transactional) {
-      await conn.query(sql);
+      // One statement per query: a multi-statement string would run as one implicit transaction.
+      for (const statement of splitSqlStatements(sql)) await conn.query(statement);
       await conn.query(record, [m.id, m.phase, sha256(sql)]);
       return;
     }
