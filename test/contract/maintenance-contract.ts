@@ -152,6 +152,21 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
         expect((await h.backend.get(c.jobId))?.status).toBe('pending');
       });
 
+      it('leaves a running job past its deadline alone (its next retry is refused instead)', async () => {
+        const a = await client.enqueue(budgeted, {});
+        expect((await claim()).map((r) => r.id)).toEqual([a.jobId]);
+        const eventsBefore = (await h.backend.getEvents(a.jobId)).length;
+        await h.timeTravel(2 * 3_600_000);
+        expect(await h.backend.deadlineSweep()).toBe(0);
+        expect(await h.backend.get(a.jobId)).toMatchObject({
+          status: 'running',
+          lockedByWorker: W1,
+          errorClass: null,
+          finishedAt: null,
+        });
+        expect(await h.backend.getEvents(a.jobId)).toHaveLength(eventsBefore);
+      });
+
       it('promotes due scheduled jobs and reports when the next one is due', async () => {
         const a = await client.enqueue(plain, { n: 1 }, { delay: '10s' });
         await client.enqueue(plain, { n: 2 }, { delay: '60s' });
