@@ -118,6 +118,8 @@ export async function* watchReclaims(
           waitMs = Math.min(pollMs, Math.max(50, Math.min(250, delayMs + 100 - since)));
         else notifiedAt = null;
       }
+      // An abort during the risk check or the poll found `wake` a no-op: look before sleeping.
+      if (options.signal?.aborted) break;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, waitMs);
         wake = () => {

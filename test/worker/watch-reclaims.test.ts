@@ -175,50 +175,44 @@ describe('TaskQ.watchReclaims', () => {
       await feed.return(undefined);
     }
   });
-  // BUG in src/client/reclaim-watcher.ts, pinned with it.fails (make it a plain `it` once fixed):
-  // an abort that arrives while the risk check or a poll is in flight is lost. `onAbort` calls the
-  // no-op `wake` of that moment, and after the poll the watcher sleeps a whole poll timeout before
-  // it looks at the signal again. The poll is held mid-flight by a lock on job_events; the test's
-  // 4 s timeout is shorter than the 20 s poll timeout the aborted watcher then sleeps through.
-  it.fails(
-    'ends promptly when aborted while a poll is in flight (known bug: it sleeps the poll timeout first)',
-    async () => {
-      const after = await lastEventId();
-      const controller = new AbortController();
-      const blocker = new pg.Client({ connectionString: TEST_DSN });
-      await blocker.connect();
-      let next: Promise<IteratorResult<EventRow>>;
-      try {
-        await blocker.query('BEGIN');
-        await blocker.query(`LOCK TABLE "${db.schema}".job_events IN ACCESS EXCLUSIVE MODE`);
-        const feed = tq.watchReclaims({
-          afterId: after,
-          visibilityDelay: 0,
-          pollTimeout: '20s',
-          signal: controller.signal,
-        });
-        next = feed.next();
-        await waitFor(
-          async () =>
-            (
-              await db.pool.query<{ n: number }>(
-                `SELECT count(*)::int AS n FROM pg_stat_activity
+  // An abort that arrives while the risk check or a poll is in flight must not be lost (it once
+  // was: the watcher then slept a whole poll timeout). The poll is held mid-flight by a lock on
+  // job_events; the test's 4 s timeout is shorter than the 20 s poll timeout.
+  it('ends promptly when aborted while a poll is in flight', async () => {
+    const after = await lastEventId();
+    const controller = new AbortController();
+    const blocker = new pg.Client({ connectionString: TEST_DSN });
+    await blocker.connect();
+    let next: Promise<IteratorResult<EventRow>>;
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`LOCK TABLE "${db.schema}".job_events IN ACCESS EXCLUSIVE MODE`);
+      const feed = tq.watchReclaims({
+        afterId: after,
+        visibilityDelay: 0,
+        pollTimeout: '20s',
+        signal: controller.signal,
+      });
+      next = feed.next();
+      await waitFor(
+        async () =>
+          (
+            await db.pool.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM pg_stat_activity
                   WHERE wait_event_type = 'Lock' AND query LIKE '%lock_expired%' AND query LIKE $1`,
-                [`%"${db.schema}".job_events%`],
-              )
-            ).rows[0]!.n === 1,
-          3000,
-          'the poll to wait for the lock',
-        );
-        controller.abort();
-      } finally {
-        await blocker.query('ROLLBACK').catch(() => undefined);
-        await blocker.end();
-      }
-      expect(await next).toEqual({ done: true, value: undefined });
-    },
-    4000,
-  );
+              [`%"${db.schema}".job_events%`],
+            )
+          ).rows[0]!.n === 1,
+        3000,
+        'the poll to wait for the lock',
+      );
+      controller.abort();
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => undefined);
+      await blocker.end();
+    }
+    expect(await next).toEqual({ done: true, value: undefined });
+  }, 4000);
 });
 
 describe('checkReclaimVisibilityDelayRisk', () => {
