@@ -309,16 +309,24 @@ export class JobsClient {
     const deadline = timeoutMs === null ? Infinity : performance.now() + timeoutMs;
     const notified = await this.doneWatcher.ensure();
     let wake: () => void = () => undefined;
-    const unwatch = this.doneWatcher.watch(jobId, () => wake());
+    // A NOTIFY that lands while the row is being read (that read may predate the commit) must
+    // still cut the next sleep short: remember it.
+    let notifiedMeanwhile = false;
+    const unwatch = this.doneWatcher.watch(jobId, () => {
+      notifiedMeanwhile = true;
+      wake();
+    });
     try {
       let pollMs = 20;
       for (;;) {
+        notifiedMeanwhile = false;
         const row = await this.backend.get(jobId);
         if (!row) throw new JobNotFoundError(jobId);
         if (isTerminal(row.status)) return row;
         const left = deadline - performance.now();
         if (left <= 0)
           throw new WaitTimeoutError(`job ${jobId} to finish (it is ${row.status})`, timeoutMs ?? 0);
+        if (notifiedMeanwhile) continue;
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, Math.min(pollMs, left));
           wake = () => {
@@ -326,6 +334,7 @@ export class JobsClient {
             resolve();
           };
         });
+        wake = () => undefined;
         pollMs = Math.min(pollMs * 2, notified ? 1000 : 250);
       }
     } finally {
