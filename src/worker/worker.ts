@@ -5,7 +5,7 @@ import type { Backend } from '../backend/backend.js';
 import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
 import type { Driver } from '../db/driver.js';
 import { PgDriver } from '../db/pg-driver.js';
-import { WORKER_SESSION_SETTINGS } from '../db/session-settings.js';
+import { CLAIM_SESSION_SETTINGS, WORKER_SESSION_SETTINGS } from '../db/session-settings.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { newJobId } from '../ids.js';
 import { Migrator } from '../migrations/migrator.js';
@@ -216,8 +216,16 @@ export class Worker {
       statementTimeoutMs: s.heartbeatCommandTimeoutMs,
       sessionSettings: WORKER_SESSION_SETTINGS,
     });
-    this.owned.push(main, hb);
-    this.backend = new PostgresBackend(main, { schema: s.schema, logger: this.logger });
+    // One claim is in flight at a time: one connection, planned once (see CLAIM_SESSION_SETTINGS).
+    const claim = new PgDriver({
+      connection: dsn,
+      maxPoolSize: 1,
+      applicationName: 'taskq-claim',
+      statementTimeoutMs: s.dispatcherCommandTimeoutMs,
+      sessionSettings: CLAIM_SESSION_SETTINGS,
+    });
+    this.owned.push(main, hb, claim);
+    this.backend = new PostgresBackend(main, { schema: s.schema, logger: this.logger, claimDriver: claim });
     this.heartbeatBackend = new PostgresBackend(hb, { schema: s.schema, logger: this.logger });
   }
 

@@ -59,6 +59,11 @@ export interface PostgresBackendOptions {
   schema?: string;
   /** Logger for warnings. */
   logger?: Logger;
+  /**
+   * Pool the dispatch (claim) statement runs on; default `driver`. Workers give it a connection of
+   * its own whose session always uses the statement's generic plan (`CLAIM_SESSION_SETTINGS`).
+   */
+  claimDriver?: Driver;
 }
 
 const SCHEMA_MISSING_CODES = new Set(['42P01', '3F000', '42704']);
@@ -79,6 +84,7 @@ export class PostgresBackend implements Backend {
   readonly kind = 'postgres' as const;
   readonly schema: string;
   readonly driver: Driver;
+  private readonly claimDriver: Driver;
   protected readonly logger: Logger;
   private readonly sql: Record<StatementName, string>;
   private readonly quoted: string;
@@ -90,6 +96,7 @@ export class PostgresBackend implements Backend {
 
   constructor(driver: Driver, options: PostgresBackendOptions = {}) {
     this.driver = driver;
+    this.claimDriver = options.claimDriver ?? driver;
     this.schema = validateSchemaName(options.schema ?? 'taskq');
     this.quoted = quoteSchema(this.schema);
     this.logger = options.logger ?? silentLogger;
@@ -303,7 +310,7 @@ export class PostgresBackend implements Backend {
     // makes one of them fail. A fresh statement sees the winner's row and skips that identity.
     for (let attempt = 1; ; attempt++) {
       try {
-        return (await this.run('dispatch', values)).map(toJobRow);
+        return (await this.run('dispatch', values, this.claimDriver)).map(toJobRow);
       } catch (err) {
         const e = err as { code?: string; constraint?: string };
         if (attempt < 5 && e.code === '23505' && e.constraint === 'jobs_running_identity_uniq') continue;

@@ -93,7 +93,10 @@ locked AS (
   SELECT j.id
   FROM {schema}.jobs j
   JOIN identity_dedup d ON d.id = j.id
-  WHERE j.status = 'pending'
+  -- The id list repeats the join on purpose: it gives the planner a primary-key path whose size
+  -- it estimates as small even in a generic plan (where the candidate LIMIT is unknown and the
+  -- join alone was planned as a hash of every pending job: 130 ms instead of 1 ms at 1M rows).
+  WHERE j.status = 'pending' AND j.id = ANY (ARRAY(SELECT id FROM identity_dedup))
   ORDER BY coalesce(d.fairness_rank, 1), d.priority DESC, d.scheduled_at, d.id
   LIMIT $2::int
   FOR UPDATE OF j SKIP LOCKED
