@@ -137,6 +137,41 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
         expect(rr.map((r) => r.id).sort()).toEqual([old2.jobHandles[0]!.jobId, newer2.jobId].sort());
         expect(newer.jobId).not.toBe(newer2.jobId);
       });
+
+      it('round-robin: every key and the key-less group get their heads first, by priority, and all drain', async () => {
+        await h.setQueueMode('default', 'round_robin');
+        const keys = ['k1', 'k2', 'k3', 'k4', 'k5', null] as const;
+        const byKey = new Map<string | null, string[]>();
+        for (let n = 0; n < 4; n++) {
+          for (const key of keys) {
+            // k3 has a single job; k5's head is urgent.
+            if (key === 'k3' && n > 0) continue;
+            const priority = key === 'k5' && n === 0 ? 9 : 0;
+            const job = await client.enqueue(
+              plain,
+              { n },
+              { priority, ...(key === null ? {} : { fairnessKey: key }) },
+            );
+            byKey.set(key, [...(byKey.get(key) ?? []), job.jobId]);
+          }
+        }
+        const heads = keys.map((k) => byKey.get(k)![0]!);
+        const first = await claim(6);
+        // One head per group, the urgent head first (the rest by time).
+        expect(first.map((r) => r.id).sort()).toEqual([...heads].sort());
+        expect(first[0]!.id).toBe(byKey.get('k5')![0]);
+        // Second round: every group that still has jobs gives its next one before any third.
+        const second = await claim(5);
+        expect(second.map((r) => r.id).sort()).toEqual(
+          keys
+            .filter((k) => k !== 'k3')
+            .map((k) => byKey.get(k)![1]!)
+            .sort(),
+        );
+        let drained = first.length + second.length;
+        for (let i = 0; i < 10 && drained < 21; i++) drained += (await claim(7)).length;
+        expect(drained).toBe(21);
+      });
     });
 
     describe('heartbeatJobs and repend', () => {

@@ -5,11 +5,12 @@
 -- Per actor: residual capacity = maxConcurrent (stored actor_config value, else the literal) minus
 -- running jobs. Candidates are read per (actor, queue) through the pending-only dispatch index,
 -- residual × oversample each. Strict FIFO queues order by priority, then time; round-robin queues
--- interleave fairness keys. Row locks (FOR UPDATE SKIP LOCKED) are taken only in `locked`, after
+-- interleave fairness keys: each key with pending jobs (found by a skip scan of the fair-dispatch
+-- index) and the key-less group offer an equal share of that, ranked within the key. Row locks (FOR UPDATE SKIP LOCKED) are taken only in `locked`, after
 -- every window function. The final UPDATE re-checks status = 'pending' (race guard).
 -- At most one running job per (actor, identity_key): running identities are excluded here, and a
 -- unique index decides the rare race between two producers (the loser retries the statement).
-WITH params AS (
+WITH RECURSIVE params AS (
   SELECT clock_timestamp() AS now
 ),
 wanted AS (
@@ -43,6 +44,34 @@ queue_modes AS (
   FROM unnest($1::text[]) AS q(queue)
   LEFT JOIN {schema}.queues qc ON qc.name = q.queue
 ),
+rr_targets AS (
+  SELECT pac.actor, qm.queue, pac.residual * $5::int AS wanted
+  FROM per_actor_capacity pac
+  CROSS JOIN queue_modes qm
+  WHERE qm.mode = 'round_robin' AND pac.residual > 0
+),
+-- The distinct fairness keys with pending jobs, one index probe each (a skip scan): the claim's
+-- cost grows with the number of keys, not with the backlog.
+rr_key_walk (actor, queue, fairness_key) AS (
+  SELECT t.actor, t.queue,
+         (SELECT min(j.fairness_key) FROM {schema}.jobs j
+          WHERE j.queue = t.queue AND j.actor = t.actor AND j.status = 'pending')
+  FROM rr_targets t
+  UNION ALL
+  SELECT w.actor, w.queue,
+         (SELECT min(j.fairness_key) FROM {schema}.jobs j
+          WHERE j.queue = w.queue AND j.actor = w.actor AND j.status = 'pending'
+            AND j.fairness_key > w.fairness_key)
+  FROM rr_key_walk w
+  WHERE w.fairness_key IS NOT NULL
+),
+-- Each key (and the key-less group) may contribute an equal share of what the actor can take.
+rr_keys AS (
+  SELECT t.actor, t.queue, w.fairness_key,
+         ceil(t.wanted::numeric / (count(w.fairness_key) OVER (PARTITION BY t.actor, t.queue) + 1))::int AS per_key
+  FROM rr_targets t
+  JOIN rr_key_walk w ON w.actor = t.actor AND w.queue = t.queue
+),
 candidates AS (
   SELECT c.id, c.actor, c.identity_key, c.priority, c.scheduled_at, NULL::bigint AS fairness_rank
   FROM per_actor_capacity pac
@@ -58,23 +87,39 @@ candidates AS (
   ) c
   WHERE pac.residual > 0
   UNION ALL
+  -- Round-robin, keyed jobs: a share of the limit from each key's head (rank 1 is each key's best
+  -- job, rank 2 its next, …), read per key through the fair-dispatch index.
   SELECT c.id, c.actor, c.identity_key, c.priority, c.scheduled_at, c.fairness_rank
-  FROM per_actor_capacity pac
-  CROSS JOIN queue_modes qm
+  FROM rr_keys k
   CROSS JOIN LATERAL (
-    SELECT f.* FROM (
-      SELECT j.id, j.actor, j.identity_key, j.priority, j.scheduled_at,
-             row_number() OVER (PARTITION BY coalesce(j.fairness_key, '__null__')
-                                ORDER BY j.priority DESC, j.scheduled_at, j.id) AS fairness_rank
+    SELECT h.id, h.actor, h.identity_key, h.priority, h.scheduled_at,
+           row_number() OVER (ORDER BY h.priority DESC, h.scheduled_at, h.id) AS fairness_rank
+    FROM (
+      SELECT j.id, j.actor, j.identity_key, j.priority, j.scheduled_at
       FROM {schema}.jobs j
-      WHERE qm.mode = 'round_robin'
-        AND j.queue = qm.queue AND j.actor = pac.actor AND j.status = 'pending'
-        AND j.scheduled_at <= (SELECT now FROM params)
-    ) f
-    ORDER BY f.fairness_rank, f.priority DESC, f.scheduled_at, f.id
-    LIMIT pac.residual * $5::int
+      WHERE j.queue = k.queue AND j.actor = k.actor AND j.fairness_key = k.fairness_key
+        AND j.status = 'pending' AND j.scheduled_at <= (SELECT now FROM params)
+      ORDER BY j.priority DESC, j.scheduled_at, j.id
+      LIMIT k.per_key
+    ) h
   ) c
-  WHERE pac.residual > 0
+  WHERE k.fairness_key IS NOT NULL
+  UNION ALL
+  -- Round-robin, jobs without a key: one more group, with the same share.
+  SELECT c.id, c.actor, c.identity_key, c.priority, c.scheduled_at, c.fairness_rank
+  FROM rr_targets t
+  CROSS JOIN LATERAL (
+    SELECT h.id, h.actor, h.identity_key, h.priority, h.scheduled_at,
+           row_number() OVER (ORDER BY h.priority DESC, h.scheduled_at, h.id) AS fairness_rank
+    FROM (
+      SELECT j.id, j.actor, j.identity_key, j.priority, j.scheduled_at
+      FROM {schema}.jobs j
+      WHERE j.queue = t.queue AND j.actor = t.actor AND j.fairness_key IS NULL
+        AND j.status = 'pending' AND j.scheduled_at <= (SELECT now FROM params)
+      ORDER BY j.priority DESC, j.scheduled_at, j.id
+      LIMIT (SELECT max(k.per_key) FROM rr_keys k WHERE k.actor = t.actor AND k.queue = t.queue)
+    ) h
+  ) c
 ),
 identity_dedup AS (
   SELECT * FROM (
