@@ -13,6 +13,7 @@ const TRANSIENT_SQLSTATES = new Set([
   '08006', // connection_failure
   '08001', // sqlclient_unable_to_establish_sqlconnection
   '08004', // sqlserver_rejected_establishment_of_sqlconnection
+  '08007', // transaction_resolution_unknown (the connection died during COMMIT; loops are idempotent)
   '25P03', // idle_in_transaction_session_timeout
   '57P05', // idle_session_timeout
 ]);

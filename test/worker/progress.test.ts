@@ -15,6 +15,7 @@ import { progressGlobalChannel, progressJobChannel } from '../../src/progress/pr
 import type { ProgressEvent } from '../../src/progress/progress-event.js';
 import { Worker } from '../../src/worker/worker.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { startTestWorker } from '../helpers/in-process-worker.js';
 import { waitFor } from '../helpers/wait.js';
 
 const REDIS_URL = process.env.TASKQ_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -107,23 +108,10 @@ beforeAll(async () => {
       EXECUTE FUNCTION "${db.schema}".test_log_progress();
   `);
   tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
-  worker = new Worker({
-    actors: [oversized, uncaught, chatty],
-    settings: {
-      pgDsn: TEST_DSN,
-      schema: db.schema,
-      queues: [QUEUE],
-      maxConcurrency: 4,
-      heartbeatInterval: '1s',
-      lockLease: '10s',
-      cancellationGracePeriod: '1s',
-      cleanupGracePeriod: '1s',
-      progressCoalesceInterval: '1s',
-      watchdogEnabled: false,
-    },
-    logger: silentLogger,
+  worker = await startTestWorker([oversized, uncaught, chatty], db.schema, {
+    queues: [QUEUE],
+    progressCoalesceInterval: '1s',
   });
-  await worker.start();
 });
 afterAll(async () => {
   for (const g of gates.values()) g.open();

@@ -23,6 +23,7 @@ describe('isTransientError', () => {
       ['08003', 'connection_does_not_exist'],
       ['08004', 'sqlserver_rejected_establishment_of_sqlconnection'],
       ['08006', 'connection_failure'],
+      ['08007', 'transaction_resolution_unknown'],
       ['57P01', 'admin_shutdown (server restarting)'],
       ['57P02', 'crash_shutdown'],
       ['57P03', 'cannot_connect_now (starting up / recovery)'],
@@ -52,6 +53,7 @@ describe('isTransientError', () => {
       ['22P02', 'invalid_text_representation'],
       ['42501', 'insufficient_privilege'],
       ['XX000', 'internal_error'],
+      ['08P01', 'protocol_violation'],
     ])('%s (%s), a bug or a data problem, is not transient', (code) => {
       expect(isTransientError(withCode(code))).toBe(false);
     });

@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { actor } from '../../src/actor.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { ResultUnavailable, WaitTimeoutError } from '../../src/errors/index.js';
-import { silentLogger } from '../../src/obs/logger.js';
-import { Worker } from '../../src/worker/worker.js';
+import type { Worker } from '../../src/worker/worker.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { startTestWorker } from '../helpers/in-process-worker.js';
 import { waitFor } from '../helpers/wait.js';
 
 const QUEUE = 'waits';
@@ -47,22 +47,7 @@ const expiring = actor(
 beforeAll(async () => {
   db = await migratedSchema('wait');
   tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
-  worker = new Worker({
-    actors: [gated, silent, untyped, expiring],
-    settings: {
-      pgDsn: TEST_DSN,
-      schema: db.schema,
-      queues: [QUEUE],
-      maxConcurrency: 4,
-      heartbeatInterval: '1s',
-      lockLease: '10s',
-      cancellationGracePeriod: '1s',
-      cleanupGracePeriod: '1s',
-      watchdogEnabled: false,
-    },
-    logger: silentLogger,
-  });
-  await worker.start();
+  worker = await startTestWorker([gated, silent, untyped, expiring], db.schema, { queues: [QUEUE] });
 });
 afterAll(async () => {
   for (const id of [...gates.keys()]) release(id);

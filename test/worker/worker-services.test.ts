@@ -18,8 +18,9 @@ import { silentLogger } from '../../src/obs/logger.js';
 import { StartToCloseTimeout } from '../../src/retry/control-flow.js';
 import type { WorkerSettingsInput } from '../../src/settings/load-worker-settings.js';
 import { EXIT_CODES } from '../../src/worker/run-worker.js';
-import { Worker } from '../../src/worker/worker.js';
+import type { Worker } from '../../src/worker/worker.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { startTestWorker } from '../helpers/in-process-worker.js';
 import { waitFor } from '../helpers/wait.js';
 
 let db: TestSchema;
@@ -34,30 +35,13 @@ afterAll(async () => {
   await db.drop();
 });
 
-/** A worker on `queues` with test-friendly graces; `settings` override. Stop it in `finally`. */
-async function startWorker(
+/** A worker with test-friendly graces; `settings` override. Stop it in `finally`. */
+function startWorker(
   actors: AnyActor[],
   settings: WorkerSettingsInput,
   extra: { backend?: Backend; logger?: Logger } = {},
 ): Promise<Worker> {
-  const worker = new Worker({
-    actors,
-    settings: {
-      pgDsn: TEST_DSN,
-      schema: db.schema,
-      maxConcurrency: 4,
-      heartbeatInterval: '1s',
-      lockLease: '10s',
-      cancellationGracePeriod: '1s',
-      cleanupGracePeriod: '1s',
-      watchdogEnabled: false,
-      ...settings,
-    },
-    logger: extra.logger ?? silentLogger,
-    ...(extra.backend ? { backend: extra.backend } : {}),
-  });
-  await worker.start();
-  return worker;
+  return startTestWorker(actors, db.schema, settings, extra);
 }
 
 const statuses = async (queue: string): Promise<Record<string, number>> => {
