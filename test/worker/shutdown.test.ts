@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { TaskQ } from '../../src/client/taskq.js';
-import { polite, stubborn } from '../fixtures/fleet-actors.js';
+import { polite, spinner, stubborn } from '../fixtures/fleet-actors.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
 import { startWorkerProcess } from '../helpers/worker-process.js';
@@ -85,6 +85,29 @@ describe('worker shutdown (SIGTERM)', () => {
     const log = w.stdout.join('\n');
     expect(log.indexOf('worker-forcing')).toBeGreaterThan(-1);
     expect(log.indexOf('shutdown-abandoned')).toBeGreaterThan(log.indexOf('worker-forcing'));
+  });
+
+  it('terminates a thread-isolated handler that ignores the shutdown and re-pends its job', async () => {
+    // A thread can really be stopped, so nothing of it can still be running: the job goes back.
+    const h = await tq.enqueue(spinner, { ms: 60_000 });
+    const w = startWorkerProcess(db.schema, {
+      TASKQ_QUEUES: 'cancel',
+      TASKQ_CANCELLATION_GRACE_PERIOD: '1',
+      TASKQ_CLEANUP_GRACE_PERIOD: '1',
+      TASKQ_TERMINATION_GRACE_PERIOD: '10',
+      TASKQ_HEARTBEAT_INTERVAL: '1',
+      TASKQ_LOCK_LEASE: '30',
+      TASKQ_LOG_LEVEL: 'info',
+    });
+    await w.ready;
+    await waitFor(async () => (await runningCount()) === 1, 10_000, 'the spinner running');
+    w.proc.kill('SIGTERM');
+    expect((await w.exited).code).toBe(0);
+    expect(await tq.getRow(h.jobId)).toMatchObject({ status: 'pending', attempt: 0, lockedByWorker: null });
+    expect((await h.attempts()).map((a) => [a.outcome, a.errorClass])).toEqual([
+      ['interrupted', 'WorkerShutdown'],
+    ]);
+    expect(w.stdout.join('\n')).toContain('thread-terminated-at-shutdown');
   });
 
   it('a second signal skips the rest of the grace; a third exits 1', async () => {
