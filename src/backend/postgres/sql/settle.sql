@@ -88,23 +88,28 @@ upd AS (
       heartbeat_details = coalesce(o.heartbeat_details::jsonb, j.heartbeat_details)
   FROM outcome o
   WHERE j.id = o.id AND j.status = 'running' AND j.locked_by_worker = o.worker_id
-  RETURNING j.id, j.status::text AS status, j.error_class, j.actor
+  -- The item's own fields come back with the row, so the inserts below need no join (a join of
+  -- two CTEs is planned as a nested loop when the plan is generic: quadratic in the batch).
+  RETURNING j.id, j.status::text AS status, j.error_class, j.actor,
+            o.kind, o.outcome, o.worker_id, o.ran_attempt, o.handler_started_at, o.duration_ms,
+            o.error_class AS item_error_class, o.error_message AS item_error_message,
+            o.error_traceback AS item_error_traceback
 ),
 attempts AS (
   INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, duration_ms, outcome,
                                      error_class, error_message, error_traceback)
-  SELECT o.id, o.ran_attempt, o.worker_id, o.handler_started_at, clock_timestamp(), o.duration_ms,
-         CASE o.kind
+  SELECT u.id, u.ran_attempt, u.worker_id, u.handler_started_at, clock_timestamp(), u.duration_ms,
+         CASE u.kind
            WHEN 'succeeded' THEN 'succeeded'
            WHEN 'failed' THEN 'failed'
            WHEN 'cancelled' THEN 'cancelled'
            WHEN 'release' THEN 'interrupted'
-           ELSE o.outcome
+           ELSE u.outcome
          END,
-         CASE WHEN o.kind = 'succeeded' THEN NULL ELSE o.error_class END,
-         CASE WHEN o.kind = 'succeeded' THEN NULL ELSE o.error_message END,
-         CASE WHEN o.kind = 'succeeded' THEN NULL ELSE o.error_traceback END
-  FROM upd u JOIN outcome o ON o.id = u.id
+         CASE WHEN u.kind = 'succeeded' THEN NULL ELSE u.item_error_class END,
+         CASE WHEN u.kind = 'succeeded' THEN NULL ELSE u.item_error_message END,
+         CASE WHEN u.kind = 'succeeded' THEN NULL ELSE u.item_error_traceback END
+  FROM upd u
   RETURNING 1
 ),
 events AS (
@@ -112,9 +117,9 @@ events AS (
   SELECT u.id, 'state_change',
          jsonb_strip_nulls(jsonb_build_object(
            'from_state', 'running', 'to_state', u.status,
-           'reason', CASE o.kind WHEN 'reschedule' THEN o.outcome WHEN 'release' THEN 'worker_shutdown' ELSE o.kind END,
-           'worker_id', o.worker_id, 'attempt', o.ran_attempt, 'error_class', u.error_class))
-  FROM upd u JOIN outcome o ON o.id = u.id
+           'reason', CASE u.kind WHEN 'reschedule' THEN u.outcome WHEN 'release' THEN 'worker_shutdown' ELSE u.kind END,
+           'worker_id', u.worker_id, 'attempt', u.ran_attempt, 'error_class', u.error_class))
+  FROM upd u
   RETURNING 1
 ),
 done_notify AS (
