@@ -64,6 +64,11 @@ export interface JobRunnerDeps {
   onCapacity: () => void;
   /** Called when a job was rescheduled (the leader's promoter may need to look sooner). */
   onRescheduled?: () => void;
+  /**
+   * Called when a limit that holds for every job of the actor (not a keyed one) denied a job:
+   * its other jobs would be denied too for about `retryInMs`.
+   */
+  onActorDenied?: (actor: string, retryInMs: number) => void;
   /** Reads a job's current row (for hooks and the error reporter). */
   readRow?: (jobId: string) => Promise<JobRow | null>;
   /** Threads for thread-isolated actors (created by the worker when any actor needs them). */
@@ -117,6 +122,7 @@ export class JobRunner {
   private readonly reporter: ErrorReporter;
   private readonly tracker: ProgressTracker;
   private readonly onCapacity: () => void;
+  private readonly onActorDenied: (actor: string, retryInMs: number) => void;
   private readonly onRescheduled: () => void;
   private readonly readRow: (jobId: string) => Promise<JobRow | null>;
   private readonly threads: ThreadPool | null;
@@ -136,6 +142,7 @@ export class JobRunner {
     this.reporter = deps.reporter;
     this.tracker = deps.tracker;
     this.onCapacity = deps.onCapacity;
+    this.onActorDenied = deps.onActorDenied ?? (() => undefined);
     this.onRescheduled = deps.onRescheduled ?? (() => undefined);
     this.readRow = deps.readRow ?? (async () => null);
     this.threads = deps.threads ?? null;
@@ -633,15 +640,19 @@ export class JobRunner {
       maxChars: this.settings.exceptionMessageMaxChars,
       redact: this.settings.exceptionRedactionEnabled,
     });
-    if (err instanceof ReservationUnavailable)
+    if (err instanceof ReservationUnavailable) {
+      const delayMs = denialDelayMs(err);
+      if (this.limits?.deniesActorWide(row.queue, actor, err.bucketName))
+        this.onActorDenied(actor.name, delayMs);
       return {
         ...base,
         kind: 'reschedule',
-        delayMs: denialDelayMs(err),
+        delayMs,
         consumeBudget: false,
         outcome: err.source === 'reservation' ? 'reservation_denied' : 'rate_limit_denied',
         error: info,
       };
+    }
     if (err instanceof PayloadValidationError || err instanceof InvalidArgumentError)
       return this.failure(actor, row, err, timing);
     this.logger.error({ err, jobId: row.id, actor: row.actor }, 'ratelimit-acquire-failed');

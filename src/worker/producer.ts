@@ -34,6 +34,9 @@ export const ADAPTIVE_QUEUE_MS = 50;
  */
 export const ADAPTIVE_PREFETCH_MAX = 200;
 
+/** Longest a denial pauses claims for an actor (`Producer.pauseActor`). */
+export const MAX_ACTOR_PAUSE_MS = 5_000;
+
 /**
  * Claims jobs up to the worker's free capacity and hands them to the runner. It claims again at
  * once after a full batch, and otherwise sleeps until a NOTIFY wake-up, a freed slot, or the poll
@@ -50,6 +53,8 @@ export class Producer {
   private woken = false;
   private wakeSleep: (() => void) | null = null;
   private errorStreak = 0;
+  /** Actors not to claim for until the given `performance.now()` time (a limit that denies them all). */
+  private readonly pausedUntil = new Map<string, number>();
 
   constructor(
     private readonly backend: Backend,
@@ -60,6 +65,31 @@ export class Producer {
 
   start(): void {
     this.loopPromise ??= this.loop();
+  }
+
+  /**
+   * A rate limit or reservation that holds for every job of `actor` (not a keyed one) denied a job
+   * and said when to try again: claiming more of its jobs before then would only claim and
+   * reschedule them. Capped at {@link MAX_ACTOR_PAUSE_MS}, so a reset limit is noticed soon.
+   */
+  pauseActor(actor: string, forMs: number): void {
+    const until = performance.now() + Math.min(Math.max(0, forMs), MAX_ACTOR_PAUSE_MS);
+    if ((this.pausedUntil.get(actor) ?? 0) < until) this.pausedUntil.set(actor, until);
+  }
+
+  /** The actors to claim for now, and how long until the next paused one may be claimed again. */
+  private claimableActors(): { actors: ProducerOptions['actors']; resumeInMs: number } {
+    if (this.pausedUntil.size === 0) return { actors: this.options.actors, resumeInMs: Infinity };
+    const now = performance.now();
+    let resumeInMs = Infinity;
+    for (const [actor, until] of this.pausedUntil) {
+      if (until <= now) this.pausedUntil.delete(actor);
+      else resumeInMs = Math.min(resumeInMs, until - now);
+    }
+    return {
+      actors: this.options.actors.filter((a) => !this.pausedUntil.has(a.name)),
+      resumeInMs,
+    };
   }
 
   /** New work may be available, or a slot was freed: claim without waiting for the poll. */
@@ -108,10 +138,12 @@ export class Producer {
   async runOnce(): Promise<number> {
     const free = this.freeCapacity();
     if (!this.worthClaiming(free)) return 0;
+    const { actors } = this.claimableActors();
+    if (actors.length === 0) return 0;
     const rows = await this.backend.dispatchBatch({
       workerId: this.options.workerId,
       queues: this.options.queues,
-      actors: this.options.actors,
+      actors,
       limit: free,
       leaseMs: this.options.leaseMs,
       oversample: this.options.oversample,
@@ -150,7 +182,12 @@ export class Producer {
       }
       if (signal.aborted) break;
       if (full || this.woken) continue;
-      const sleep = interruptibleSleep(jitter(this.options.pollIntervalMs()), signal);
+      // A paused actor's claims resume without waiting for a wake-up.
+      const resumeInMs = this.claimableActors().resumeInMs;
+      const sleep = interruptibleSleep(
+        Math.min(jitter(this.options.pollIntervalMs()), resumeInMs + 1),
+        signal,
+      );
       this.wakeSleep = sleep.wake;
       if (this.woken) sleep.wake();
       await sleep.promise;

@@ -11,7 +11,7 @@ import { closeOwnedRedis, createOwnedRedis } from '../progress/redis-progress-pu
 import { collectActorPrimitives, missingNames, syncRateLimitBuckets } from '../ratelimit/actor-limits.js';
 import { ConcurrencyReservation, syncSlots } from '../ratelimit/concurrency-reservation.js';
 import type { AcquiredResource } from '../ratelimit/handles.js';
-import { isKeyedRateLimitRef } from '../ratelimit/keyed-refs.js';
+import { isKeyedRateLimitRef, isKeyedReservationRef } from '../ratelimit/keyed-refs.js';
 import { queueConcurrencyReservationName } from '../ratelimit/names.js';
 import type { ActorLimitEntry, RateLimitRegistry } from '../ratelimit/registry.js';
 import { KEYED_IDLE_THRESHOLD_MS, type RateLimitContext } from '../ratelimit/types.js';
@@ -195,6 +195,19 @@ export class RateLimitGate {
       },
       this.ctx,
     );
+  }
+
+  /**
+   * True when a denial by `bucketName` holds for every job of `actor` on `queue`: the queue's cap,
+   * or a primitive the actor declares by name or instance. A keyed limit denies one key only.
+   */
+  deniesActorWide(queue: string, actor: AnyActor, bucketName: string): boolean {
+    if (this.capped.has(queue) && bucketName === queueConcurrencyReservationName(queue)) return true;
+    const entries = [...actor.rateLimits, ...actor.reservations] as readonly ActorLimitEntry[];
+    return entries.some((e) => {
+      if (isKeyedRateLimitRef(e) || isKeyedReservationRef(e)) return false;
+      return (typeof e === 'string' ? e : e.name) === bucketName;
+    });
   }
 
   /** After the handler: frees the slots (tokens stay spent). Never throws. */

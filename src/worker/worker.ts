@@ -348,6 +348,7 @@ export class Worker {
       tracker: this.tracker,
       onCapacity: () => this.producer?.notify(),
       onRescheduled: () => this.maintenance?.promoter.notify(),
+      onActorDenied: (actor, retryInMs) => this.producer?.pauseActor(actor, retryInMs),
       readRow: (jobId) => this.backend.get(jobId),
       threads: this.threads,
       publisher: this.publisher,

@@ -1,6 +1,7 @@
 /**
  * The producer's claim sizing, without a database: adaptive prefetch from the handlers' average
- * duration, and claims batched to half of the local capacity unless a slot would sit idle.
+ * duration, claims batched to half of the local capacity unless a slot would sit idle, and actors
+ * left out of claims while a limit denies all their jobs.
  */
 import { describe, expect, it } from 'vitest';
 
@@ -8,16 +9,18 @@ import type { Backend } from '../../src/backend/backend.js';
 import type { JobRow } from '../../src/backend/types.js';
 import { silentLogger } from '../../src/obs/logger.js';
 import type { JobRunner } from '../../src/worker/job-runner.js';
-import { Producer, type ProducerOptions } from '../../src/worker/producer.js';
+import { MAX_ACTOR_PAUSE_MS, Producer, type ProducerOptions } from '../../src/worker/producer.js';
 
 function setup(
   prefetch: ProducerOptions['prefetch'],
   state: { averageHandlerMs: number | null; running: number; buffered: number },
 ) {
   const limits: number[] = [];
+  const actorsClaimed: string[][] = [];
   const backend = {
-    dispatchBatch: async (req: { limit: number }) => {
+    dispatchBatch: async (req: { limit: number; actors: { name: string }[] }) => {
       limits.push(req.limit);
+      actorsClaimed.push(req.actors.map((a) => a.name));
       return [] as JobRow[];
     },
   } as unknown as Backend;
@@ -42,7 +45,10 @@ function setup(
     {
       workerId: '00000000-0000-7000-8000-000000000000',
       queues: ['q'],
-      actors: [{ name: 'a', maxConcurrent: null }],
+      actors: [
+        { name: 'a', maxConcurrent: null },
+        { name: 'b', maxConcurrent: null },
+      ],
       maxConcurrency: 10,
       prefetch,
       maxSettleBacklog: 1000,
@@ -53,7 +59,7 @@ function setup(
     },
     silentLogger,
   );
-  return { producer, limits };
+  return { producer, limits, actorsClaimed };
 }
 
 describe('adaptive prefetch', () => {
@@ -91,5 +97,38 @@ describe('claim batching', () => {
     const { producer, limits } = setup(0, state);
     await producer.runOnce();
     expect(limits).toEqual([1]);
+  });
+});
+
+describe('actors paused by a denial', () => {
+  it('are left out of claims until the pause ends; with every actor paused nothing is claimed', async () => {
+    const state = { averageHandlerMs: 5, running: 0, buffered: 0 };
+    const { producer, actorsClaimed } = setup(0, state);
+    producer.pauseActor('a', 60_000);
+    await producer.runOnce();
+    expect(actorsClaimed).toEqual([['b']]);
+    producer.pauseActor('b', 30);
+    await producer.runOnce();
+    expect(actorsClaimed).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 40));
+    await producer.runOnce();
+    expect(actorsClaimed.at(-1)).toEqual(['b']);
+  });
+
+  it('caps a pause, so a limit that was reset is noticed within MAX_ACTOR_PAUSE_MS', async () => {
+    const state = { averageHandlerMs: 5, running: 0, buffered: 0 };
+    const { producer, actorsClaimed } = setup(0, state);
+    const realNow = performance.now.bind(performance);
+    producer.pauseActor('a', 3_600_000);
+    let offset = MAX_ACTOR_PAUSE_MS + 1;
+    const spy = (): number => realNow() + offset;
+    performance.now = spy;
+    try {
+      await producer.runOnce();
+    } finally {
+      performance.now = realNow;
+      offset = 0;
+    }
+    expect(actorsClaimed).toEqual([['a', 'b']]);
   });
 });

@@ -150,6 +150,80 @@ describe('the delay after a denial', () => {
   });
 });
 
+describe('claims paused by an actor-wide denial', () => {
+  it("leaves the actor's new jobs pending (unclaimed) while its bucket says wait; keyed limits do not pause", async () => {
+    // One token every 5 s: after the first job, the bucket denies for ~5 s.
+    const bucket = new TokenBucket(`pause-bucket-${run}`, {
+      capacity: 1,
+      refillPerSecond: 0.2,
+      backend: 'postgres',
+    });
+    const metered = actor({ name: 'rlx_paused', queue: QUEUE, rateLimits: [bucket] }, async () => 'ran');
+    const worker = new Worker({ actors: [metered], settings: baseSettings() });
+    await worker.start();
+    try {
+      const first = await tq.enqueue(metered, {});
+      expect(await first.wait({ timeout: '10s' })).toBe('ran');
+      const denied = await tq.enqueue(metered, {});
+      await waitFor(async () => (await lastDenial(denied.jobId)) !== null, 10_000, 'the denial');
+      // The worker now knows every job of this actor would be denied: it does not claim the next.
+      const later = await tq.enqueue(metered, {});
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(await tq.getRow(later.jobId)).toMatchObject({ status: 'pending', attempt: 0 });
+      expect(await later.attempts()).toEqual([]);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('a denial pauses the actor only for a primitive every job shares', () => {
+    const Tenant = z.object({ tenant: z.string() });
+    const shared = new TokenBucket(`pause-shared-${run}`, { capacity: 1, refillPerSecond: 1 });
+    const a = actor(
+      {
+        name: 'rlx_pause_kinds',
+        queue: QUEUE,
+        payload: Tenant,
+        rateLimits: [
+          shared,
+          'by-name',
+          keyedRateLimit(Tenant, {
+            baseName: 'per-tenant',
+            keyFn: (p) => p.tenant,
+            capacity: 1,
+            refillPerSecond: 1,
+          }),
+        ],
+        reservations: [
+          keyedReservation(Tenant, {
+            baseName: 'per-tenant-slots',
+            keyFn: (p) => p.tenant,
+            slots: 1,
+            lease: '1m',
+          }),
+        ],
+      },
+      async () => undefined,
+    );
+    const gate = new RateLimitGate({
+      registry: new RateLimitRegistry(),
+      actors: new Map<string, AnyActor>([[a.name, a]]),
+      workerId: randomUUID(),
+      settings: loadWorkerSettings({ overrides: { pgDsn: TEST_DSN, schema: db.schema, queues: [QUEUE] } })
+        .settings,
+      driver: db.driver,
+      heartbeatDriver: db.driver,
+      clock: new SystemClock(),
+      logger: silentLogger,
+    });
+    expect(gate.deniesActorWide(QUEUE, a, shared.name)).toBe(true);
+    expect(gate.deniesActorWide(QUEUE, a, 'by-name')).toBe(true);
+    expect(gate.deniesActorWide(QUEUE, a, 'per-tenant:acme')).toBe(false);
+    expect(gate.deniesActorWide(QUEUE, a, 'per-tenant-slots:acme')).toBe(false);
+    expect(gate.deniesActorWide(QUEUE, a, queueConcurrencyReservationName(QUEUE))).toBe(false); // not capped here
+  });
+});
+
 describe('RateLimitSweeper', () => {
   it('evicts idle keyed entries locally on every worker; only the leader deletes idle keyed rows', async () => {
     const Tenant = z.object({ tenant: z.string() });
