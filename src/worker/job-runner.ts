@@ -69,6 +69,8 @@ export interface JobRunnerDeps {
    * its other jobs would be denied too for about `retryInMs`.
    */
   onActorDenied?: (actor: string, retryInMs: number) => void;
+  /** Called when a job got past its limits (the producer lets a throttled actor claim more). */
+  onActorAdmitted?: (actor: string) => void;
   /** Reads a job's current row (for hooks and the error reporter). */
   readRow?: (jobId: string) => Promise<JobRow | null>;
   /** Threads for thread-isolated actors (created by the worker when any actor needs them). */
@@ -123,6 +125,7 @@ export class JobRunner {
   private readonly tracker: ProgressTracker;
   private readonly onCapacity: () => void;
   private readonly onActorDenied: (actor: string, retryInMs: number) => void;
+  private readonly onActorAdmitted: (actor: string) => void;
   private readonly onRescheduled: () => void;
   private readonly readRow: (jobId: string) => Promise<JobRow | null>;
   private readonly threads: ThreadPool | null;
@@ -143,6 +146,7 @@ export class JobRunner {
     this.tracker = deps.tracker;
     this.onCapacity = deps.onCapacity;
     this.onActorDenied = deps.onActorDenied ?? (() => undefined);
+    this.onActorAdmitted = deps.onActorAdmitted ?? (() => undefined);
     this.onRescheduled = deps.onRescheduled ?? (() => undefined);
     this.readRow = deps.readRow ?? (async () => null);
     this.threads = deps.threads ?? null;
@@ -455,6 +459,7 @@ export class JobRunner {
     if (this.limits?.applies(row.queue, actor)) {
       try {
         job.limits = await this.limits.acquire(row, actor);
+        this.onActorAdmitted(actor.name);
       } catch (err) {
         this.freeSlot(job);
         await this.finish(job, log, this.refusedByLimits(actor, row, err, timing()), err, actor);

@@ -55,6 +55,8 @@ export class Producer {
   private errorStreak = 0;
   /** Actors not to claim for until the given `performance.now()` time (a limit that denies them all). */
   private readonly pausedUntil = new Map<string, number>();
+  /** Most jobs per claim for actors a shared limit denied lately (growing by one per admitted job). */
+  private readonly throttle = new Map<string, number>();
 
   constructor(
     private readonly backend: Backend,
@@ -70,11 +72,13 @@ export class Producer {
   /**
    * A rate limit or reservation that holds for every job of `actor` (not a keyed one) denied a job
    * and said when to try again: claiming more of its jobs before then would only claim and
-   * reschedule them. Capped at {@link MAX_ACTOR_PAUSE_MS}, so a reset limit is noticed soon.
+   * reschedule them. Capped at {@link MAX_ACTOR_PAUSE_MS}, so a reset limit is noticed soon. After
+   * the pause the actor's claims start at one job and grow by one with every job admitted.
    */
   pauseActor(actor: string, forMs: number): void {
     const until = performance.now() + Math.min(Math.max(0, forMs), MAX_ACTOR_PAUSE_MS);
     if ((this.pausedUntil.get(actor) ?? 0) < until) this.pausedUntil.set(actor, until);
+    this.throttle.set(actor, 1);
   }
 
   /** The actors to claim for now, and how long until the next paused one may be claimed again. */
@@ -90,6 +94,18 @@ export class Producer {
       actors: this.options.actors.filter((a) => !this.pausedUntil.has(a.name)),
       resumeInMs,
     };
+  }
+
+  /**
+   * A job of `actor` got past its limits: a throttled actor may claim one more job per claim (the
+   * next actor-wide denial shrinks it to one again); once claims are as large as the worker's
+   * whole capacity, the throttle is lifted.
+   */
+  actorAdmitted(actor: string): void {
+    const allowance = this.throttle.get(actor);
+    if (allowance === undefined) return;
+    if (allowance + 1 >= this.options.maxConcurrency + this.prefetch()) this.throttle.delete(actor);
+    else this.throttle.set(actor, allowance + 1);
   }
 
   /** New work may be available, or a slot was freed: claim without waiting for the poll. */
@@ -140,11 +156,30 @@ export class Producer {
     if (!this.worthClaiming(free)) return 0;
     const { actors } = this.claimableActors();
     if (actors.length === 0) return 0;
+    // Throttled actors (a shared limit denied them lately) are claimed on their own, a few jobs at
+    // a time: a full batch would mostly be claimed only to be denied and rescheduled.
+    let left = free;
+    let claimed = 0;
+    for (const a of actors) {
+      const allowance = this.throttle.get(a.name);
+      if (allowance === undefined || left <= 0) continue;
+      const limit = Math.min(left, allowance);
+      const n = await this.claim([a], limit);
+      claimed += n;
+      left -= n;
+    }
+    const open = actors.filter((a) => !this.throttle.has(a.name));
+    if (open.length > 0 && left > 0) claimed += await this.claim(open, left);
+    return claimed;
+  }
+
+  /** One dispatch statement; hands the rows to the runner (or gives them back when stopping). */
+  private async claim(actors: ProducerOptions['actors'], limit: number): Promise<number> {
     const rows = await this.backend.dispatchBatch({
       workerId: this.options.workerId,
       queues: this.options.queues,
       actors,
-      limit: free,
+      limit,
       leaseMs: this.options.leaseMs,
       oversample: this.options.oversample,
     });

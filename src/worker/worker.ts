@@ -349,6 +349,7 @@ export class Worker {
       onCapacity: () => this.producer?.notify(),
       onRescheduled: () => this.maintenance?.promoter.notify(),
       onActorDenied: (actor, retryInMs) => this.producer?.pauseActor(actor, retryInMs),
+      onActorAdmitted: (actor) => this.producer?.actorAdmitted(actor),
       readRow: (jobId) => this.backend.get(jobId),
       threads: this.threads,
       publisher: this.publisher,

@@ -129,6 +129,28 @@ describe('actors paused by a denial', () => {
       performance.now = realNow;
       offset = 0;
     }
-    expect(actorsClaimed).toEqual([['a', 'b']]);
+    // Resumed, but throttled: 'a' is claimed on its own, one job at first.
+    expect(actorsClaimed).toEqual([['a'], ['b']]);
+  });
+
+  it('claims a throttled actor a few jobs at a time: one more per admitted job, one again after a denial', async () => {
+    const state = { averageHandlerMs: 5, running: 0, buffered: 0 };
+    const { producer, limits, actorsClaimed } = setup(0, state);
+    producer.pauseActor('a', 0);
+    await producer.runOnce();
+    expect(actorsClaimed).toEqual([['a'], ['b']]);
+    expect(limits).toEqual([1, 10]);
+    producer.actorAdmitted('a');
+    producer.actorAdmitted('a');
+    producer.actorAdmitted('b'); // not throttled: no effect
+    await producer.runOnce();
+    expect(limits.slice(2)).toEqual([3, 10]);
+    producer.pauseActor('a', 0);
+    await producer.runOnce();
+    expect(limits.slice(4)).toEqual([1, 10]);
+    // Once a claim could take the whole capacity, the throttle is lifted.
+    for (let i = 0; i < 10; i++) producer.actorAdmitted('a');
+    await producer.runOnce();
+    expect(actorsClaimed.at(-1)).toEqual(['a', 'b']);
   });
 });
