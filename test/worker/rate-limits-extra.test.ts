@@ -54,6 +54,21 @@ const baseSettings = () => ({
 });
 const ctx = (): RateLimitContext => ({ driver: db.driver, schema: db.schema });
 
+/** A worker's rate-limit gate for one actor, on this file's schema (not started). */
+function gateFor(registry: RateLimitRegistry, a: AnyActor): RateLimitGate {
+  return new RateLimitGate({
+    registry,
+    actors: new Map<string, AnyActor>([[a.name, a]]),
+    workerId: randomUUID(),
+    settings: loadWorkerSettings({ overrides: { pgDsn: TEST_DSN, schema: db.schema, queues: [QUEUE] } })
+      .settings,
+    driver: db.driver,
+    heartbeatDriver: db.driver,
+    clock: new SystemClock(),
+    logger: silentLogger,
+  });
+}
+
 beforeAll(async () => {
   db = await migratedSchema('rlx');
   tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
@@ -205,17 +220,7 @@ describe('claims paused by an actor-wide denial', () => {
       },
       async () => undefined,
     );
-    const gate = new RateLimitGate({
-      registry: new RateLimitRegistry(),
-      actors: new Map<string, AnyActor>([[a.name, a]]),
-      workerId: randomUUID(),
-      settings: loadWorkerSettings({ overrides: { pgDsn: TEST_DSN, schema: db.schema, queues: [QUEUE] } })
-        .settings,
-      driver: db.driver,
-      heartbeatDriver: db.driver,
-      clock: new SystemClock(),
-      logger: silentLogger,
-    });
+    const gate = gateFor(new RateLimitRegistry(), a);
     expect(gate.deniesActorWide(QUEUE, a, shared.name)).toBe(true);
     expect(gate.deniesActorWide(QUEUE, a, 'by-name')).toBe(true);
     expect(gate.deniesActorWide(QUEUE, a, 'per-tenant:acme')).toBe(false);
@@ -252,17 +257,7 @@ describe('RateLimitSweeper', () => {
     // Idle bookkeeping runs on this clock; the rows' idleness is the database's.
     const clock = new FakeClock();
     const registry = new RateLimitRegistry({ clock });
-    const gate = new RateLimitGate({
-      registry,
-      actors: new Map<string, AnyActor>([[keyed.name, keyed]]),
-      workerId: randomUUID(),
-      settings: loadWorkerSettings({ overrides: { pgDsn: TEST_DSN, schema: db.schema, queues: [QUEUE] } })
-        .settings,
-      driver: db.driver,
-      heartbeatDriver: db.driver,
-      clock: new SystemClock(),
-      logger: silentLogger,
-    });
+    const gate = gateFor(registry, keyed);
     await gate.start([]);
     const use = async (tenant: string): Promise<void> => {
       const held = await gate.acquire({ id: randomUUID(), queue: QUEUE, payload: { tenant } }, keyed);
