@@ -53,15 +53,18 @@ export class CancelController {
     return new Map([...this.jobs].map(([id, j]) => [id, j.phase]));
   }
 
-  /** A cancel seen for one of our jobs (NOTIFY or poll), with the phase stored in the database. */
-  observe(jobId: string, dbPhase: 0 | 1 | 2 = 1): void {
+  /**
+   * A cancel seen for one of our jobs, with the phase stored in the database; `via` says how it
+   * arrived (the NOTIFY, or the heartbeat's poll as the fallback), for the log.
+   */
+  observe(jobId: string, dbPhase: 0 | 1 | 2 = 1, via: 'notify' | 'poll' = 'notify'): void {
     if (!this.runner.isRunning(jobId)) return;
     let local = this.jobs.get(jobId);
     if (!local) {
       local = { phase: 1, observedAt: performance.now() };
       this.jobs.set(jobId, local);
       this.runner.requestCancel(jobId);
-      this.logger.info({ jobId }, 'cancel-phase-1-cooperative');
+      this.logger.info({ jobId, via }, 'cancel-phase-1-cooperative');
       this.scheduleWake(this.graces.cancellationMs);
     }
     if (dbPhase === 2 && local.phase === 1) {
@@ -74,7 +77,7 @@ export class CancelController {
 
   /** Observes every flag returned by the heartbeat's poll. */
   observeAll(flags: readonly CancelFlag[]): void {
-    for (const f of flags) this.observe(f.jobId, f.phase);
+    for (const f of flags) this.observe(f.jobId, f.phase, 'poll');
   }
 
   private scheduleWake(inMs: number): void {
