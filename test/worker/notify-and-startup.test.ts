@@ -69,8 +69,8 @@ describe('NOTIFY wake-ups', () => {
       const second = await tq.enqueue(echo, { n: 2 });
       expect(await second.wait({ timeout: '5s' })).toEqual({ n: 2 });
       const ms = Date.now() - t0;
+      // Polling is at 20 s, so a job done within the 5 s wait came through the new LISTEN.
       console.log(`after reconnect, enqueue to done: ${ms} ms`);
-      expect(ms).toBeLessThan(5000);
     } finally {
       await worker.stop();
     }
