@@ -2,21 +2,11 @@ import type { AnyActor } from '../actor.js';
 import type { JobContext } from '../context.js';
 import type { JobRow } from '../backend/types.js';
 import type { Settlement, SettleResult } from '../backend/worker-types.js';
-import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { ResultTooLarge } from '../errors/job-errors.js';
 import { TaskQError } from '../errors/taskq-error.js';
 import type { Logger } from '../obs/logger.js';
-import {
-  CancelRequested,
-  RetryAfter,
-  Snooze,
-  StartToCloseTimeout,
-  WorkerShutdown,
-} from '../retry/control-flow.js';
-import { classifyFailure } from '../retry/retry-classifier.js';
-import { toJsonText, validateSchema } from '../schema-validation.js';
+import { CancelRequested, StartToCloseTimeout, WorkerShutdown } from '../retry/control-flow.js';
+import { validateSchema } from '../schema-validation.js';
 import type { Completer } from './completer.js';
-import { toErrorInfo } from './error-info.js';
 import { reportSafely, type ErrorReporter } from './error-reporter.js';
 import { withTimeout } from './sleep.js';
 import type { ProgressTracker } from './progress-tracker.js';
@@ -24,11 +14,12 @@ import type { ThreadPool } from './threads/thread-pool.js';
 import type { ProgressPublisher, ProgressUpdate } from '../progress/progress-event.js';
 import { isTerminal } from '../backend/state-machine.js';
 import { HeartbeatTimeout } from '../errors/progress-errors.js';
-import { PayloadValidationError } from '../errors/payload-validation-error.js';
 import { ReservationUnavailable } from '../ratelimit/errors.js';
 import type { AcquiredResource } from '../ratelimit/handles.js';
-import { DEFAULT_RESERVATION_BACKOFF_MS } from '../ratelimit/types.js';
 import type { RateLimitGate } from './rate-limit-gate.js';
+import { AttemptOutcomes, type AttemptOutcomeSettings } from './attempt-outcomes.js';
+
+export { RESERVATION_DENIAL_MAX_DELAY_MS, denialDelayMs } from './attempt-outcomes.js';
 
 /** Abort reason when the heartbeat finds the job no longer owned (reclaimed after a lost lease). */
 export class LeaseLost extends TaskQError {
@@ -41,13 +32,9 @@ export class LeaseLost extends TaskQError {
 }
 
 /** What the runner needs from the worker's settings. */
-export interface RunnerSettings {
+export interface RunnerSettings extends AttemptOutcomeSettings {
   maxConcurrency: number;
-  resultMaxBytes: number;
   defaultStartToCloseMs: number | null;
-  maxRetryBackoffMs: number;
-  exceptionMessageMaxChars: number;
-  exceptionRedactionEnabled: boolean;
   cleanupGracePeriodMs: number;
 }
 
@@ -131,6 +118,7 @@ export class JobRunner {
   private readonly threads: ThreadPool | null;
   private readonly publisher: ProgressPublisher | null;
   private readonly limits: RateLimitGate | null;
+  private readonly outcomes: AttemptOutcomes;
   private readonly releases = new Set<Promise<void>>();
   private handlerMsEwma: number | null = null;
   /** Handlers orphaned by abandonment so far (metric). */
@@ -152,6 +140,7 @@ export class JobRunner {
     this.threads = deps.threads ?? null;
     this.publisher = deps.publisher ?? null;
     this.limits = deps.limits ?? null;
+    this.outcomes = new AttemptOutcomes(this.workerId, this.settings, this.logger);
   }
 
   /** True while the job's handler runs here and its outcome is not yet written. */
@@ -452,7 +441,7 @@ export class JobRunner {
         : row.payload;
     } catch (err) {
       this.freeSlot(job);
-      await this.finish(job, log, this.failure(actor, row, err, timing()), err, actor);
+      await this.finish(job, log, this.outcomes.failure(actor, row, err, timing()), err, actor);
       return;
     }
 
@@ -462,7 +451,15 @@ export class JobRunner {
         this.onActorAdmitted(actor.name);
       } catch (err) {
         this.freeSlot(job);
-        await this.finish(job, log, this.refusedByLimits(actor, row, err, timing()), err, actor);
+        const refused = this.outcomes.refusedByLimits(actor, row, err, timing());
+        // A limit every job of the actor shares: its other jobs would be denied too for now.
+        if (
+          refused.kind === 'reschedule' &&
+          err instanceof ReservationUnavailable &&
+          this.limits.deniesActorWide(row.queue, actor, err.bucketName)
+        )
+          this.onActorDenied(actor.name, refused.delayMs);
+        await this.finish(job, log, refused, err, actor);
         return;
       }
     }
@@ -573,12 +570,12 @@ export class JobRunner {
         handler,
         startToCloseMs !== null || heartbeatTimeoutMs !== null ? abortedOnTimeout(aborted) : handler,
       ]);
-      const settled = await this.success(actor, row, value, timing());
+      const settled = await this.outcomes.ofReturn(actor, row, value, timing());
       outcome = settled.outcome;
       thrown = settled.error;
     } catch (err) {
       thrown = err;
-      outcome = this.outcomeOfError(actor, row, err, job.controller.signal, timing());
+      outcome = this.outcomes.ofError(actor, row, err, job.controller.signal, timing());
     } finally {
       clearTimeout(timer);
       clearInterval(beatTimer);
@@ -595,38 +592,6 @@ export class JobRunner {
     else this.disown(job);
   }
 
-  private async success(
-    actor: AnyActor,
-    row: JobRow,
-    value: unknown,
-    timing: { handlerStartedAt: Date; durationMs: number },
-  ): Promise<{ outcome: Settlement; error: unknown }> {
-    let out: unknown = value;
-    try {
-      if (actor.resultSchema)
-        out = await validateSchema(actor.resultSchema, value, { actor: actor.name, what: 'result' });
-      const json = out === undefined ? null : toJsonText(out, { actor: actor.name, what: 'result' });
-      const size = json === null ? null : Buffer.byteLength(json, 'utf8');
-      if (size !== null && size > this.settings.resultMaxBytes)
-        throw new ResultTooLarge(this.settings.resultMaxBytes, size);
-      return {
-        outcome: {
-          kind: 'succeeded',
-          jobId: row.id,
-          workerId: this.workerId,
-          ...timing,
-          resultJson: json,
-          resultSizeBytes: size,
-          fallbackResultTtlMs: actor.resultTtlMs,
-        },
-        error: null,
-      };
-    } catch (err) {
-      // A rejected result (schema, size) fails the attempt; the hooks get this error.
-      return { outcome: this.failure(actor, row, err, timing), error: err };
-    }
-  }
-
   /**
    * The limits refused the job before its handler ran. A denial reschedules it after the
    * primitive's hint without using an attempt (`rate_limit_denied` / `reservation_denied`); a bad
@@ -634,105 +599,6 @@ export class JobRunner {
    * fallback, say) reschedules it after the default back-off, also without using an attempt, and
    * records the error on the attempt.
    */
-  private refusedByLimits(
-    actor: AnyActor,
-    row: JobRow,
-    err: unknown,
-    timing: { handlerStartedAt: Date; durationMs: number },
-  ): Settlement {
-    const base = { jobId: row.id, workerId: this.workerId, ...timing };
-    const info = toErrorInfo(err, {
-      maxChars: this.settings.exceptionMessageMaxChars,
-      redact: this.settings.exceptionRedactionEnabled,
-    });
-    if (err instanceof ReservationUnavailable) {
-      const delayMs = denialDelayMs(err);
-      if (this.limits?.deniesActorWide(row.queue, actor, err.bucketName))
-        this.onActorDenied(actor.name, delayMs);
-      return {
-        ...base,
-        kind: 'reschedule',
-        delayMs,
-        consumeBudget: false,
-        outcome: err.source === 'reservation' ? 'reservation_denied' : 'rate_limit_denied',
-        error: info,
-      };
-    }
-    if (err instanceof PayloadValidationError || err instanceof InvalidArgumentError)
-      return this.failure(actor, row, err, timing);
-    this.logger.error({ err, jobId: row.id, actor: row.actor }, 'ratelimit-acquire-failed');
-    return {
-      ...base,
-      kind: 'reschedule',
-      delayMs: DEFAULT_RESERVATION_BACKOFF_MS,
-      consumeBudget: false,
-      outcome: 'retry_after',
-      error: info,
-    };
-  }
-
-  private outcomeOfError(
-    actor: AnyActor,
-    row: JobRow,
-    err: unknown,
-    signal: AbortSignal,
-    timing: { handlerStartedAt: Date; durationMs: number },
-  ): Settlement {
-    const base = { jobId: row.id, workerId: this.workerId, ...timing };
-    const info = (e: unknown) =>
-      toErrorInfo(e, {
-        maxChars: this.settings.exceptionMessageMaxChars,
-        redact: this.settings.exceptionRedactionEnabled,
-      });
-    if (err instanceof Snooze)
-      return {
-        ...base,
-        kind: 'reschedule',
-        delayMs: err.delayMs,
-        consumeBudget: false,
-        outcome: 'snoozed',
-        error: null,
-      };
-    if (err instanceof RetryAfter)
-      return {
-        ...base,
-        kind: 'reschedule',
-        delayMs: err.delayMs,
-        consumeBudget: err.consumeBudget,
-        outcome: 'retry_after',
-        error: info(err),
-      };
-    const reason: unknown = signal.aborted ? signal.reason : null;
-    if (reason instanceof CancelRequested) return { ...base, kind: 'cancelled', error: info(reason) };
-    if (reason instanceof WorkerShutdown) return { ...base, kind: 'release', error: info(reason) };
-    if (reason instanceof StartToCloseTimeout || reason instanceof HeartbeatTimeout)
-      return this.failure(actor, row, reason, timing);
-    return this.failure(actor, row, err, timing);
-  }
-
-  private failure(
-    actor: AnyActor,
-    row: JobRow,
-    err: unknown,
-    timing: { handlerStartedAt: Date; durationMs: number },
-  ): Settlement {
-    const decision = classifyFailure(actor, err, row.attempt, {
-      maxRetryBackoffMs: this.settings.maxRetryBackoffMs,
-      logger: this.logger,
-    });
-    return {
-      kind: 'failed',
-      jobId: row.id,
-      workerId: this.workerId,
-      ...timing,
-      retryDelayMs: decision.kind === 'retry' ? decision.delayMs : null,
-      error: toErrorInfo(err, {
-        maxChars: this.settings.exceptionMessageMaxChars,
-        redact: this.settings.exceptionRedactionEnabled,
-      }),
-    };
-  }
-
   private async finish(
     job: ActiveJob,
     log: Logger,
@@ -806,23 +672,6 @@ function abortedOnTimeout(aborted: Promise<never>): Promise<never> {
     // Cancels and shutdown aborts: wait for the handler itself (cooperative), i.e. never settle here.
     return new Promise<never>(() => undefined);
   });
-}
-
-/**
- * Longest wait after a reservation denial. A reservation's hint is the earliest time a held lease
- * could expire — right for a crashed holder, far too pessimistic for a live one, which releases
- * its slot the moment its handler ends. Capping the wait keeps a capped queue flowing; a rate
- * limit's hint is exact (the next token) and is used as is.
- */
-export const RESERVATION_DENIAL_MAX_DELAY_MS = 1000;
-
-/** The reschedule delay of a denial, stretched by up to 20 % so denied jobs do not return in lockstep. */
-export function denialDelayMs(err: ReservationUnavailable): number {
-  const hint =
-    err.source === 'reservation'
-      ? Math.min(err.retryAfterMs, RESERVATION_DENIAL_MAX_DELAY_MS)
-      : err.retryAfterMs;
-  return Math.round(hint * (1 + Math.random() * 0.2));
 }
 
 async function runHook(fn: () => unknown, timeoutMs: number, log: Logger, name: string): Promise<void> {
