@@ -1,40 +1,33 @@
 import { resolveFields } from './load-worker-settings.js';
 import { WORKER_SETTING_FIELDS, type SettingField } from './setting-fields.js';
 import { SettingsError } from './settings-error.js';
-import type { WorkerSettings } from './worker-settings.js';
 
 /**
  * The settings a client process needs (the reference's `TaskQSettings`; a worker's settings are a
  * superset). Loaded with {@link loadTaskQSettings}; used by `TaskQ.fromSettings` / `TaskQ.fromEnv`.
  */
 export interface TaskQSettings {
-  /** `TASKQ_PG_DSN`: connection string of the Postgres database. Default: none (must be given to connect). */
+  /** `TASKQ_PG_DSN`: connection string of the Postgres database. Default: none (a client must have one; the dev commands then use PGlite). */
   pgDsn: string | null;
   /** `TASKQ_SCHEMA_NAME`: schema holding TaskQ's tables. Default `taskq`. */
   schema: string;
-  /** `TASKQ_REDIS_URL`: Redis for live progress streams (`redis://` or `rediss://`). Default: none. */
+  /** `TASKQ_REDIS_URL`: Redis for live progress (and, on workers, rate limits); `redis://` or `rediss://`. Default: none. */
   redisUrl: string | null;
   /** `TASKQ_IDEMPOTENCY_KEY_MAX_BYTES`: bound on idempotency keys and scopes, UTF-8 bytes (1–2048). Default 1024. */
   idempotencyKeyMaxBytes: number;
 }
 
-// Compile-time proof that every client setting is also a worker setting of the same type, so
-// the two loaders can share one field table.
-const TASKQ_KEYS = [
+/** The client's settings, by name (every one is also a worker setting: `WorkerSettings` extends these). */
+const TASKQ_KEYS: readonly (keyof TaskQSettings)[] = [
   'pgDsn',
   'schema',
   'redisUrl',
   'idempotencyKeyMaxBytes',
-] as const satisfies readonly (keyof TaskQSettings & keyof WorkerSettings)[];
-type SameTypes = {
-  [K in (typeof TASKQ_KEYS)[number]]: WorkerSettings[K] extends TaskQSettings[K] ? true : never;
-};
-const sameTypes: SameTypes = { pgDsn: true, schema: true, redisUrl: true, idempotencyKeyMaxBytes: true };
-void sameTypes;
+];
 
 /** The client's rows of the settings table (environment variable, kind, default, rule). */
 export const TASKQ_SETTING_FIELDS: readonly SettingField[] = WORKER_SETTING_FIELDS.filter((f) =>
-  (TASKQ_KEYS as readonly string[]).includes(f.key),
+  TASKQ_KEYS.includes(f.key as keyof TaskQSettings),
 );
 
 /** Client settings given as an object (all optional); see {@link TaskQSettings}. */

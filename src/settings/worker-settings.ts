@@ -1,21 +1,19 @@
+import type { TaskQSettings } from './taskq-settings.js';
+
 /**
  * Resolved settings of a worker process. Durations are milliseconds. Load them with
  * `loadWorkerSettings()` (environment `TASKQ_*` variables and/or an object); the loader applies the
  * reference's defaults and checks every field and cross-field rule before a worker starts. In the
  * environment a duration is a plain number of seconds (the reference's unit) or a string with a
- * unit (`'250ms'`, `'30s'`, `'5m'`); the table of fields and rules is `setting-fields.ts`.
+ * unit (`'250ms'`, `'30s'`, `'5m'`); the table of fields and rules is `setting-fields.ts`. The
+ * connection fields (`pgDsn`, `schema`, `redisUrl`, `idempotencyKeyMaxBytes`) are the client's
+ * {@link TaskQSettings}; a worker reads the same variables.
  */
-export interface WorkerSettings {
-  /** `TASKQ_PG_DSN`: connection string; null = none configured (the dev commands then use PGlite). */
-  pgDsn: string | null;
+export interface WorkerSettings extends TaskQSettings {
   /** `TASKQ_PG_DSN_DIRECT`: direct (non-PgBouncer) DSN for dispatch, heartbeat, LISTEN and the leader; default `pgDsn`. */
   pgDsnDirect: string | null;
   /** `TASKQ_PG_DSN_POOLED`: DSN for the handler-side pool (may be PgBouncer); default `pgDsn`. */
   pgDsnPooled: string | null;
-  /** `TASKQ_SCHEMA_NAME`: schema holding TaskQ's tables. Default `taskq`. */
-  schema: string;
-  /** `TASKQ_REDIS_URL`: Redis for rate limits and progress; null = none. */
-  redisUrl: string | null;
   /** `TASKQ_QUEUES`: queues this worker claims from (comma-separated in the environment). Default `['default']`. */
   queues: string[];
   /** `TASKQ_MAX_CONCURRENCY`: jobs run at once. Default 8. */
@@ -161,6 +159,4 @@ export interface WorkerSettings {
   watchdogStaleFloorMs: number;
   /** `TASKQ_WATCHDOG_CHECK_INTERVAL`. Default 1 s. */
   watchdogCheckIntervalMs: number;
-  /** `TASKQ_IDEMPOTENCY_KEY_MAX_BYTES`: bound on idempotency keys and scopes. Default 1024. */
-  idempotencyKeyMaxBytes: number;
 }
