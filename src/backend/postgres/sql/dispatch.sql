@@ -105,7 +105,8 @@ candidates AS (
   ) c
   WHERE k.fairness_key IS NOT NULL
   UNION ALL
-  -- Round-robin, jobs without a key: one more group, with the same share.
+  -- Round-robin, jobs without a key: one more group, with the same share (its own branch:
+  -- `fairness_key IS NOT DISTINCT FROM …` could not use the index).
   SELECT c.id, c.actor, c.identity_key, c.priority, c.scheduled_at, c.fairness_rank
   FROM rr_targets t
   CROSS JOIN LATERAL (
