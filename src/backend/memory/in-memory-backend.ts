@@ -5,7 +5,6 @@ import { SystemClock } from '../../clock.js';
 import type { ClientLike } from '../../db/driver.js';
 import { MaxPendingExceededError, SingletonCollisionError } from '../../errors/backpressure-errors.js';
 import { BACKEND_PROTOCOL_VERSION, type Backend, type JobPage } from '../backend.js';
-import { encodeCursor, type CursorKey } from '../cursor.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
 import { ACTIVE_STATUSES, RETRYABLE_TERMINAL_STATUSES } from '../state-machine.js';
 import type {
@@ -42,6 +41,8 @@ import * as maintenance from './memory-maintenance.js';
 import * as dispatch from './memory-dispatch.js';
 import type { MemoryState } from './memory-state.js';
 import * as cancelProgress from './memory-cancel-progress.js';
+import * as listing from './memory-listing.js';
+import { newJobRow } from '../new-job-row.js';
 import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 
 /** Options of {@link InMemoryBackend}. */
@@ -50,7 +51,6 @@ export interface InMemoryBackendOptions {
   clock?: Clock;
 }
 
-const us = (d: Date): number => d.getTime() * 1000;
 const clone = <T>(v: T): T => structuredClone(v);
 
 /**
@@ -154,47 +154,14 @@ export class InMemoryBackend implements Backend {
       const byBudget = new Date(nowMs + a.scheduleToCloseIntervalMs);
       deadline = deadline === null || byBudget < deadline ? byBudget : deadline;
     }
-    return {
-      id: a.id,
-      actor: a.actor,
-      queue: a.queue,
-      identityKey: a.identityKey,
-      fairnessKey: a.fairnessKey,
-      payload: JSON.parse(a.payloadJson) as unknown,
-      payloadSchemaVer: a.payloadSchemaVer,
+    const row = newJobRow(a, {
       status: due ? 'scheduled' : 'pending',
-      priority: a.priority,
-      attempt: 0,
-      maxAttempts: a.maxAttempts,
-      retryKind: a.retryKind,
-      scheduleToClose: deadline,
-      startToCloseMs: a.startToCloseMs,
-      heartbeatTimeoutMs: a.heartbeatTimeoutMs,
       createdAt: now,
       scheduledAt: due ? new Date(runAt) : now,
-      startedAt: null,
-      finishedAt: null,
-      lastHeartbeatAt: null,
-      lockedByWorker: null,
-      lockExpiresAt: null,
-      cancelRequestedAt: null,
-      cancelPhase: 0,
-      errorClass: null,
-      errorMessage: null,
-      errorTraceback: null,
-      progressState: {},
-      progressSeq: 0,
-      result: null,
-      resultSizeBytes: null,
-      resultExpiresAt: null,
-      idempotencyKey: a.idempotencyKey,
-      idempotencyScope: a.idempotencyScope,
-      traceId: a.traceId,
-      spanId: a.spanId,
-      metadata: clone(a.metadata),
-      tags: [...a.tags],
-      heartbeatDetails: null,
-    };
+      scheduleToClose: deadline,
+    });
+    // Stored rows must share nothing with the caller's objects.
+    return { ...row, metadata: clone(a.metadata) };
   }
 
   private isActiveSingleton(r: JobRow): boolean {
@@ -329,74 +296,8 @@ export class InMemoryBackend implements Backend {
     return r ? clone(r) : null;
   }
 
-  private matches(r: JobRow, f: NormalizedJobFilter): boolean {
-    if (f.queue !== null && r.queue !== f.queue) return false;
-    if (f.actor !== null && r.actor !== f.actor) return false;
-    if (f.identityKey !== null && r.identityKey !== f.identityKey) return false;
-    if (f.batchId !== null && r.metadata.batch_id !== f.batchId) return false;
-    if (f.tags.length > 0 && !f.tags.every((t) => r.tags.includes(t))) return false;
-    if (f.statuses !== null && !f.statuses.includes(r.status)) return false;
-    return true;
-  }
-
-  private static compare(order: NormalizedJobFilter['orderBy'], a: JobRow, b: JobRow): number {
-    const byId = (x: string, y: string): number => (x < y ? -1 : x > y ? 1 : 0);
-    switch (order) {
-      case 'scheduled_at_asc':
-        return b.priority - a.priority || us(a.scheduledAt) - us(b.scheduledAt) || byId(a.id, b.id);
-      case 'created_at_desc':
-        return us(b.createdAt) - us(a.createdAt) || byId(b.id, a.id);
-      case 'finished_at_desc': {
-        if (a.finishedAt === null && b.finishedAt !== null) return 1;
-        if (a.finishedAt !== null && b.finishedAt === null) return -1;
-        const f = (b.finishedAt ? us(b.finishedAt) : 0) - (a.finishedAt ? us(a.finishedAt) : 0);
-        return f || byId(b.id, a.id);
-      }
-    }
-  }
-
-  private static keyOf(order: NormalizedJobFilter['orderBy'], r: JobRow): CursorKey {
-    switch (order) {
-      case 'scheduled_at_asc':
-        return { order, priority: r.priority, scheduledAtUs: us(r.scheduledAt), id: r.id };
-      case 'created_at_desc':
-        return { order, createdAtUs: us(r.createdAt), id: r.id };
-      case 'finished_at_desc':
-        return { order, finishedAtUs: r.finishedAt ? us(r.finishedAt) : null, id: r.id };
-    }
-  }
-
-  private static after(r: JobRow, k: CursorKey): boolean {
-    switch (k.order) {
-      case 'scheduled_at_asc':
-        return (
-          r.priority < k.priority ||
-          (r.priority === k.priority &&
-            (us(r.scheduledAt) > k.scheduledAtUs || (us(r.scheduledAt) === k.scheduledAtUs && r.id > k.id)))
-        );
-      case 'created_at_desc':
-        return us(r.createdAt) < k.createdAtUs || (us(r.createdAt) === k.createdAtUs && r.id < k.id);
-      case 'finished_at_desc':
-        if (k.finishedAtUs === null) return r.finishedAt === null && r.id < k.id;
-        if (r.finishedAt === null) return true;
-        return us(r.finishedAt) < k.finishedAtUs || (us(r.finishedAt) === k.finishedAtUs && r.id < k.id);
-    }
-  }
-
   async listJobs(filter: NormalizedJobFilter): Promise<JobPage> {
-    if (filter.limit === 0) return { jobs: [], nextCursor: null };
-    const rows = [...this.jobs.values()]
-      .filter(
-        (r) => this.matches(r, filter) && (filter.after === null || InMemoryBackend.after(r, filter.after)),
-      )
-      .sort((a, b) => InMemoryBackend.compare(filter.orderBy, a, b));
-    const page = rows.slice(0, filter.limit);
-    const last = page[page.length - 1];
-    return {
-      jobs: page.map(clone),
-      nextCursor:
-        rows.length > filter.limit && last ? encodeCursor(InMemoryBackend.keyOf(filter.orderBy, last)) : null,
-    };
+    return listing.listJobs(this.jobs.values(), filter);
   }
 
   async countPendingJobs(actors: readonly string[]): Promise<Map<string, number>> {
@@ -459,7 +360,7 @@ export class InMemoryBackend implements Backend {
     const cancelledIds: string[] = [];
     const cancelRequestedIds: string[] = [];
     for (const r of [...this.jobs.values()]) {
-      if (!ACTIVE_STATUSES.has(r.status) || !this.matches(r, filter)) continue;
+      if (!ACTIVE_STATUSES.has(r.status) || !listing.matchesFilter(r, filter)) continue;
       const wasRunning = r.status === 'running';
       const alreadyRequested = r.cancelRequestedAt !== null;
       if (wasRunning && alreadyRequested) continue;

@@ -3,6 +3,7 @@ import { MaxPendingExceededError, SingletonCollisionError } from '../../errors/b
 import type { EnqueueArgs, JobRow } from '../types.js';
 import type { PgOps } from './pg-ops.js';
 import { toJobRow } from './row-mapper.js';
+import { newJobRow } from '../new-job-row.js';
 
 type Raw = Record<string, unknown>;
 
@@ -85,47 +86,12 @@ export function translateUnique(err: unknown, actor: string): unknown {
  */
 function insertedRow(a: EnqueueArgs, r: Raw): JobRow {
   const stc = r.schedule_to_close_ms;
-  return {
-    id: a.id,
-    actor: a.actor,
-    queue: a.queue,
-    identityKey: a.identityKey,
-    fairnessKey: a.fairnessKey,
-    payload: JSON.parse(a.payloadJson) as unknown,
-    payloadSchemaVer: a.payloadSchemaVer,
+  return newJobRow(a, {
     status: r.status as JobRow['status'],
-    priority: a.priority,
-    attempt: 0,
-    maxAttempts: a.maxAttempts,
-    retryKind: a.retryKind,
-    scheduleToClose: stc === null || stc === undefined ? null : new Date(Number(stc)),
-    startToCloseMs: a.startToCloseMs,
-    heartbeatTimeoutMs: a.heartbeatTimeoutMs,
     createdAt: new Date(Number(r.created_ms)),
     scheduledAt: new Date(Number(r.scheduled_ms)),
-    startedAt: null,
-    finishedAt: null,
-    lastHeartbeatAt: null,
-    lockedByWorker: null,
-    lockExpiresAt: null,
-    cancelRequestedAt: null,
-    cancelPhase: 0,
-    errorClass: null,
-    errorMessage: null,
-    errorTraceback: null,
-    progressState: {},
-    progressSeq: 0,
-    result: null,
-    resultSizeBytes: null,
-    resultExpiresAt: null,
-    idempotencyKey: a.idempotencyKey,
-    idempotencyScope: a.idempotencyScope,
-    traceId: a.traceId,
-    spanId: a.spanId,
-    metadata: { ...a.metadata },
-    tags: [...a.tags],
-    heartbeatDetails: null,
-  };
+    scheduleToClose: stc === null || stc === undefined ? null : new Date(Number(stc)),
+  });
 }
 
 /** Up to 1000 jobs in one statement; idempotency collisions map to the existing rows, in order. */
