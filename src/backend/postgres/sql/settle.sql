@@ -87,7 +87,11 @@ upd AS (
       cancel_phase = CASE WHEN o.new_status IN ('pending', 'scheduled') THEN 0 ELSE j.cancel_phase END,
       heartbeat_details = coalesce(o.heartbeat_details::jsonb, j.heartbeat_details)
   FROM outcome o
-  WHERE j.id = o.id AND j.status = 'running' AND j.locked_by_worker = o.worker_id
+  -- `status::text` on purpose: it keeps the planner off jobs_running_idx. The prepared statement runs
+  -- a generic plan, which expects one running job and ten items; it used to scan the running index
+  -- and join every running job to every item (a nested loop over the CTE: 17 ms instead of 3 ms for
+  -- 200 items). Without that index the only good path is the primary key, once per item.
+  WHERE j.id = o.id AND j.status::text = 'running' AND j.locked_by_worker = o.worker_id
   -- The item's own fields come back with the row, so the inserts below need no join (a join of
   -- two CTEs is planned as a nested loop when the plan is generic: quadratic in the batch).
   RETURNING j.id, j.status::text AS status, j.error_class, j.actor,
