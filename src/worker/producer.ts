@@ -34,13 +34,22 @@ export const ADAPTIVE_QUEUE_MS = 50;
  */
 export const ADAPTIVE_PREFETCH_MAX = 200;
 
+/**
+ * Most claims in flight at once. A claim's time grows with its size (the rows are updated, logged
+ * and read back), so one claim at a time caps a worker at about one claim's rows per claim time
+ * however idle the database is; a second claim overlaps the first. Only when no actor declares
+ * `maxConcurrent`: each claim in flight counts as a producer in that limit's over-admission bound.
+ */
+export const MAX_CLAIMS_IN_FLIGHT = 2;
+
 /** Longest a denial pauses claims for an actor (`Producer.pauseActor`). */
 export const MAX_ACTOR_PAUSE_MS = 5_000;
 
 /**
  * Claims jobs up to the worker's free capacity and hands them to the runner. It claims again at
  * once after a full batch, and otherwise sleeps until a NOTIFY wake-up, a freed slot, or the poll
- * period. One dispatch statement is in flight at a time, so bursts of wake-ups coalesce.
+ * period. A second claim may start while one is in flight, once half of the local capacity is
+ * free beyond what the first asked for ({@link MAX_CLAIMS_IN_FLIGHT}); bursts of wake-ups coalesce.
  *
  * Claims are batched: a claim costs a few milliseconds whatever its size, so while handlers still
  * have claimed jobs waiting, the producer waits until half of the local capacity
@@ -53,6 +62,14 @@ export class Producer {
   private woken = false;
   private wakeSleep: (() => void) | null = null;
   private errorStreak = 0;
+  /** No claim starts before this `performance.now()` time (backoff after a failed claim). */
+  private backoffUntil = 0;
+  /** Claims started by the loop and not finished. */
+  private readonly inFlight = new Set<Promise<void>>();
+  /** Jobs asked for by the claims in flight (capacity they may fill). */
+  private reserved = 0;
+  /** Wake-ups received so far: one that arrives during a claim may not be in that claim's snapshot. */
+  private wakeUps = 0;
   /** Actors not to claim for until the given `performance.now()` time (a limit that denies them all). */
   private readonly pausedUntil = new Map<string, number>();
   /** Most jobs per claim for actors a shared limit denied lately (growing by one per admitted job). */
@@ -110,6 +127,11 @@ export class Producer {
 
   /** New work may be available, or a slot was freed: claim without waiting for the poll. */
   notify(): void {
+    this.wakeUps++;
+    this.wakeLoop();
+  }
+
+  private wakeLoop(): void {
     this.woken = true;
     this.wakeSleep?.();
   }
@@ -121,7 +143,7 @@ export class Producer {
   /** How many jobs the producer may claim now. */
   freeCapacity(): number {
     if (this.options.settleBacklog() >= this.options.maxSettleBacklog) return 0;
-    return this.options.maxConcurrency + this.prefetch() - this.runner.held;
+    return this.options.maxConcurrency + this.prefetch() - this.runner.held - this.reserved;
   }
 
   /**
@@ -154,6 +176,11 @@ export class Producer {
   async runOnce(): Promise<number> {
     const free = this.freeCapacity();
     if (!this.worthClaiming(free)) return 0;
+    return this.claimUpTo(free);
+  }
+
+  /** One round of claims for at most `free` jobs (throttled actors first, each on its own). */
+  private async claimUpTo(free: number): Promise<number> {
     const { actors } = this.claimableActors();
     if (actors.length === 0) return 0;
     // Throttled actors (a shared limit denied them lately) are claimed on their own, a few jobs at
@@ -195,32 +222,65 @@ export class Producer {
     return rows.length;
   }
 
+  /** True when another claim may start now (see {@link MAX_CLAIMS_IN_FLIGHT}). */
+  private mayStartClaim(free: number): boolean {
+    if (this.inFlight.size === 0) return this.worthClaiming(free);
+    // Overlapping claims are smaller: a quarter of the local capacity is enough to start one.
+    return (
+      this.inFlight.size < MAX_CLAIMS_IN_FLIGHT &&
+      free >= Math.max(1, Math.floor((this.options.maxConcurrency + this.prefetch()) / 4)) &&
+      this.options.actors.every((a) => a.maxConcurrent === null)
+    );
+  }
+
+  /**
+   * Starts a claim for the free capacity without waiting for it. When it ends, the loop is woken if
+   * the claim was full (there may be more), if it failed (the backoff), or if a wake-up arrived
+   * while it ran (a job enqueued meanwhile may not be in its snapshot).
+   */
+  private startClaim(free: number): void {
+    this.reserved += free;
+    const wakeUpsAtStart = this.wakeUps;
+    const claim: Promise<void> = this.claimUpTo(free)
+      .then(
+        (claimed) => {
+          this.errorStreak = 0;
+          return claimed > 0 && claimed === free;
+        },
+        (err: unknown) => {
+          this.errorStreak++;
+          this.logger.warn(
+            { err, transient: isTransientError(err), streak: this.errorStreak },
+            'dispatch-failed',
+          );
+          this.backoffUntil =
+            performance.now() + Math.min(this.options.pollIntervalMs() * this.errorStreak, 10_000);
+          return true;
+        },
+      )
+      .then((full) => {
+        this.reserved -= free;
+        this.inFlight.delete(claim);
+        if (full || this.wakeUps !== wakeUpsAtStart) this.wakeLoop();
+      });
+    this.inFlight.add(claim);
+  }
+
   private async loop(): Promise<void> {
     const signal = this.stopController.signal;
     while (!signal.aborted) {
       this.woken = false;
-      const free = this.freeCapacity();
-      let full = false;
-      try {
-        const claimed = await this.runOnce();
-        full = claimed > 0 && claimed === free && this.worthClaiming(this.freeCapacity());
-        this.errorStreak = 0;
-      } catch (err) {
-        this.errorStreak++;
-        this.logger.warn(
-          { err, transient: isTransientError(err), streak: this.errorStreak },
-          'dispatch-failed',
-        );
-        await interruptibleSleep(Math.min(this.options.pollIntervalMs() * this.errorStreak, 10_000), signal)
-          .promise;
+      const backoffMs = this.backoffUntil - performance.now();
+      const free = backoffMs > 0 ? 0 : this.freeCapacity();
+      if (backoffMs <= 0 && this.mayStartClaim(free)) {
+        this.startClaim(free);
         continue;
       }
-      if (signal.aborted) break;
-      if (full || this.woken) continue;
-      // A paused actor's claims resume without waiting for a wake-up.
+      // Nothing to start: sleep until a wake-up (new jobs, a freed slot, a full or failed claim),
+      // the end of a backoff or of an actor's pause, or the poll period.
       const resumeInMs = this.claimableActors().resumeInMs;
       const sleep = interruptibleSleep(
-        Math.min(jitter(this.options.pollIntervalMs()), resumeInMs + 1),
+        Math.min(backoffMs > 0 ? backoffMs : jitter(this.options.pollIntervalMs()), resumeInMs + 1),
         signal,
       );
       this.wakeSleep = sleep.wake;
@@ -228,9 +288,10 @@ export class Producer {
       await sleep.promise;
       this.wakeSleep = null;
     }
+    await Promise.all([...this.inFlight]);
   }
 
-  /** Stops claiming and waits for an in-flight claim to finish (its rows are given back). */
+  /** Stops claiming and waits for the claims in flight to finish (their rows are given back). */
   async stop(): Promise<void> {
     this.stopController.abort();
     this.wakeSleep?.();

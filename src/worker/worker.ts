@@ -5,7 +5,7 @@ import type { Backend } from '../backend/backend.js';
 import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
 import type { Driver } from '../db/driver.js';
 import { PgDriver } from '../db/pg-driver.js';
-import { CLAIM_SESSION_SETTINGS, WORKER_SESSION_SETTINGS } from '../db/session-settings.js';
+import { GENERIC_PLAN_SESSION_SETTINGS, WORKER_SESSION_SETTINGS } from '../db/session-settings.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { newJobId } from '../ids.js';
 import { Migrator } from '../migrations/migrator.js';
@@ -20,7 +20,7 @@ import { NullErrorReporter, type ErrorReporter } from './error-reporter.js';
 import { Heartbeat } from './heartbeat.js';
 import { JobRunner } from './job-runner.js';
 import { NotifyListener } from './notify-listener.js';
-import { ADAPTIVE_PREFETCH_MAX, Producer } from './producer.js';
+import { ADAPTIVE_PREFETCH_MAX, MAX_CLAIMS_IN_FLIGHT, Producer } from './producer.js';
 import { ProgressFlusher, ProgressTracker } from './progress-tracker.js';
 import { CancelController } from './cancel-controller.js';
 import { ThreadPool } from './threads/thread-pool.js';
@@ -216,16 +216,30 @@ export class Worker {
       statementTimeoutMs: s.heartbeatCommandTimeoutMs,
       sessionSettings: WORKER_SESSION_SETTINGS,
     });
-    // One claim is in flight at a time: one connection, planned once (see CLAIM_SESSION_SETTINGS).
+    // Claims and outcome writes run on connections of their own, each statement planned once (see
+    // GENERIC_PLAN_SESSION_SETTINGS): one per claim in flight (the second is opened only when a
+    // second claim overlaps the first), one for the completer (it writes one batch at a time).
     const claim = new PgDriver({
       connection: dsn,
-      maxPoolSize: 1,
+      maxPoolSize: MAX_CLAIMS_IN_FLIGHT,
       applicationName: 'taskq-claim',
       statementTimeoutMs: s.dispatcherCommandTimeoutMs,
-      sessionSettings: CLAIM_SESSION_SETTINGS,
+      sessionSettings: GENERIC_PLAN_SESSION_SETTINGS,
     });
-    this.owned.push(main, hb, claim);
-    this.backend = new PostgresBackend(main, { schema: s.schema, logger: this.logger, claimDriver: claim });
+    const settle = new PgDriver({
+      connection: dsn,
+      maxPoolSize: 1,
+      applicationName: 'taskq-settle',
+      statementTimeoutMs: s.dispatcherCommandTimeoutMs,
+      sessionSettings: GENERIC_PLAN_SESSION_SETTINGS,
+    });
+    this.owned.push(main, hb, claim, settle);
+    this.backend = new PostgresBackend(main, {
+      schema: s.schema,
+      logger: this.logger,
+      claimDriver: claim,
+      settleDriver: settle,
+    });
     this.heartbeatBackend = new PostgresBackend(hb, { schema: s.schema, logger: this.logger });
   }
 

@@ -1,7 +1,7 @@
 /**
  * The producer's claim sizing, without a database: adaptive prefetch from the handlers' average
  * duration, claims batched to half of the local capacity unless a slot would sit idle, and actors
- * left out of claims while a limit denies all their jobs.
+ * left out of claims while a limit denies all their jobs, and a second claim overlapping the first.
  */
 import { describe, expect, it } from 'vitest';
 
@@ -152,5 +152,141 @@ describe('actors paused by a denial', () => {
     for (let i = 0; i < 10; i++) producer.actorAdmitted('a');
     await producer.runOnce();
     expect(actorsClaimed.at(-1)).toEqual(['a', 'b']);
+  });
+});
+
+describe('claims in flight', () => {
+  /** A producer whose claims stay in flight until `release()`; `limits` records each claim's size. */
+  function overlapping(maxConcurrent: number | null) {
+    const state = { running: 10, buffered: 30 };
+    const limits: number[] = [];
+    const pending: (() => void)[] = [];
+    const backend = {
+      dispatchBatch: (req: { limit: number }) => {
+        limits.push(req.limit);
+        return new Promise<JobRow[]>((resolve) => pending.push(() => resolve([])));
+      },
+    } as unknown as Backend;
+    const runner = {
+      averageHandlerMs: 1,
+      get running() {
+        return state.running;
+      },
+      get buffered() {
+        return state.buffered;
+      },
+      get held() {
+        return state.running + state.buffered;
+      },
+      accept: () => undefined,
+    } as unknown as JobRunner;
+    const producer = new Producer(
+      backend,
+      runner,
+      {
+        workerId: '00000000-0000-7000-8000-000000000000',
+        queues: ['q'],
+        actors: [{ name: 'a', maxConcurrent }],
+        maxConcurrency: 10,
+        prefetch: 30, // capacity 40: a first claim from 20 free, an overlapping one from 10
+        maxSettleBacklog: 1000,
+        settleBacklog: () => 0,
+        leaseMs: 30_000,
+        oversample: 2,
+        pollIntervalMs: () => 60_000,
+      },
+      silentLogger,
+    );
+    const release = (): void => {
+      for (const r of pending.splice(0)) r();
+    };
+    return { producer, state, limits, release };
+  }
+
+  const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
+
+  it('starts a second claim for a quarter of the capacity while the first is still running', async () => {
+    const { producer, state, limits, release } = overlapping(null);
+    producer.start();
+    await settle();
+    expect(limits).toEqual([]); // nothing free: capacity 40 held
+    state.buffered = 10; // 20 free
+    producer.notify();
+    await settle();
+    expect(limits).toEqual([20]); // in flight: its 20 jobs count as held
+    state.buffered = 0; // 10 more free while the first claim runs
+    producer.notify();
+    await settle();
+    expect(limits).toEqual([20, 10]);
+    state.buffered = -10; // more room still: no third claim while two are in flight
+    producer.notify();
+    await settle();
+    expect(limits).toEqual([20, 10]);
+    release();
+    await producer.stop();
+  });
+
+  it('keeps one claim in flight when an actor declares maxConcurrent (its over-admission bound)', async () => {
+    const { producer, state, limits, release } = overlapping(5);
+    producer.start();
+    state.buffered = 10;
+    producer.notify();
+    await settle();
+    state.buffered = 0;
+    producer.notify();
+    await settle();
+    expect(limits).toEqual([20]);
+    release(); // the claim found nothing: the producer waits for a wake-up
+    await settle();
+    producer.notify();
+    await settle();
+    expect(limits).toEqual([20, 30]); // the next claim takes all that is free
+    release();
+    await producer.stop();
+  });
+});
+
+describe('wake-ups during a claim', () => {
+  it('claim again when the claim in flight ends: a job enqueued meanwhile may not be in its snapshot', async () => {
+    const limits: number[] = [];
+    const pending: (() => void)[] = [];
+    const backend = {
+      dispatchBatch: (req: { limit: number }) => {
+        limits.push(req.limit);
+        return new Promise<JobRow[]>((resolve) => pending.push(() => resolve([])));
+      },
+    } as unknown as Backend;
+    const runner = { averageHandlerMs: 1, running: 0, buffered: 0, held: 0, accept: () => undefined };
+    const producer = new Producer(
+      backend,
+      runner as unknown as JobRunner,
+      {
+        workerId: '00000000-0000-7000-8000-000000000000',
+        queues: ['q'],
+        actors: [{ name: 'a', maxConcurrent: null }],
+        maxConcurrency: 10,
+        prefetch: 0,
+        maxSettleBacklog: 1000,
+        settleBacklog: () => 0,
+        leaseMs: 30_000,
+        oversample: 2,
+        pollIntervalMs: () => 60_000,
+      },
+      silentLogger,
+    );
+    const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
+    producer.start();
+    await tick();
+    expect(limits).toEqual([10]); // the first claim, in flight
+    producer.notify(); // a NOTIFY: no room for another claim now
+    await tick();
+    expect(limits).toEqual([10]);
+    pending.shift()!(); // the first claim found nothing
+    await tick();
+    expect(limits).toEqual([10, 10]); // claimed again at once, not after the 60 s poll
+    pending.shift()!(); // nothing arrived during this one: the producer sleeps
+    await tick();
+    expect(limits).toEqual([10, 10]);
+    await producer.stop();
   });
 });

@@ -61,9 +61,14 @@ export interface PostgresBackendOptions {
   logger?: Logger;
   /**
    * Pool the dispatch (claim) statement runs on; default `driver`. Workers give it a connection of
-   * its own whose session always uses the statement's generic plan (`CLAIM_SESSION_SETTINGS`).
+   * its own whose session always uses the statement's generic plan (`GENERIC_PLAN_SESSION_SETTINGS`).
    */
   claimDriver?: Driver;
+  /**
+   * Pool the settle statement (outcome writes) runs on; default `driver`. Workers give it a
+   * connection of its own with the statement's generic plan, like the claim connection.
+   */
+  settleDriver?: Driver;
 }
 
 const SCHEMA_MISSING_CODES = new Set(['42P01', '3F000', '42704']);
@@ -85,6 +90,7 @@ export class PostgresBackend implements Backend {
   readonly schema: string;
   readonly driver: Driver;
   private readonly claimDriver: Driver;
+  private readonly settleDriver: Driver;
   protected readonly logger: Logger;
   private readonly sql: Record<StatementName, string>;
   private readonly quoted: string;
@@ -97,6 +103,7 @@ export class PostgresBackend implements Backend {
   constructor(driver: Driver, options: PostgresBackendOptions = {}) {
     this.driver = driver;
     this.claimDriver = options.claimDriver ?? driver;
+    this.settleDriver = options.settleDriver ?? driver;
     this.schema = validateSchemaName(options.schema ?? 'taskq');
     this.quoted = quoteSchema(this.schema);
     this.logger = options.logger ?? silentLogger;
@@ -385,27 +392,31 @@ export class PostgresBackend implements Backend {
     if (items.length === 0) return [];
     const col = <T>(f: (s: Settlement) => T): T[] => items.map(f);
     const err = (s: Settlement) => ('error' in s ? s.error : null);
-    const rows = await this.run<{ id: string; status: JobStatus; error_class: string | null }>('settle', [
-      col((s) => s.jobId),
-      col((s) => s.workerId),
-      col((s) => s.kind),
-      col((s) => (s.kind === 'succeeded' ? s.resultJson : null)),
-      col((s) => (s.kind === 'succeeded' ? s.fallbackResultTtlMs : null)),
-      col((s) => (s.kind === 'succeeded' ? s.resultSizeBytes : null)),
-      col((s) => (s.kind === 'failed' ? s.retryDelayMs : s.kind === 'reschedule' ? s.delayMs : null)),
-      col((s) => (s.kind === 'reschedule' ? s.consumeBudget : true)),
-      col((s) => (s.kind === 'reschedule' ? s.outcome : null)),
-      col((s) => err(s)?.errorClass ?? null),
-      col((s) => err(s)?.message ?? null),
-      col((s) => err(s)?.traceback ?? null),
-      col((s) => s.progress?.seq ?? null),
-      col((s) => (s.progress ? JSON.stringify(s.progress.state) : null)),
-      col((s) => s.handlerStartedAt),
-      col((s) => s.durationMs),
-      this.done,
-      this.wake,
-      col((s) => s.heartbeatDetailsJson ?? null),
-    ]);
+    const rows = await this.run<{ id: string; status: JobStatus; error_class: string | null }>(
+      'settle',
+      [
+        col((s) => s.jobId),
+        col((s) => s.workerId),
+        col((s) => s.kind),
+        col((s) => (s.kind === 'succeeded' ? s.resultJson : null)),
+        col((s) => (s.kind === 'succeeded' ? s.fallbackResultTtlMs : null)),
+        col((s) => (s.kind === 'succeeded' ? s.resultSizeBytes : null)),
+        col((s) => (s.kind === 'failed' ? s.retryDelayMs : s.kind === 'reschedule' ? s.delayMs : null)),
+        col((s) => (s.kind === 'reschedule' ? s.consumeBudget : true)),
+        col((s) => (s.kind === 'reschedule' ? s.outcome : null)),
+        col((s) => err(s)?.errorClass ?? null),
+        col((s) => err(s)?.message ?? null),
+        col((s) => err(s)?.traceback ?? null),
+        col((s) => s.progress?.seq ?? null),
+        col((s) => (s.progress ? JSON.stringify(s.progress.state) : null)),
+        col((s) => s.handlerStartedAt),
+        col((s) => s.durationMs),
+        this.done,
+        this.wake,
+        col((s) => s.heartbeatDetailsJson ?? null),
+      ],
+      this.settleDriver,
+    );
     const byId = new Map(rows.map((r) => [r.id, r]));
     return items.map((s) => {
       const r = byId.get(s.jobId);
