@@ -5,7 +5,11 @@ import type { Backend } from '../backend/backend.js';
 import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
 import type { Driver } from '../db/driver.js';
 import { PgDriver } from '../db/pg-driver.js';
-import { GENERIC_PLAN_SESSION_SETTINGS, WORKER_SESSION_SETTINGS } from '../db/session-settings.js';
+import {
+  GENERIC_PLAN_SESSION_SETTINGS,
+  SETTLE_SESSION_SETTINGS,
+  WORKER_SESSION_SETTINGS,
+} from '../db/session-settings.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { newJobId } from '../ids.js';
 import { Migrator } from '../migrations/migrator.js';
@@ -231,7 +235,7 @@ export class Worker {
       maxPoolSize: 1,
       applicationName: 'taskq-settle',
       statementTimeoutMs: s.dispatcherCommandTimeoutMs,
-      sessionSettings: GENERIC_PLAN_SESSION_SETTINGS,
+      sessionSettings: SETTLE_SESSION_SETTINGS,
     });
     this.owned.push(main, hb, claim, settle);
     this.backend = new PostgresBackend(main, {

@@ -1,0 +1,68 @@
+/**
+ * The worker's claim and settle statements run on connections that keep one generic plan for the
+ * session, made from the statistics of the moment. A worker started on an empty `jobs` table must
+ * not get a plan that scans `jobs` (or every running job) per batch item: such a plan is cheap while
+ * the table is small and ruinous once it has grown, and it is not re-made until the next analyze.
+ * These tests prepare both statements the way the worker's sessions do, on an empty table, and read
+ * the plan.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { PostgresBackend } from '../src/backend/postgres/postgres-backend.js';
+import { PgDriver } from '../src/db/pg-driver.js';
+import { GENERIC_PLAN_SESSION_SETTINGS, SETTLE_SESSION_SETTINGS } from '../src/db/session-settings.js';
+import { Migrator } from '../src/migrations/migrator.js';
+import { TEST_DSN, uniqueSchemaName } from './helpers/db.js';
+
+const driver = new PgDriver({ connection: TEST_DSN, maxPoolSize: 1 });
+const schema = uniqueSchemaName('plans');
+const backend = new PostgresBackend(driver, { schema });
+
+beforeAll(async () => {
+  await new Migrator(driver, { schema }).up();
+});
+afterAll(async () => {
+  await driver.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await driver.close();
+});
+
+/** The generic plan of a worker statement on a session with `settings`, as EXPLAIN lines. */
+async function genericPlan(
+  name: 'settle' | 'dispatch',
+  settings: Readonly<Record<string, string>>,
+): Promise<string[]> {
+  const client = new pg.Client({ connectionString: TEST_DSN });
+  await client.connect();
+  try {
+    for (const [k, v] of Object.entries(settings)) await client.query(`SET ${k} = '${v}'`);
+    const text = backend.statement(name);
+    const params = Math.max(...[...text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+    await client.query(`PREPARE stmt AS ${text}`);
+    const { rows } = await client.query<{ 'QUERY PLAN': string }>(
+      `EXPLAIN EXECUTE stmt(${Array.from({ length: params }, () => 'NULL').join(', ')})`,
+    );
+    return rows.map((r) => r['QUERY PLAN']);
+  } finally {
+    await client.end();
+  }
+}
+
+describe('generic plans of the worker statements on an empty jobs table', () => {
+  it('settle reaches every job it writes through the primary key', async () => {
+    const plan = await genericPlan('settle', SETTLE_SESSION_SETTINGS);
+    expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
+    expect(plan.filter((l) => /jobs_running_idx/.test(l))).toEqual([]);
+    expect(plan.filter((l) => /Index Scan using jobs_pkey/.test(l))).toHaveLength(2);
+  });
+
+  it('without enable_seqscan = off the same plan would scan jobs (why the settle connection sets it)', async () => {
+    const plan = await genericPlan('settle', GENERIC_PLAN_SESSION_SETTINGS);
+    expect(plan.some((l) => /Seq Scan on jobs\b/.test(l))).toBe(true);
+  });
+
+  it('dispatch reads jobs only through indexes', async () => {
+    const plan = await genericPlan('dispatch', GENERIC_PLAN_SESSION_SETTINGS);
+    expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
+  });
+});
