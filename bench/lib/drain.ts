@@ -7,7 +7,6 @@
 import pg from 'pg';
 
 import type { SystemAdapter } from '../systems/types.js';
-import { checkpoint } from './checkpoint.js';
 import { PG_DSN, chunks, nowMs, sleep, type BenchPayload } from './common.js';
 import { Fleet, type FleetOptions, type WorkerResult } from './fleet.js';
 
@@ -53,7 +52,6 @@ export async function enqueueAll(sys: SystemAdapter, n: number, startIndex = 0):
 
 export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainResult> {
   if (!o.preEnqueued) await enqueueAll(sys, o.jobs);
-  await checkpoint();
   let wal: pg.Client | null = null;
   let walStart = 0n;
   if (o.measureWal) {

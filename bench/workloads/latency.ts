@@ -7,7 +7,6 @@
  *   (the jobs due since the previous tick go in one call: single enqueue for one job, bulk for more).
  * The enqueue call's start time travels in the payload; the handler records its own start time.
  */
-import { checkpoint } from '../lib/checkpoint.js';
 import { nowMs, sleep, type BenchPayload } from '../lib/common.js';
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
 import { enqueueAll } from '../lib/drain.js';
@@ -61,7 +60,6 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
     for (const id of rotate(ctx.systems, round)) {
       try {
         await withFreshSystem(id, async (sys) => {
-          await checkpoint();
           const fleet = await Fleet.start(sys.workerSpec(10, 1), { recordLatency: true });
           let sent = 0;
           let loadStart = 0;

@@ -48,8 +48,9 @@ export const MAX_ACTOR_PAUSE_MS = 5_000;
 /**
  * Claims jobs up to the worker's free capacity and hands them to the runner. It claims again at
  * once after a full batch, and otherwise sleeps until a NOTIFY wake-up, a freed slot, or the poll
- * period. A second claim may start while one is in flight, once half of the local capacity is
- * free beyond what the first asked for ({@link MAX_CLAIMS_IN_FLIGHT}); bursts of wake-ups coalesce.
+ * period. While there is a backlog, a second claim may start while one is in flight, once a quarter
+ * of the local capacity is free beyond what the first asked for ({@link MAX_CLAIMS_IN_FLIGHT});
+ * otherwise wake-ups that arrive during a claim coalesce into the next one.
  *
  * Claims are batched: a claim costs a few milliseconds whatever its size, so while handlers still
  * have claimed jobs waiting, the producer waits until half of the local capacity
@@ -70,6 +71,8 @@ export class Producer {
   private reserved = 0;
   /** Wake-ups received so far: one that arrives during a claim may not be in that claim's snapshot. */
   private wakeUps = 0;
+  /** The last claim to finish got all it asked for: there is a backlog to overlap claims on. */
+  private lastClaimFull = false;
   /** Actors not to claim for until the given `performance.now()` time (a limit that denies them all). */
   private readonly pausedUntil = new Map<string, number>();
   /** Most jobs per claim for actors a shared limit denied lately (growing by one per admitted job). */
@@ -225,9 +228,12 @@ export class Producer {
   /** True when another claim may start now (see {@link MAX_CLAIMS_IN_FLIGHT}). */
   private mayStartClaim(free: number): boolean {
     if (this.inFlight.size === 0) return this.worthClaiming(free);
+    // Only while there is a backlog (the last claim came back full): when jobs trickle in, a wake-up
+    // waits for the claim in flight, so that each claim carries more jobs for its fixed cost.
     // Overlapping claims are smaller: a quarter of the local capacity is enough to start one.
     return (
       this.inFlight.size < MAX_CLAIMS_IN_FLIGHT &&
+      this.lastClaimFull &&
       free >= Math.max(1, Math.floor((this.options.maxConcurrency + this.prefetch()) / 4)) &&
       this.options.actors.every((a) => a.maxConcurrent === null)
     );
@@ -245,7 +251,8 @@ export class Producer {
       .then(
         (claimed) => {
           this.errorStreak = 0;
-          return claimed > 0 && claimed === free;
+          this.lastClaimFull = claimed > 0 && claimed === free;
+          return this.lastClaimFull;
         },
         (err: unknown) => {
           this.errorStreak++;

@@ -160,11 +160,15 @@ describe('claims in flight', () => {
   function overlapping(maxConcurrent: number | null) {
     const state = { running: 10, buffered: 30 };
     const limits: number[] = [];
-    const pending: (() => void)[] = [];
+    const pending: ((full: boolean) => void)[] = [];
     const backend = {
       dispatchBatch: (req: { limit: number }) => {
         limits.push(req.limit);
-        return new Promise<JobRow[]>((resolve) => pending.push(() => resolve([])));
+        return new Promise<JobRow[]>((resolve) =>
+          pending.push((full) =>
+            resolve(full ? (Array.from({ length: req.limit }, () => ({})) as JobRow[]) : []),
+          ),
+        );
       },
     } as unknown as Backend;
     const runner = {
@@ -197,15 +201,16 @@ describe('claims in flight', () => {
       },
       silentLogger,
     );
-    const release = (): void => {
-      for (const r of pending.splice(0)) r();
+    /** Finishes the claims in flight: with every job they asked for (`full`), or with none. */
+    const release = (full = false): void => {
+      for (const r of pending.splice(0)) r(full);
     };
     return { producer, state, limits, release };
   }
 
   const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
 
-  it('starts a second claim for a quarter of the capacity while the first is still running', async () => {
+  it('with a backlog, starts a second claim for a quarter of the capacity while the first is still running', async () => {
     const { producer, state, limits, release } = overlapping(null);
     producer.start();
     await settle();
@@ -214,14 +219,40 @@ describe('claims in flight', () => {
     producer.notify();
     await settle();
     expect(limits).toEqual([20]); // in flight: its 20 jobs count as held
-    state.buffered = 0; // 10 more free while the first claim runs
+    release(true); // it came back full: a backlog; the next claim starts at once
+    await settle();
+    expect(limits).toEqual([20, 20]);
+    state.buffered = 0; // 10 more free while that claim runs
     producer.notify();
     await settle();
-    expect(limits).toEqual([20, 10]);
+    expect(limits).toEqual([20, 20, 10]);
     state.buffered = -10; // more room still: no third claim while two are in flight
     producer.notify();
     await settle();
-    expect(limits).toEqual([20, 10]);
+    expect(limits).toEqual([20, 20, 10]);
+    release();
+    await producer.stop();
+  });
+
+  it('without a backlog, a wake-up during a claim waits for it (jobs that trickle in share one claim)', async () => {
+    const { producer, state, limits, release } = overlapping(null);
+    producer.start();
+    state.buffered = 10;
+    producer.notify();
+    await settle();
+    release(); // nothing there
+    await settle();
+    state.buffered = 0;
+    producer.notify(); // a new job
+    await settle();
+    expect(limits).toEqual([20, 30]);
+    state.buffered = -20; // room for a second claim (30 free): only the missing backlog holds it back
+    producer.notify(); // another, while the claim for the first runs
+    await settle();
+    expect(limits).toEqual([20, 30]);
+    release();
+    await settle();
+    expect(limits).toEqual([20, 30, 50]); // claimed after the one in flight
     release();
     await producer.stop();
   });

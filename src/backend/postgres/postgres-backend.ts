@@ -15,6 +15,7 @@ import {
   wakeChannel,
 } from '../../schema-name.js';
 import { BACKEND_PROTOCOL_VERSION, type Backend, type JobPage } from '../backend.js';
+import { isTerminal } from '../state-machine.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
 import type {
   ActorConfigRow,
@@ -70,6 +71,12 @@ export interface PostgresBackendOptions {
    */
   settleDriver?: Driver;
 }
+
+/**
+ * Most job ids one done-channel NOTIFY lists; past it the payload is `*` ("re-check everything you
+ * wait for"). Postgres caps a payload at 8000 bytes; 150 ids of 37 characters stay well under.
+ */
+const DONE_IDS_PER_NOTIFY = 150;
 
 const SCHEMA_MISSING_CODES = new Set(['42P01', '3F000', '42704']);
 
@@ -411,12 +418,11 @@ export class PostgresBackend implements Backend {
         col((s) => (s.progress ? JSON.stringify(s.progress.state) : null)),
         col((s) => s.handlerStartedAt),
         col((s) => s.durationMs),
-        this.done,
-        this.wake,
         col((s) => s.heartbeatDetailsJson ?? null),
       ],
       this.settleDriver,
     );
+    await this.announceSettled(rows);
     const byId = new Map(rows.map((r) => [r.id, r]));
     return items.map((s) => {
       const r = byId.get(s.jobId);
@@ -424,6 +430,31 @@ export class PostgresBackend implements Backend {
         ? { jobId: s.jobId, status: r.status, errorClass: r.error_class }
         : { jobId: s.jobId, status: 'noop', errorClass: null };
     });
+  }
+
+  /**
+   * After a settle commits: finished jobs on the done channel (ids, or `*` past
+   * {@link DONE_IDS_PER_NOTIFY}), and a wake-up when any went back to `pending`. Best effort:
+   * waiters poll as the source of truth, and a lost wake-up is covered by the workers' poll.
+   */
+  private async announceSettled(rows: readonly { id: string; status: JobStatus }[]): Promise<void> {
+    const done = rows.filter((r) => isTerminal(r.status)).map((r) => r.id);
+    const channels: string[] = [];
+    const payloads: string[] = [];
+    if (done.length > 0) {
+      channels.push(this.done);
+      payloads.push(done.length > DONE_IDS_PER_NOTIFY ? '*' : done.join(','));
+    }
+    if (rows.some((r) => r.status === 'pending')) {
+      channels.push(this.wake);
+      payloads.push('');
+    }
+    if (channels.length === 0) return;
+    try {
+      await this.run('announce', [channels, payloads], this.settleDriver);
+    } catch (err) {
+      this.logger.warn({ err, channels }, 'settle-announce-failed');
+    }
   }
 
   async repend(workerId: string, jobIds: readonly string[]): Promise<number> {

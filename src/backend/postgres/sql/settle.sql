@@ -18,12 +18,16 @@
 -- $1 ids, $2 worker ids, $3 kinds, $4 results (json text), $5 fallback result ttl ms, $6 result sizes,
 -- $7 delays ms, $8 consume budget, $9 attempt outcomes, $10 error classes, $11 error messages,
 -- $12 error tracebacks, $13 progress seqs, $14 progress states (json text), $15 handler start times,
--- $16 durations ms, $17 done channel, $18 wake channel, $19 heartbeat details (json text)
+-- $16 durations ms, $17 heartbeat details (json text)
+-- No NOTIFY here: the caller announces finished jobs (done channel) and re-pended ones (wake
+-- channel) with the `announce` statement after this one commits. Postgres serialises the commits
+-- of all transactions that NOTIFY, WAL flush included, behind one lock; a NOTIFY in a transaction
+-- that writes nothing holds it for microseconds.
 WITH items AS (
   SELECT * FROM unnest(
     $1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::float8[], $6::int[], $7::float8[], $8::bool[],
     $9::text[], $10::text[], $11::text[], $12::text[], $13::int[], $14::text[], $15::timestamptz[], $16::float8[],
-    $19::text[]
+    $17::text[]
   ) AS t(id, worker_id, kind, result, ttl_ms, result_size, delay_ms, consume_budget, outcome, error_class,
          error_message, error_traceback, progress_seq, progress_state, handler_started_at, duration_ms, heartbeat_details)
 ),
@@ -125,19 +129,8 @@ events AS (
            'worker_id', u.worker_id, 'attempt', u.ran_attempt, 'error_class', u.error_class))
   FROM upd u
   RETURNING 1
-),
-done_notify AS (
-  SELECT pg_notify($17, CASE WHEN count(*) > 150 THEN '*' ELSE string_agg(u.id::text, ',') END)
-  FROM upd u
-  WHERE u.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned')
-  HAVING count(*) > 0
-),
-wake_notify AS (
-  SELECT pg_notify($18, '') FROM upd u WHERE u.status = 'pending' HAVING count(*) > 0
 )
 SELECT u.id, u.status, u.error_class,
        (SELECT count(*) FROM attempts)::int AS _attempts,
-       (SELECT count(*) FROM events)::int AS _events,
-       (SELECT count(*) FROM done_notify)::int AS _done,
-       (SELECT count(*) FROM wake_notify)::int AS _wake
+       (SELECT count(*) FROM events)::int AS _events
 FROM upd u;

@@ -190,3 +190,10 @@ ON CONFLICT (id) DO UPDATE
 SET worker_id = EXCLUDED.worker_id, hostname = EXCLUDED.hostname, last_seen_at = clock_timestamp(),
     acquired_at = CASE WHEN {schema}.maintenance_leader.worker_id = EXCLUDED.worker_id
                        THEN {schema}.maintenance_leader.acquired_at ELSE clock_timestamp() END;
+
+-- name: announce
+-- Sends NOTIFYs ($1 channels, $2 payloads, pairwise) in a transaction that writes nothing, after the
+-- write they announce has committed: a reader woken by one sees that write. (A NOTIFY inside a
+-- writing transaction holds the server-wide notify lock through that transaction's WAL flush.)
+SELECT count(pg_notify(n.channel, n.payload))::int AS sent
+FROM unnest($1::text[], $2::text[]) AS n(channel, payload);
