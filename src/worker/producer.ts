@@ -71,7 +71,7 @@ export class Producer {
   private reserved = 0;
   /** Wake-ups received so far: one that arrives during a claim may not be in that claim's snapshot. */
   private wakeUps = 0;
-  /** The last claim to finish got all it asked for: there is a backlog to overlap claims on. */
+  /** The last claim to finish got at least half of what it asked for: a backlog to overlap claims on. */
   private lastClaimFull = false;
   /** Actors not to claim for until the given `performance.now()` time (a limit that denies them all). */
   private readonly pausedUntil = new Map<string, number>();
@@ -228,7 +228,7 @@ export class Producer {
   /** True when another claim may start now (see {@link MAX_CLAIMS_IN_FLIGHT}). */
   private mayStartClaim(free: number): boolean {
     if (this.inFlight.size === 0) return this.worthClaiming(free);
-    // Only while there is a backlog (the last claim came back full): when jobs trickle in, a wake-up
+    // Only while there is a backlog (the last claim came back well filled): when jobs trickle in, a wake-up
     // waits for the claim in flight, so that each claim carries more jobs for its fixed cost.
     // Overlapping claims are smaller: a quarter of the local capacity is enough to start one.
     return (
@@ -251,8 +251,10 @@ export class Producer {
       .then(
         (claimed) => {
           this.errorStreak = 0;
-          this.lastClaimFull = claimed > 0 && claimed === free;
-          return this.lastClaimFull;
+          // A claim that got at least half of what it asked for found a backlog (two overlapping
+          // claims share the head of the queue, so neither need come back quite full).
+          this.lastClaimFull = claimed > 0 && claimed * 2 >= free;
+          return claimed > 0 && claimed === free;
         },
         (err: unknown) => {
           this.errorStreak++;

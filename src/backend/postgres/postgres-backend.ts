@@ -422,7 +422,7 @@ export class PostgresBackend implements Backend {
       ],
       this.settleDriver,
     );
-    await this.announceSettled(rows);
+    this.announceSettled(rows);
     const byId = new Map(rows.map((r) => [r.id, r]));
     return items.map((s) => {
       const r = byId.get(s.jobId);
@@ -434,10 +434,11 @@ export class PostgresBackend implements Backend {
 
   /**
    * After a settle commits: finished jobs on the done channel (ids, or `*` past
-   * {@link DONE_IDS_PER_NOTIFY}), and a wake-up when any went back to `pending`. Best effort:
-   * waiters poll as the source of truth, and a lost wake-up is covered by the workers' poll.
+   * {@link DONE_IDS_PER_NOTIFY}), and a wake-up when any went back to `pending`. Sent on the main
+   * pool and not awaited, so the next outcome write does not wait for it. Best effort: waiters poll
+   * as the source of truth, and a lost wake-up is covered by the workers' poll.
    */
-  private async announceSettled(rows: readonly { id: string; status: JobStatus }[]): Promise<void> {
+  private announceSettled(rows: readonly { id: string; status: JobStatus }[]): void {
     const done = rows.filter((r) => isTerminal(r.status)).map((r) => r.id);
     const channels: string[] = [];
     const payloads: string[] = [];
@@ -450,11 +451,9 @@ export class PostgresBackend implements Backend {
       payloads.push('');
     }
     if (channels.length === 0) return;
-    try {
-      await this.run('announce', [channels, payloads], this.settleDriver);
-    } catch (err) {
-      this.logger.warn({ err, channels }, 'settle-announce-failed');
-    }
+    this.run('announce', [channels, payloads]).catch((err: unknown) =>
+      this.logger.warn({ err, channels }, 'settle-announce-failed'),
+    );
   }
 
   async repend(workerId: string, jobIds: readonly string[]): Promise<number> {
