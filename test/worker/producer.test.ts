@@ -11,6 +11,51 @@ import { silentLogger } from '../../src/obs/logger.js';
 import type { JobRunner } from '../../src/worker/job-runner.js';
 import { MAX_ACTOR_PAUSE_MS, Producer, type ProducerOptions } from '../../src/worker/producer.js';
 
+/** A runner whose counts come from `state` (changed by the test as it goes). */
+function fakeRunner(state: {
+  averageHandlerMs?: number | null;
+  running: number;
+  buffered: number;
+}): JobRunner {
+  return {
+    get averageHandlerMs() {
+      return state.averageHandlerMs === undefined ? 1 : state.averageHandlerMs;
+    },
+    get running() {
+      return state.running;
+    },
+    get buffered() {
+      return state.buffered;
+    },
+    get held() {
+      return state.running + state.buffered;
+    },
+    accept: () => undefined,
+  } as unknown as JobRunner;
+}
+
+/** A producer with c = 10 over `backend` and `runner`; `options` override the rest. */
+function makeProducer(backend: Backend, runner: JobRunner, options: Partial<ProducerOptions>): Producer {
+  return new Producer(
+    backend,
+    runner,
+    {
+      workerId: '00000000-0000-7000-8000-000000000000',
+      queues: ['q'],
+      actors: [{ name: 'a', maxConcurrent: null }],
+      maxConcurrency: 10,
+      prefetch: 0,
+      maxSettleBacklog: 1000,
+      settleBacklog: () => 0,
+      leaseMs: 30_000,
+      oversample: 2,
+      pollIntervalMs: () => 1000,
+      ...options,
+    },
+    silentLogger,
+  );
+}
+
 function setup(
   prefetch: ProducerOptions['prefetch'],
   state: { averageHandlerMs: number | null; running: number; buffered: number },
@@ -24,41 +69,13 @@ function setup(
       return [] as JobRow[];
     },
   } as unknown as Backend;
-  const runner = {
-    get averageHandlerMs() {
-      return state.averageHandlerMs;
-    },
-    get running() {
-      return state.running;
-    },
-    get buffered() {
-      return state.buffered;
-    },
-    get held() {
-      return state.running + state.buffered;
-    },
-    accept: () => undefined,
-  } as unknown as JobRunner;
-  const producer = new Producer(
-    backend,
-    runner,
-    {
-      workerId: '00000000-0000-7000-8000-000000000000',
-      queues: ['q'],
-      actors: [
-        { name: 'a', maxConcurrent: null },
-        { name: 'b', maxConcurrent: null },
-      ],
-      maxConcurrency: 10,
-      prefetch,
-      maxSettleBacklog: 1000,
-      settleBacklog: () => 0,
-      leaseMs: 30_000,
-      oversample: 2,
-      pollIntervalMs: () => 1000,
-    },
-    silentLogger,
-  );
+  const producer = makeProducer(backend, fakeRunner(state), {
+    actors: [
+      { name: 'a', maxConcurrent: null },
+      { name: 'b', maxConcurrent: null },
+    ],
+    prefetch,
+  });
   return { producer, limits, actorsClaimed };
 }
 
@@ -171,36 +188,11 @@ describe('claims in flight', () => {
         );
       },
     } as unknown as Backend;
-    const runner = {
-      averageHandlerMs: 1,
-      get running() {
-        return state.running;
-      },
-      get buffered() {
-        return state.buffered;
-      },
-      get held() {
-        return state.running + state.buffered;
-      },
-      accept: () => undefined,
-    } as unknown as JobRunner;
-    const producer = new Producer(
-      backend,
-      runner,
-      {
-        workerId: '00000000-0000-7000-8000-000000000000',
-        queues: ['q'],
-        actors: [{ name: 'a', maxConcurrent }],
-        maxConcurrency: 10,
-        prefetch: 30, // capacity 40: a first claim from 20 free, an overlapping one from 10
-        maxSettleBacklog: 1000,
-        settleBacklog: () => 0,
-        leaseMs: 30_000,
-        oversample: 2,
-        pollIntervalMs: () => 60_000,
-      },
-      silentLogger,
-    );
+    const producer = makeProducer(backend, fakeRunner(state), {
+      actors: [{ name: 'a', maxConcurrent }],
+      prefetch: 30, // capacity 40: a first claim from 20 free, an overlapping one from 10
+      pollIntervalMs: () => 60_000,
+    });
     /** Finishes the claims in flight: with every job they asked for (`full`), or with none. */
     const release = (full = false): void => {
       for (const r of pending.splice(0)) r(full);
@@ -287,24 +279,9 @@ describe('wake-ups during a claim', () => {
         return new Promise<JobRow[]>((resolve) => pending.push(() => resolve([])));
       },
     } as unknown as Backend;
-    const runner = { averageHandlerMs: 1, running: 0, buffered: 0, held: 0, accept: () => undefined };
-    const producer = new Producer(
-      backend,
-      runner as unknown as JobRunner,
-      {
-        workerId: '00000000-0000-7000-8000-000000000000',
-        queues: ['q'],
-        actors: [{ name: 'a', maxConcurrent: null }],
-        maxConcurrency: 10,
-        prefetch: 0,
-        maxSettleBacklog: 1000,
-        settleBacklog: () => 0,
-        leaseMs: 30_000,
-        oversample: 2,
-        pollIntervalMs: () => 60_000,
-      },
-      silentLogger,
-    );
+    const producer = makeProducer(backend, fakeRunner({ running: 0, buffered: 0 }), {
+      pollIntervalMs: () => 60_000,
+    });
     const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
     producer.start();
     await tick();
