@@ -530,22 +530,29 @@ export class JobRunner {
     } else {
       handler = Promise.resolve().then(() => actor.handler(payload, ctx));
     }
+    // Without a timeout the handler is simply awaited (a cancel is the handler's to honour); the
+    // race against the signal, and the watch for a handler that outlives it, exist only with one.
+    const timed = startToCloseMs !== null || heartbeatTimeoutMs !== null;
     let handlerSettled = false;
-    const handlerDone = handler.then(
-      () => {
-        handlerSettled = true;
-      },
-      () => {
-        handlerSettled = true;
-      },
-    );
+    const handlerDone = timed
+      ? handler.then(
+          () => {
+            handlerSettled = true;
+          },
+          () => {
+            handlerSettled = true;
+          },
+        )
+      : handler;
     let timer: NodeJS.Timeout | undefined;
-    const aborted = new Promise<never>((_, reject) => {
-      const onAbort = (): void => reject(job.controller.signal.reason);
-      if (job.controller.signal.aborted) onAbort();
-      else job.controller.signal.addEventListener('abort', onAbort, { once: true });
-    });
-    aborted.catch(() => undefined);
+    const aborted = timed
+      ? new Promise<never>((_, reject) => {
+          const onAbort = (): void => reject(job.controller.signal.reason);
+          if (job.controller.signal.aborted) onAbort();
+          else job.controller.signal.addEventListener('abort', onAbort, { once: true });
+        })
+      : null;
+    aborted?.catch(() => undefined);
     if (startToCloseMs !== null) {
       timer = setTimeout(() => job.controller.abort(new StartToCloseTimeout(startToCloseMs)), startToCloseMs);
     }
@@ -566,10 +573,7 @@ export class JobRunner {
     try {
       // A handler that honours the signal settles through its own promise; one that ignores a
       // timeout is not awaited past it (its slot stays held until it settles, see below).
-      const value = await Promise.race([
-        handler,
-        startToCloseMs !== null || heartbeatTimeoutMs !== null ? abortedOnTimeout(aborted) : handler,
-      ]);
+      const value = aborted ? await Promise.race([handler, abortedOnTimeout(aborted)]) : await handler;
       const settled = await this.outcomes.ofReturn(actor, row, value, timing());
       outcome = settled.outcome;
       thrown = settled.error;
@@ -581,6 +585,7 @@ export class JobRunner {
       clearInterval(beatTimer);
     }
     this.observeDuration(performance.now() - t0);
+    if (!timed) handlerSettled = true; // awaited above, whichever way it ended
     if (handlerSettled) this.freeSlot(job);
     else {
       // Given up on (timeout): keep the slot until the handler settles or the cleanup grace passes.
