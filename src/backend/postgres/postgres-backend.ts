@@ -397,7 +397,12 @@ export class PostgresBackend implements Backend {
 
   async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
     if (items.length === 0) return [];
-    const col = <T>(f: (s: Settlement) => T): T[] => items.map(f);
+    // A column with nothing in it goes as NULL (unnest pads it): no array of NULLs to escape,
+    // send and parse for the error, result and progress fields of a batch of plain successes.
+    const col = <T>(f: (s: Settlement) => T): T[] | null => {
+      const values = items.map(f);
+      return values.every((v) => v === null) ? null : values;
+    };
     const err = (s: Settlement) => ('error' in s ? s.error : null);
     const rows = await this.run<{ id: string; status: JobStatus; error_class: string | null }>(
       'settle',
