@@ -38,11 +38,11 @@ export const GENERIC_PLAN_SESSION_SETTINGS: Readonly<Record<string, string>> = O
 
 /**
  * The settle connection also plans with `enable_seqscan = off`. A generic plan is made once, from
- * the statistics of the moment: a worker started on an empty `jobs` table planned the outcome write
- * as a sequential scan of `jobs` joined by nested loop to the outcomes, which costs the whole table
- * per outcome once the table has grown (measured in the latency benchmark: p50 1.2 s instead of
- * 8 ms). Every table the statement reads has the index it needs; the setting only stops the planner
- * from betting on a table staying small.
+ * the statistics of the moment: on an empty `jobs` table the outcome write was planned as a
+ * sequential scan of `jobs` joined by nested loop to the outcomes (EXPLAIN; test/plan-shapes.test.ts),
+ * which would cost the whole table per outcome once the table has grown, until the next analyze.
+ * Every table the statement reads has the index it needs; the setting only stops the planner from
+ * betting on a table staying small.
  */
 export const SETTLE_SESSION_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
   ...GENERIC_PLAN_SESSION_SETTINGS,

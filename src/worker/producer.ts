@@ -72,7 +72,9 @@ export class Producer {
   /** Wake-ups received so far: one that arrives during a claim may not be in that claim's snapshot. */
   private wakeUps = 0;
   /** The last claim to finish got at least half of what it asked for: a backlog to overlap claims on. */
-  private lastClaimFull = false;
+  private backlogSeen = false;
+  /** Overlapping claims are allowed: no actor of this worker declares `maxConcurrent`. */
+  private readonly mayOverlap: boolean;
   /** Actors not to claim for until the given `performance.now()` time (a limit that denies them all). */
   private readonly pausedUntil = new Map<string, number>();
   /** Most jobs per claim for actors a shared limit denied lately (growing by one per admitted job). */
@@ -83,7 +85,9 @@ export class Producer {
     private readonly runner: JobRunner,
     private readonly options: ProducerOptions,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.mayOverlap = options.actors.every((a) => a.maxConcurrent === null);
+  }
 
   start(): void {
     this.loopPromise ??= this.loop();
@@ -233,9 +237,9 @@ export class Producer {
     // Overlapping claims are smaller: a quarter of the local capacity is enough to start one.
     return (
       this.inFlight.size < MAX_CLAIMS_IN_FLIGHT &&
-      this.lastClaimFull &&
-      free >= Math.max(1, Math.floor((this.options.maxConcurrency + this.prefetch()) / 4)) &&
-      this.options.actors.every((a) => a.maxConcurrent === null)
+      this.backlogSeen &&
+      this.mayOverlap &&
+      free >= Math.max(1, Math.floor((this.options.maxConcurrency + this.prefetch()) / 4))
     );
   }
 
@@ -253,7 +257,7 @@ export class Producer {
           this.errorStreak = 0;
           // A claim that got at least half of what it asked for found a backlog (two overlapping
           // claims share the head of the queue, so neither need come back quite full).
-          this.lastClaimFull = claimed > 0 && claimed * 2 >= free;
+          this.backlogSeen = claimed > 0 && claimed * 2 >= free;
           return claimed > 0 && claimed === free;
         },
         (err: unknown) => {

@@ -4,6 +4,7 @@ import type { EnqueueArgs, JobRow } from '../types.js';
 import type { PgOps } from './pg-ops.js';
 import { toJobRow } from './row-mapper.js';
 import { newJobRow } from '../new-job-row.js';
+import { paramColumn } from './param-column.js';
 
 type Raw = Record<string, unknown>;
 
@@ -97,13 +98,7 @@ function insertedRow(a: EnqueueArgs, r: Raw): JobRow {
 /** Up to 1000 jobs in one statement; idempotency collisions map to the existing rows, in order. */
 export async function enqueueMany(ops: PgOps, list: readonly EnqueueArgs[], ex: Executor): Promise<JobRow[]> {
   if (list.length === 0) return [];
-  // A column no item sets goes as NULL (unnest pads it with NULLs): most batches leave about half
-  // of the 23 columns empty, and escaping, sending and parsing those arrays of NULLs cost ~10 % of
-  // a batch of 1000 (measured: 36.7k → 40.6k jobs/s).
-  const col = <T>(f: (a: EnqueueArgs) => T): T[] | null => {
-    const values = list.map(f);
-    return values.every((v) => v === null) ? null : values;
-  };
+  const col = <T>(f: (a: EnqueueArgs) => T): T[] | null => paramColumn(list, f);
   let rows: Raw[];
   try {
     rows = await ops.run(

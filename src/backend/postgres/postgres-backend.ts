@@ -45,6 +45,7 @@ import type {
   WorkerRegistration,
 } from '../worker-types.js';
 import { cursorForRow, filterConditions, listQuery } from './filter-sql.js';
+import { paramColumn } from './param-column.js';
 import { enqueueMany, enqueueOne, translateUnique } from './pg-enqueue.js';
 import type { PgOps, StatementName } from './pg-ops.js';
 import { openLeaderSession, subscribe } from './pg-sessions.js';
@@ -397,12 +398,7 @@ export class PostgresBackend implements Backend {
 
   async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
     if (items.length === 0) return [];
-    // A column with nothing in it goes as NULL (unnest pads it): no array of NULLs to escape,
-    // send and parse for the error, result and progress fields of a batch of plain successes.
-    const col = <T>(f: (s: Settlement) => T): T[] | null => {
-      const values = items.map(f);
-      return values.every((v) => v === null) ? null : values;
-    };
+    const col = <T>(f: (s: Settlement) => T): T[] | null => paramColumn(items, f);
     const err = (s: Settlement) => ('error' in s ? s.error : null);
     const rows = await this.run<{ id: string; status: JobStatus; error_class: string | null }>(
       'settle',
