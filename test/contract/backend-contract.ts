@@ -118,6 +118,7 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         const delayed = await client.enqueue(plain, { n: 2 }, { delay: '10m' });
         expect(delayed.row.status).toBe('scheduled');
         expect(delayed.row.scheduledAt.getTime() - delayed.row.createdAt.getTime()).toBe(600_000);
+        expect(await h.backend.get(delayed.row.id)).toEqual(delayed.row);
         const past = await client.enqueue(plain, { n: 3 }, { scheduledAt: new Date(Date.now() - 3_600_000) });
         expect(past.row.status).toBe('pending');
         const zero = await client.enqueue(plain, { n: 4 }, { delay: 0 });
@@ -129,6 +130,7 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         expect(h1.row.scheduleToClose?.getTime()).toBe(h1.row.createdAt.getTime() + 3_600_000);
         expect(h1.row.retryKind).toBe('indefinite');
         expect(h1.row.startToCloseMs).toBe(30_000);
+        expect(await h.backend.get(h1.row.id)).toEqual(h1.row);
         const earlier = new Date(h1.row.createdAt.getTime() + 60_000);
         const h2 = await client.enqueue(budgeted, {}, { scheduleToClose: earlier });
         expect(h2.row.scheduleToClose!.getTime()).toBeLessThanOrEqual(earlier.getTime());

@@ -13,6 +13,7 @@ type Raw = Record<string, unknown>;
  * CONFLICT met a row committed after the statement's snapshot, a fresh read of that row.
  */
 export async function enqueueOne(ops: PgOps, ex: Executor, a: EnqueueArgs): Promise<JobRow> {
+  if (hasNoGate(a)) return enqueuePlain(ops, ex, a);
   let rows: Raw[];
   try {
     rows = await ops.run(
@@ -71,6 +72,44 @@ export async function enqueueOne(ops: PgOps, ex: Executor, a: EnqueueArgs): Prom
   const existing = await ops.run('getByIdempotencyKey', [a.idempotencyScope, a.idempotencyKey], ex);
   if (existing[0]) return toJobRow(existing[0]);
   throw new Error(`enqueue of ${a.id} neither inserted nor found an existing row; retry the enqueue`);
+}
+
+/** True when the enqueue has nothing to check before inserting (no uniqueness, limit or key). */
+function hasNoGate(a: EnqueueArgs): boolean {
+  return a.uniqueForMs === null && !a.singleton && a.maxPending === null && a.idempotencyKey === null;
+}
+
+/** An enqueue with no gate: the insert and its wake-up (`enqueuePlain`), the row built locally. */
+async function enqueuePlain(ops: PgOps, ex: Executor, a: EnqueueArgs): Promise<JobRow> {
+  const rows = await ops.run(
+    'enqueuePlain',
+    [
+      a.id,
+      a.actor,
+      a.queue,
+      a.identityKey,
+      a.fairnessKey,
+      a.payloadJson,
+      a.payloadSchemaVer,
+      a.priority,
+      a.maxAttempts,
+      a.retryKind,
+      a.scheduledAt,
+      a.scheduleToClose,
+      a.scheduleToCloseIntervalMs,
+      a.startToCloseMs,
+      a.heartbeatTimeoutMs,
+      a.traceId,
+      a.spanId,
+      JSON.stringify(a.metadata),
+      a.tags,
+      ops.channels.wake,
+      a.scheduledDelayMs,
+      a.idempotencyScope,
+    ],
+    ex,
+  );
+  return insertedRow(a, rows[0] as Raw);
 }
 
 /** Maps the singleton unique index's violation to the error enqueue callers expect. */
