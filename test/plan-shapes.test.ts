@@ -29,7 +29,7 @@ afterAll(async () => {
 
 /** The generic plan of a worker statement on a session with `settings`, as EXPLAIN lines. */
 async function genericPlan(
-  name: 'settle' | 'dispatch',
+  name: 'settle' | 'dispatch' | 'dispatchLean',
   settings: Readonly<Record<string, string>>,
 ): Promise<string[]> {
   const client = new pg.Client({ connectionString: TEST_DSN });
@@ -64,5 +64,11 @@ describe('generic plans of the worker statements on an empty jobs table', () => 
   it('dispatch reads jobs only through indexes', async () => {
     const plan = await genericPlan('dispatch', GENERIC_PLAN_SESSION_SETTINGS);
     expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
+  });
+
+  it('the lean dispatch reads jobs only through indexes, the candidates through the dispatch index', async () => {
+    const plan = await genericPlan('dispatchLean', GENERIC_PLAN_SESSION_SETTINGS);
+    expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
+    expect(plan.some((l) => /jobs_dispatch_idx/.test(l))).toBe(true);
   });
 });

@@ -130,7 +130,13 @@ describe('cancelling running jobs', () => {
     expect((await h.attempts()).map((a) => a.outcome)).toEqual(['cancelled']);
     // A thread that polls ctx.shouldAbort() stops at phase 1.
     const p = await tq.enqueue(politeSpinner, { ms: 120_000 });
-    await running(p.jobId);
+    // Wait for the handler itself, not only the claim: a thread that has not started polling yet
+    // (a fresh thread after the termination above, on a loaded machine) would look deaf.
+    await waitFor(
+      async () => (await tq.getRow(p.jobId))?.progressState.step === 'spinning',
+      10_000,
+      'the polite spinner to report progress',
+    );
     const t1 = Date.now();
     await p.cancel();
     await expect(p.wait({ timeout: '10s' })).rejects.toBeInstanceOf(JobFailed);

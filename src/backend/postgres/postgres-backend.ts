@@ -46,6 +46,7 @@ import type {
 } from '../worker-types.js';
 import { cursorForRow, filterConditions, listQuery } from './filter-sql.js';
 import { paramColumn } from './param-column.js';
+import { Dispatcher } from './pg-dispatch.js';
 import { enqueueMany, enqueueOne, translateUnique } from './pg-enqueue.js';
 import type { PgOps, StatementName } from './pg-ops.js';
 import { openLeaderSession, subscribe } from './pg-sessions.js';
@@ -107,6 +108,8 @@ export class PostgresBackend implements Backend {
   private readonly done: string;
   private readonly progress: string;
   private readonly ops: PgOps;
+  /** Runs claims: the lean statement when it applies, else the full one. */
+  readonly dispatcher: Dispatcher;
 
   constructor(driver: Driver, options: PostgresBackendOptions = {}) {
     this.driver = driver;
@@ -133,6 +136,7 @@ export class PostgresBackend implements Backend {
       run: (name, values, ex) => this.run(name, values, ex),
       translate: (err) => this.translate(err),
     };
+    this.dispatcher = new Dispatcher(this.ops, this.claimDriver);
   }
 
   /** The rendered text of a named statement (for diagnostics and tests). */
@@ -311,27 +315,7 @@ export class PostgresBackend implements Backend {
   // --- worker side -------------------------------------------------------------------------
 
   async dispatchBatch(req: DispatchRequest): Promise<JobRow[]> {
-    if (req.limit <= 0 || req.actors.length === 0 || req.queues.length === 0) return [];
-    const values = [
-      req.queues,
-      req.limit,
-      req.workerId,
-      req.leaseMs,
-      req.oversample,
-      req.actors.map((a) => a.name),
-      req.actors.map((a) => a.maxConcurrent),
-    ];
-    // Two producers can race for the same identity key; the unique index on running identities
-    // makes one of them fail. A fresh statement sees the winner's row and skips that identity.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return (await this.run('dispatch', values, this.claimDriver)).map(toJobRow);
-      } catch (err) {
-        const e = err as { code?: string; constraint?: string };
-        if (attempt < 5 && e.code === '23505' && e.constraint === 'jobs_running_identity_uniq') continue;
-        throw err;
-      }
-    }
+    return this.dispatcher.dispatch(req);
   }
 
   async heartbeatJobs(

@@ -186,3 +186,84 @@ events AS (
 SELECT c.*, (SELECT count(*) FROM events)::int AS _events
 FROM claimed c
 ORDER BY coalesce(c.priority, 0) DESC, c.scheduled_at, c.id;
+
+-- name: dispatchLean
+-- The claim for the common case, with a fraction of `dispatch`'s plan: strict FIFO queues, actors
+-- with no concurrency limit, jobs with no identity key. The caller uses it only when no actor of the
+-- request declares `maxConcurrent`; the rest is checked here, in the same snapshot:
+--   - no stored actor_config.max_concurrent for these actors and no round-robin queue among these
+--     queues (`guard`), and
+--   - no identity key among the jobs this claim would take (`top`).
+-- If either fails the statement claims nothing and returns one row with `_fallback` true (and null
+-- job columns): the caller runs `dispatch`, which handles every case. Otherwise it returns the
+-- claimed rows, or one all-null row with `_fallback` false when there was nothing to claim.
+--   $1 queues text[], $2 limit, $3 worker id, $4 lease ms, $5 oversample, $6 actors text[]
+-- Per (queue, actor) the candidates come from the pending-only dispatch index in its own order;
+-- row locks (FOR UPDATE SKIP LOCKED) are taken only in `locked`, and the UPDATE re-checks
+-- status = 'pending'. Why a second statement at all: a prepared statement's fixed cost grows with
+-- its plan (executor start-up, locks and index opening for every node): `dispatch` costs about
+-- 0.7 ms even when there is nothing to claim, this one about 0.3 ms.
+WITH params AS (
+  SELECT clock_timestamp() AS now
+),
+guard AS (
+  SELECT NOT EXISTS (
+           SELECT 1 FROM {schema}.actor_config ac
+           WHERE ac.actor = ANY ($6::text[]) AND ac.max_concurrent IS NOT NULL)
+     AND NOT EXISTS (
+           SELECT 1 FROM {schema}.queues qc
+           WHERE qc.name = ANY ($1::text[]) AND qc.mode = 'round_robin') AS ok
+),
+top AS (
+  SELECT c.id, c.identity_key, c.priority, c.scheduled_at
+  FROM unnest($1::text[]) AS q(queue)
+  CROSS JOIN unnest($6::text[]) AS a(actor)
+  CROSS JOIN LATERAL (
+    SELECT j.id, j.identity_key, j.priority, j.scheduled_at
+    FROM {schema}.jobs j
+    WHERE j.queue = q.queue AND j.actor = a.actor AND j.status = 'pending'
+      AND j.scheduled_at <= (SELECT now FROM params)
+    ORDER BY j.priority DESC, j.scheduled_at, j.id
+    LIMIT $2::int * $5::int
+  ) c
+  WHERE (SELECT ok FROM guard)
+  ORDER BY c.priority DESC, c.scheduled_at, c.id
+  LIMIT $2::int * $5::int
+),
+fallback AS (
+  SELECT NOT (SELECT ok FROM guard) OR EXISTS (SELECT 1 FROM top WHERE identity_key IS NOT NULL) AS yes
+),
+locked AS (
+  SELECT j.id
+  FROM {schema}.jobs j
+  -- The id list gives the planner a primary-key path it estimates as small (see `dispatch`).
+  WHERE j.status = 'pending' AND j.id = ANY (ARRAY(SELECT id FROM top))
+    AND NOT (SELECT yes FROM fallback)
+  ORDER BY j.priority DESC, j.scheduled_at, j.id
+  LIMIT $2::int
+  FOR UPDATE OF j SKIP LOCKED
+),
+claimed AS (
+  UPDATE {schema}.jobs AS j
+  SET status = 'running',
+      attempt = j.attempt + 1,
+      started_at = (SELECT now FROM params),
+      locked_by_worker = $3,
+      lock_expires_at = (SELECT now FROM params) + $4::float8 * interval '1 millisecond',
+      last_heartbeat_at = (SELECT now FROM params)
+  FROM locked l
+  WHERE j.id = l.id AND j.status = 'pending'
+  RETURNING {job_columns}
+),
+events AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT c.id, 'state_change',
+         jsonb_build_object('from_state', 'pending', 'to_state', 'running', 'reason', 'dispatched',
+                            'worker_id', $3::uuid, 'attempt', c.attempt)
+  FROM claimed c
+  RETURNING 1
+)
+SELECT c.*, (SELECT count(*) FROM events)::int AS _events, f.yes AS _fallback
+FROM fallback f
+LEFT JOIN claimed c ON true
+ORDER BY coalesce(c.priority, 0) DESC, c.scheduled_at, c.id;

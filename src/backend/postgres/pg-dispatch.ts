@@ -1,0 +1,85 @@
+import type { Executor } from '../../db/driver.js';
+import type { JobRow } from '../types.js';
+import type { DispatchRequest } from '../worker-types.js';
+import type { PgOps } from './pg-ops.js';
+import { toJobRow } from './row-mapper.js';
+
+type Raw = Record<string, unknown>;
+
+/**
+ * After the lean claim had to hand over to the full one (a stored concurrency limit, a round-robin
+ * queue, identity keys at the head of the queue), claims skip it for this long: whatever made it
+ * hand over is likely still there, and each hand-over costs a statement.
+ */
+export const LEAN_DISPATCH_PAUSE_MS = 5_000;
+
+/** Most times the full claim is retried after losing an identity-key race to another producer. */
+const IDENTITY_RACE_ATTEMPTS = 5;
+
+/**
+ * Runs claims. Two statements implement one contract: `dispatchLean`, a small plan for the common
+ * case (strict FIFO, no concurrency limit, no identity keys), and `dispatch`, which handles every
+ * case. The lean one checks its own preconditions in the same snapshot and, when one fails, claims
+ * nothing and says so; the full one then runs. A request whose actors declare `maxConcurrent` goes
+ * straight to the full one.
+ */
+export class Dispatcher {
+  /** `performance.now()` time before which the lean claim is not tried. */
+  private leanPausedUntil = 0;
+  /** How long a hand-over keeps claims off the lean statement ({@link LEAN_DISPATCH_PAUSE_MS}). */
+  leanPauseMs = LEAN_DISPATCH_PAUSE_MS;
+  /** Claims the lean statement handed over to the full one (observability and tests). */
+  handovers = 0;
+
+  constructor(
+    private readonly ops: PgOps,
+    private readonly ex: Executor,
+  ) {}
+
+  async dispatch(req: DispatchRequest): Promise<JobRow[]> {
+    if (req.limit <= 0 || req.actors.length === 0 || req.queues.length === 0) return [];
+    if (this.leanApplies(req)) {
+      const rows = await this.ops.run(
+        'dispatchLean',
+        [req.queues, req.limit, req.workerId, req.leaseMs, req.oversample, req.actors.map((a) => a.name)],
+        this.ex,
+      );
+      if (rows[0]?._fallback !== true) return rows.filter((r) => r.id !== null).map(toJobRow);
+      this.handovers++;
+      this.leanPausedUntil = performance.now() + this.leanPauseMs;
+    }
+    return this.dispatchFull(req);
+  }
+
+  private leanApplies(req: DispatchRequest): boolean {
+    return performance.now() >= this.leanPausedUntil && req.actors.every((a) => a.maxConcurrent === null);
+  }
+
+  private async dispatchFull(req: DispatchRequest): Promise<JobRow[]> {
+    const values = [
+      req.queues,
+      req.limit,
+      req.workerId,
+      req.leaseMs,
+      req.oversample,
+      req.actors.map((a) => a.name),
+      req.actors.map((a) => a.maxConcurrent),
+    ];
+    // Two producers can race for the same identity key; the unique index on running identities
+    // makes one of them fail. A fresh statement sees the winner's row and skips that identity.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return (await this.ops.run<Raw>('dispatch', values, this.ex)).map(toJobRow);
+      } catch (err) {
+        const e = err as { code?: string; constraint?: string };
+        if (
+          attempt < IDENTITY_RACE_ATTEMPTS &&
+          e.code === '23505' &&
+          e.constraint === 'jobs_running_identity_uniq'
+        )
+          continue;
+        throw err;
+      }
+    }
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * The two claim statements behind `dispatchBatch` (src/backend/postgres/pg-dispatch.ts): the lean
+ * one claims the common case itself and hands over to the full one, claiming nothing, when a stored
+ * concurrency limit, a round-robin queue or an identity key at the head of the queue needs it.
+ * Either way the claim's result is the full statement's.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+
+import { actor } from '../src/actor.js';
+import { PostgresBackend } from '../src/backend/postgres/postgres-backend.js';
+import type { DispatchRequest } from '../src/backend/worker-types.js';
+import { JobsClient } from '../src/client/jobs-client.js';
+import { migratedSchema, type TestSchema } from './helpers/db.js';
+
+const alpha = actor({ name: 'alpha', queue: 'q1' }, async () => undefined);
+const beta = actor({ name: 'beta', queue: 'q2' }, async () => undefined);
+
+let db: TestSchema;
+let backend: PostgresBackend;
+let client: JobsClient;
+
+const request = (over: Partial<DispatchRequest> = {}): DispatchRequest => ({
+  workerId: '0192f1a0-0000-7000-8000-0000000000aa',
+  queues: ['q1', 'q2'],
+  actors: [
+    { name: 'alpha', maxConcurrent: null },
+    { name: 'beta', maxConcurrent: null },
+  ],
+  limit: 10,
+  leaseMs: 60_000,
+  oversample: 2,
+  ...over,
+});
+
+beforeAll(async () => {
+  db = await migratedSchema('lean');
+  backend = new PostgresBackend(db.driver, { schema: db.schema });
+  client = new JobsClient(backend, { capacityCacheTtlMs: 0 });
+});
+afterAll(async () => {
+  await db.drop();
+});
+beforeEach(async () => {
+  await db.pool.query(`TRUNCATE "${db.schema}".jobs, "${db.schema}".actor_config, "${db.schema}".queues`);
+  backend.dispatcher.leanPauseMs = 0;
+  backend.dispatcher.handovers = 0;
+});
+
+describe('lean claims', () => {
+  it('claim plain jobs across queues and actors in priority, then time order, with their events', async () => {
+    const a1 = await client.enqueue(alpha, {});
+    const b1 = await client.enqueue(beta, {}, { priority: 5 });
+    const a2 = await client.enqueue(alpha, {}, { queue: 'q2' });
+    await client.enqueue(alpha, {}, { delay: '1h' });
+    await client.enqueue(alpha, {}, { queue: 'q3' });
+    const rows = await backend.dispatchBatch(request());
+    expect(rows.map((r) => r.id)).toEqual([b1.jobId, a1.jobId, a2.jobId]);
+    expect(rows.every((r) => r.status === 'running' && r.attempt === 1)).toBe(true);
+    expect(rows[0]!.lockedByWorker).toBe(request().workerId);
+    expect(backend.dispatcher.handovers).toBe(0);
+    const events = await db.pool.query(
+      `SELECT job_id FROM "${db.schema}".job_events WHERE detail->>'reason' = 'dispatched'`,
+    );
+    expect(events.rowCount).toBe(3);
+  });
+
+  it('claim at most the limit, and nothing when nothing is due', async () => {
+    for (let i = 0; i < 5; i++) await client.enqueue(alpha, {});
+    expect(await backend.dispatchBatch(request({ limit: 3 }))).toHaveLength(3);
+    expect(await backend.dispatchBatch(request())).toHaveLength(2);
+    expect(await backend.dispatchBatch(request())).toEqual([]);
+    expect(backend.dispatcher.handovers).toBe(0);
+  });
+
+  it('skip rows another claim holds locked', async () => {
+    const first = await client.enqueue(alpha, {});
+    const second = await client.enqueue(alpha, {});
+    const conn = await db.pool.connect();
+    try {
+      await conn.query('BEGIN');
+      await conn.query(`SELECT 1 FROM "${db.schema}".jobs WHERE id = $1 FOR UPDATE`, [first.jobId]);
+      const rows = await backend.dispatchBatch(request());
+      expect(rows.map((r) => r.id)).toEqual([second.jobId]);
+    } finally {
+      await conn.query('ROLLBACK');
+      conn.release();
+    }
+  });
+});
+
+describe('hand-over to the full claim', () => {
+  it('a stored maxConcurrent is obeyed', async () => {
+    await db.pool.query(
+      `INSERT INTO "${db.schema}".actor_config (actor, queue, max_concurrent) VALUES ('alpha', 'q1', 1)`,
+    );
+    for (let i = 0; i < 3; i++) await client.enqueue(alpha, {});
+    expect(await backend.dispatchBatch(request())).toHaveLength(1);
+    expect(backend.dispatcher.handovers).toBe(1);
+  });
+
+  it('a round-robin queue interleaves its fairness keys', async () => {
+    await db.pool.query(`INSERT INTO "${db.schema}".queues (name, mode) VALUES ('q1', 'round_robin')`);
+    for (let i = 0; i < 4; i++) await client.enqueue(alpha, {}, { fairnessKey: 'big' });
+    const small = await client.enqueue(alpha, {}, { fairnessKey: 'small' });
+    const rows = await backend.dispatchBatch(request({ limit: 2 }));
+    expect(rows.map((r) => r.id)).toContain(small.jobId);
+    expect(backend.dispatcher.handovers).toBe(1);
+  });
+
+  it('identity keys: one running job per key', async () => {
+    await client.enqueue(alpha, {}, { identityKey: 'k' });
+    await client.enqueue(alpha, {}, { identityKey: 'k' });
+    const other = await client.enqueue(alpha, {});
+    const rows = await backend.dispatchBatch(request());
+    expect(rows).toHaveLength(2);
+    expect(rows.map((r) => r.id)).toContain(other.jobId);
+    expect(backend.dispatcher.handovers).toBe(1);
+  });
+
+  it('an actor that declares maxConcurrent goes straight to the full claim', async () => {
+    for (let i = 0; i < 3; i++) await client.enqueue(alpha, {});
+    const rows = await backend.dispatchBatch(request({ actors: [{ name: 'alpha', maxConcurrent: 2 }] }));
+    expect(rows).toHaveLength(2);
+    expect(backend.dispatcher.handovers).toBe(0);
+  });
+
+  it('after a hand-over, claims skip the lean statement for the pause', async () => {
+    backend.dispatcher.leanPauseMs = 60_000;
+    await client.enqueue(alpha, {}, { identityKey: 'k' });
+    expect(await backend.dispatchBatch(request())).toHaveLength(1);
+    await client.enqueue(alpha, {}, { identityKey: 'k2' });
+    expect(await backend.dispatchBatch(request())).toHaveLength(1);
+    expect(backend.dispatcher.handovers).toBe(1);
+  });
+});
