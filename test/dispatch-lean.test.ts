@@ -72,6 +72,17 @@ describe('lean claims', () => {
     expect(backend.dispatcher.handovers).toBe(0);
   });
 
+  it('with several queues and actors, claim the best jobs of all of them up to the limit', async () => {
+    const a1 = await client.enqueue(alpha, {});
+    await client.enqueue(alpha, {});
+    const b1 = await client.enqueue(beta, {}, { priority: 3 });
+    await client.enqueue(beta, {});
+    const rows = await backend.dispatchBatch(request({ limit: 2 }));
+    expect(rows.map((r) => r.id)).toEqual([b1.jobId, a1.jobId]);
+    // The rows locked but not claimed are free again for the next claim.
+    expect(await backend.dispatchBatch(request())).toHaveLength(2);
+  });
+
   it('skip rows another claim holds locked', async () => {
     const first = await client.enqueue(alpha, {});
     const second = await client.enqueue(alpha, {});

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { PostgresBackend } from '../src/backend/postgres/postgres-backend.js';
 import { PgDriver } from '../src/db/pg-driver.js';
-import { GENERIC_PLAN_SESSION_SETTINGS, SETTLE_SESSION_SETTINGS } from '../src/db/session-settings.js';
+import { GENERIC_PLAN_SESSION_SETTINGS, PINNED_PLAN_SESSION_SETTINGS } from '../src/db/session-settings.js';
 import { Migrator } from '../src/migrations/migrator.js';
 import { TEST_DSN, uniqueSchemaName } from './helpers/db.js';
 
@@ -50,7 +50,7 @@ async function genericPlan(
 
 describe('generic plans of the worker statements on an empty jobs table', () => {
   it('settle reaches every job it writes through the primary key', async () => {
-    const plan = await genericPlan('settle', SETTLE_SESSION_SETTINGS);
+    const plan = await genericPlan('settle', PINNED_PLAN_SESSION_SETTINGS);
     expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
     expect(plan.filter((l) => /jobs_running_idx/.test(l))).toEqual([]);
     expect(plan.filter((l) => /Index Scan using jobs_pkey/.test(l))).toHaveLength(2);
@@ -61,14 +61,22 @@ describe('generic plans of the worker statements on an empty jobs table', () => 
     expect(plan.some((l) => /Seq Scan on jobs\b/.test(l))).toBe(true);
   });
 
+  it("so would the lean claim's update of the rows it locked (why the claim connection sets it)", async () => {
+    const plan = await genericPlan('dispatchLean', GENERIC_PLAN_SESSION_SETTINGS);
+    expect(plan.some((l) => /Seq Scan on jobs\b/.test(l))).toBe(true);
+  });
+
   it('dispatch reads jobs only through indexes', async () => {
-    const plan = await genericPlan('dispatch', GENERIC_PLAN_SESSION_SETTINGS);
+    const plan = await genericPlan('dispatch', PINNED_PLAN_SESSION_SETTINGS);
     expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
   });
 
   it('the lean dispatch reads jobs only through indexes, the candidates through the dispatch index', async () => {
-    const plan = await genericPlan('dispatchLean', GENERIC_PLAN_SESSION_SETTINGS);
+    const plan = await genericPlan('dispatchLean', PINNED_PLAN_SESSION_SETTINGS);
     expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
     expect(plan.some((l) => /jobs_dispatch_idx/.test(l))).toBe(true);
+    // The update reaches the locked rows by address, not by a join planned over the whole table.
+    expect(plan.some((l) => /Tid Scan on jobs\b/.test(l))).toBe(true);
+    expect(plan.filter((l) => /Hash Join/.test(l))).toEqual([]);
   });
 });

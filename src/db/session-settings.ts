@@ -37,14 +37,15 @@ export const GENERIC_PLAN_SESSION_SETTINGS: Readonly<Record<string, string>> = O
 });
 
 /**
- * The settle connection also plans with `enable_seqscan = off`. A generic plan is made once, from
- * the statistics of the moment: on an empty `jobs` table the outcome write was planned as a
- * sequential scan of `jobs` joined by nested loop to the outcomes (EXPLAIN; test/plan-shapes.test.ts),
- * which would cost the whole table per outcome once the table has grown, until the next analyze.
- * Every table the statement reads has the index it needs; the setting only stops the planner from
+ * The claim and settle connections also plan with `enable_seqscan = off`. A generic plan is made
+ * once, from the statistics of the moment: on an empty `jobs` table the outcome write was planned as
+ * a sequential scan of `jobs` joined by nested loop to the outcomes, and the lean claim's update of
+ * its locked rows as a sequential scan filtered by row address (EXPLAIN; test/plan-shapes.test.ts).
+ * Either would cost the whole table per batch once the table has grown, until the next analyze.
+ * Every table the statements read has the index it needs; the setting only stops the planner from
  * betting on a table staying small.
  */
-export const SETTLE_SESSION_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
+export const PINNED_PLAN_SESSION_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
   ...GENERIC_PLAN_SESSION_SETTINGS,
   enable_seqscan: 'off',
 });

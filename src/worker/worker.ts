@@ -6,8 +6,7 @@ import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
 import type { Driver } from '../db/driver.js';
 import { PgDriver } from '../db/pg-driver.js';
 import {
-  GENERIC_PLAN_SESSION_SETTINGS,
-  SETTLE_SESSION_SETTINGS,
+  PINNED_PLAN_SESSION_SETTINGS,
   WORKER_SESSION_SETTINGS,
 } from '../db/session-settings.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
@@ -221,21 +220,21 @@ export class Worker {
       sessionSettings: WORKER_SESSION_SETTINGS,
     });
     // Claims and outcome writes run on connections of their own, each statement planned once (see
-    // GENERIC_PLAN_SESSION_SETTINGS): one per claim in flight (the second is opened only when a
+    // PINNED_PLAN_SESSION_SETTINGS): one per claim in flight (the second is opened only when a
     // second claim overlaps the first), one for the completer (it writes one batch at a time).
     const claim = new PgDriver({
       connection: dsn,
       maxPoolSize: MAX_CLAIMS_IN_FLIGHT,
       applicationName: 'taskq-claim',
       statementTimeoutMs: s.dispatcherCommandTimeoutMs,
-      sessionSettings: GENERIC_PLAN_SESSION_SETTINGS,
+      sessionSettings: PINNED_PLAN_SESSION_SETTINGS,
     });
     const settle = new PgDriver({
       connection: dsn,
       maxPoolSize: 1,
       applicationName: 'taskq-settle',
       statementTimeoutMs: s.dispatcherCommandTimeoutMs,
-      sessionSettings: SETTLE_SESSION_SETTINGS,
+      sessionSettings: PINNED_PLAN_SESSION_SETTINGS,
     });
     this.owned.push(main, hb, claim, settle);
     this.backend = new PostgresBackend(main, {

@@ -41,7 +41,7 @@ export class Dispatcher {
     if (this.leanApplies(req)) {
       const rows = await this.ops.run(
         'dispatchLean',
-        [req.queues, req.limit, req.workerId, req.leaseMs, req.oversample, req.actors.map((a) => a.name)],
+        [req.queues, req.limit, req.workerId, req.leaseMs, req.actors.map((a) => a.name)],
         this.ex,
       );
       if (rows[0]?._fallback !== true) return rows.filter((r) => r.id !== null).map(toJobRow);

@@ -64,7 +64,7 @@ export interface PostgresBackendOptions {
   logger?: Logger;
   /**
    * Pool the dispatch (claim) statement runs on; default `driver`. Workers give it a connection of
-   * its own whose session always uses the statement's generic plan (`GENERIC_PLAN_SESSION_SETTINGS`).
+   * its own whose session always uses the statement's generic plan (`PINNED_PLAN_SESSION_SETTINGS`).
    */
   claimDriver?: Driver;
   /**
