@@ -5,10 +5,7 @@ import type { Backend } from '../backend/backend.js';
 import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
 import type { Driver } from '../db/driver.js';
 import { PgDriver } from '../db/pg-driver.js';
-import {
-  PINNED_PLAN_SESSION_SETTINGS,
-  WORKER_SESSION_SETTINGS,
-} from '../db/session-settings.js';
+import { PINNED_PLAN_SESSION_SETTINGS, WORKER_SESSION_SETTINGS } from '../db/session-settings.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { newJobId } from '../ids.js';
 import { Migrator } from '../migrations/migrator.js';
