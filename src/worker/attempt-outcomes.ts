@@ -134,7 +134,7 @@ export class AttemptOutcomes {
     actor: AnyActor,
     row: JobRow,
     err: unknown,
-    signal: AbortSignal,
+    signal: Pick<AbortSignal, 'aborted' | 'reason'>,
     timing: AttemptTiming,
   ): Settlement {
     const base = { jobId: row.id, workerId: this.workerId, ...timing };

@@ -3,11 +3,13 @@ import type { JobContext } from '../context.js';
 import type { JobRow } from '../backend/types.js';
 import type { Settlement, SettleResult } from '../backend/worker-types.js';
 import { TaskQError } from '../errors/taskq-error.js';
+import { LazyChildLogger } from '../obs/lazy-child-logger.js';
 import type { Logger } from '../obs/logger.js';
 import { CancelRequested, StartToCloseTimeout, WorkerShutdown } from '../retry/control-flow.js';
 import { validateSchema } from '../schema-validation.js';
 import type { Completer } from './completer.js';
 import { reportSafely, type ErrorReporter } from './error-reporter.js';
+import { LazyAbort } from './lazy-abort.js';
 import { withTimeout } from './sleep.js';
 import type { ProgressTracker } from './progress-tracker.js';
 import type { ThreadPool } from './threads/thread-pool.js';
@@ -71,7 +73,8 @@ export interface JobRunnerDeps {
 /** One job this worker holds: claimed (buffered), running, or finished but not yet written. */
 interface ActiveJob {
   row: JobRow;
-  controller: AbortController;
+  /** Aborts the attempt (cancel, timeout, lost lease, shutdown); its signal is made on demand. */
+  abort: LazyAbort;
   /** Set once the outcome is handed to the completer (or the job was given up). */
   settled: boolean;
   started: boolean;
@@ -244,7 +247,7 @@ export class JobRunner {
   accept(row: JobRow): void {
     const job: ActiveJob = {
       row,
-      controller: new AbortController(),
+      abort: new LazyAbort(),
       settled: false,
       started: false,
       holdsSlot: false,
@@ -289,8 +292,8 @@ export class JobRunner {
   /** Phase 1 of a cancel: aborts the job's signal. No database write. */
   requestCancel(jobId: string, reason?: string | null): boolean {
     const job = this.active.get(jobId);
-    if (!job || job.settled || job.controller.signal.aborted) return false;
-    job.controller.abort(new CancelRequested(reason));
+    if (!job || job.settled || job.abort.aborted) return false;
+    job.abort.abort(new CancelRequested(reason));
     return true;
   }
 
@@ -301,7 +304,7 @@ export class JobRunner {
       if (!job || job.settled) continue;
       this.logger.warn({ jobId: id }, 'job-lease-lost');
       job.settled = true;
-      if (!job.controller.signal.aborted) job.controller.abort(new LeaseLost(id));
+      if (!job.abort.aborted) job.abort.abort(new LeaseLost(id));
       if (!job.started) {
         const i = this.queue.indexOf(job);
         if (i >= 0) this.queue.splice(i, 1);
@@ -314,8 +317,7 @@ export class JobRunner {
   /** Shutdown: aborts every running handler's signal with `WorkerShutdown`. */
   abortAll(): void {
     for (const job of this.active.values()) {
-      if (job.started && !job.settled && !job.controller.signal.aborted)
-        job.controller.abort(new WorkerShutdown());
+      if (job.started && !job.settled && !job.abort.aborted) job.abort.abort(new WorkerShutdown());
     }
   }
 
@@ -394,7 +396,7 @@ export class JobRunner {
 
   private async execute(job: ActiveJob): Promise<void> {
     const row = job.row;
-    const log = this.logger.child({
+    const log = new LazyChildLogger(this.logger, {
       jobId: row.id,
       actor: row.actor,
       queue: row.queue,
@@ -466,7 +468,7 @@ export class JobRunner {
 
     this.tracker.begin(row);
     const tracker = this.tracker;
-    const signal = job.controller.signal;
+    const abort = job.abort;
     const ctx: JobContext = Object.freeze({
       jobId: row.id,
       actor: row.actor,
@@ -475,7 +477,9 @@ export class JobRunner {
       workerId: this.workerId,
       payload,
       log,
-      signal,
+      get signal(): AbortSignal {
+        return abort.signal;
+      },
       heartbeatDetails: row.heartbeatDetails ?? null,
       async progress(update: ProgressUpdate): Promise<void> {
         tracker.report(row.id, update);
@@ -483,7 +487,7 @@ export class JobRunner {
       heartbeat(details?: unknown): void {
         tracker.heartbeat(row.id, details);
       },
-      shouldAbort: () => signal.aborted,
+      shouldAbort: () => abort.aborted,
     });
     const startToCloseMs = row.startToCloseMs ?? actor.startToCloseMs ?? this.settings.defaultStartToCloseMs;
     const heartbeatTimeoutMs = row.heartbeatTimeoutMs ?? actor.heartbeatTimeoutMs;
@@ -523,9 +527,9 @@ export class JobRunner {
       );
       job.terminate = run.terminate;
       const forward = (): void =>
-        run.abort(String((signal.reason as Error | undefined)?.message ?? 'aborted'));
-      if (signal.aborted) forward();
-      else signal.addEventListener('abort', forward, { once: true });
+        run.abort(String((abort.reason as Error | undefined)?.message ?? 'aborted'));
+      if (abort.aborted) forward();
+      else abort.signal.addEventListener('abort', forward, { once: true });
       handler = run.result;
     } else {
       handler = Promise.resolve().then(() => actor.handler(payload, ctx));
@@ -547,22 +551,22 @@ export class JobRunner {
     let timer: NodeJS.Timeout | undefined;
     const aborted = timed
       ? new Promise<never>((_, reject) => {
-          const onAbort = (): void => reject(job.controller.signal.reason);
-          if (job.controller.signal.aborted) onAbort();
-          else job.controller.signal.addEventListener('abort', onAbort, { once: true });
+          const onAbort = (): void => reject(abort.reason);
+          if (abort.aborted) onAbort();
+          else abort.signal.addEventListener('abort', onAbort, { once: true });
         })
       : null;
     aborted?.catch(() => undefined);
     if (startToCloseMs !== null) {
-      timer = setTimeout(() => job.controller.abort(new StartToCloseTimeout(startToCloseMs)), startToCloseMs);
+      timer = setTimeout(() => abort.abort(new StartToCloseTimeout(startToCloseMs)), startToCloseMs);
     }
     let beatTimer: NodeJS.Timeout | undefined;
     if (heartbeatTimeoutMs !== null) {
       // Temporal-style: no heartbeat (or progress) within the timeout fails the attempt (retryable).
       beatTimer = setInterval(
         () => {
-          if (tracker.sinceLastBeat(row.id) > heartbeatTimeoutMs && !signal.aborted)
-            job.controller.abort(new HeartbeatTimeout(heartbeatTimeoutMs));
+          if (tracker.sinceLastBeat(row.id) > heartbeatTimeoutMs && !abort.aborted)
+            abort.abort(new HeartbeatTimeout(heartbeatTimeoutMs));
         },
         Math.max(10, Math.min(heartbeatTimeoutMs / 4, 1000)),
       );
@@ -579,7 +583,7 @@ export class JobRunner {
       thrown = settled.error;
     } catch (err) {
       thrown = err;
-      outcome = this.outcomes.ofError(actor, row, err, job.controller.signal, timing());
+      outcome = this.outcomes.ofError(actor, row, err, abort, timing());
     } finally {
       clearTimeout(timer);
       clearInterval(beatTimer);
