@@ -9,8 +9,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { actor } from '../src/actor.js';
 import { PostgresBackend } from '../src/backend/postgres/postgres-backend.js';
 import type { DispatchRequest } from '../src/backend/worker-types.js';
-import { JobsClient } from '../src/client/jobs-client.js';
-import { migratedSchema, type TestSchema } from './helpers/db.js';
+import { JobsClient, batchItem } from '../src/client/jobs-client.js';
+import { PgDriver } from '../src/db/pg-driver.js';
+import { PINNED_PLAN_SESSION_SETTINGS } from '../src/db/session-settings.js';
+import { migratedSchema, TEST_DSN, type TestSchema } from './helpers/db.js';
 
 const alpha = actor({ name: 'alpha', queue: 'q1' }, async () => undefined);
 const beta = actor({ name: 'beta', queue: 'q2' }, async () => undefined);
@@ -142,5 +144,54 @@ describe('hand-over to the full claim', () => {
     await client.enqueue(alpha, {}, { identityKey: 'k2' });
     expect(await backend.dispatchBatch(request())).toHaveLength(1);
     expect(backend.dispatcher.handovers).toBe(1);
+  });
+});
+
+describe('concurrent lean claims', () => {
+  it('four claimers on their own connections take every job exactly once', async () => {
+    const total = 2_000;
+    for (let i = 0; i < total; i += 500)
+      await client.enqueueBatch(Array.from({ length: 500 }, () => batchItem(alpha, {})));
+    // Each claimer is a worker's claim connection: its own session with the worker's settings.
+    const claimers = Array.from({ length: 4 }, (_, k) => {
+      const driver = new PgDriver({
+        connection: TEST_DSN,
+        maxPoolSize: 1,
+        sessionSettings: PINNED_PLAN_SESSION_SETTINGS,
+      });
+      const b = new PostgresBackend(driver, { schema: db.schema });
+      return { driver, backend: b, workerId: `0192f1a0-0000-7000-8000-00000000010${k}` };
+    });
+    try {
+      const claimedBy = await Promise.all(
+        claimers.map(async (c) => {
+          const ids: string[] = [];
+          for (;;) {
+            const rows = await c.backend.dispatchBatch(request({ workerId: c.workerId, limit: 37 }));
+            if (rows.length === 0) break;
+            for (const r of rows) {
+              expect(r.lockedByWorker).toBe(c.workerId);
+              expect(r.attempt).toBe(1);
+              ids.push(r.id);
+            }
+          }
+          return ids;
+        }),
+      );
+      const all = claimedBy.flat();
+      expect(all).toHaveLength(total);
+      expect(new Set(all).size).toBe(total);
+      const { rows } = await db.pool.query<{ status: string; n: number }>(
+        `SELECT status::text, count(*)::int AS n FROM "${db.schema}".jobs GROUP BY status`,
+      );
+      expect(rows).toEqual([{ status: 'running', n: total }]);
+      const events = await db.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM "${db.schema}".job_events WHERE detail->>'reason' = 'dispatched'`,
+      );
+      expect(events.rows[0]!.n).toBe(total);
+      expect(claimers.every((c) => c.backend.dispatcher.handovers === 0)).toBe(true);
+    } finally {
+      await Promise.all(claimers.map((c) => c.driver.close()));
+    }
   });
 });
