@@ -19,21 +19,7 @@ export async function enqueueOne(ops: PgOps, ex: Executor, a: EnqueueArgs): Prom
     rows = await ops.run(
       'enqueue',
       [
-        a.id,
-        a.actor,
-        a.queue,
-        a.identityKey,
-        a.fairnessKey,
-        a.payloadJson,
-        a.payloadSchemaVer,
-        a.priority,
-        a.maxAttempts,
-        a.retryKind,
-        a.scheduledAt,
-        a.scheduleToClose,
-        a.scheduleToCloseIntervalMs,
-        a.startToCloseMs,
-        a.heartbeatTimeoutMs,
+        ...jobParams(a),
         a.idempotencyKey,
         a.idempotencyScope,
         a.traceId,
@@ -74,6 +60,27 @@ export async function enqueueOne(ops: PgOps, ex: Executor, a: EnqueueArgs): Prom
   throw new Error(`enqueue of ${a.id} neither inserted nor found an existing row; retry the enqueue`);
 }
 
+/** The first 15 parameters of `enqueue` and `enqueuePlain`: the job's own columns, in order. */
+function jobParams(a: EnqueueArgs): unknown[] {
+  return [
+    a.id,
+    a.actor,
+    a.queue,
+    a.identityKey,
+    a.fairnessKey,
+    a.payloadJson,
+    a.payloadSchemaVer,
+    a.priority,
+    a.maxAttempts,
+    a.retryKind,
+    a.scheduledAt,
+    a.scheduleToClose,
+    a.scheduleToCloseIntervalMs,
+    a.startToCloseMs,
+    a.heartbeatTimeoutMs,
+  ];
+}
+
 /** True when the enqueue has nothing to check before inserting (no uniqueness, limit or key). */
 function hasNoGate(a: EnqueueArgs): boolean {
   return a.uniqueForMs === null && !a.singleton && a.maxPending === null && a.idempotencyKey === null;
@@ -84,21 +91,7 @@ async function enqueuePlain(ops: PgOps, ex: Executor, a: EnqueueArgs): Promise<J
   const rows = await ops.run(
     'enqueuePlain',
     [
-      a.id,
-      a.actor,
-      a.queue,
-      a.identityKey,
-      a.fairnessKey,
-      a.payloadJson,
-      a.payloadSchemaVer,
-      a.priority,
-      a.maxAttempts,
-      a.retryKind,
-      a.scheduledAt,
-      a.scheduleToClose,
-      a.scheduleToCloseIntervalMs,
-      a.startToCloseMs,
-      a.heartbeatTimeoutMs,
+      ...jobParams(a),
       a.traceId,
       a.spanId,
       JSON.stringify(a.metadata),
