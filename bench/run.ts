@@ -7,6 +7,8 @@
  *   --systems <s[,s…]>    taskq, taskq-tuned, graphile, graphile-tuned, pgboss, bullmq-redis, bullmq-pg
  *   --rounds <n>          rounds per measurement (default 3 full, 1 quick)
  *   --cpu-prof            write V8 CPU profiles of TaskQ worker processes (processing, round 1)
+ *   --load-rate <n>       latency under load: offer every system n jobs/s (default: half of its own
+ *                         measured throughput); reported as its own case, not against the targets
  *   --out <dir>           results directory (default bench/results)
  *
  * Writes <out>/<timestamp>.json and <out>/latest.md and prints the markdown. Exits 1 only when the
@@ -59,6 +61,7 @@ function parseArgs(argv: string[]): BenchOptions & { out: string } {
   let only: string[] | null = null;
   let systems: SystemId[] = [...SYSTEM_IDS];
   let cpuProf = false;
+  let loadRate: number | null = null;
   let out = join(HERE, 'results');
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -79,6 +82,10 @@ function parseArgs(argv: string[]): BenchOptions & { out: string } {
       for (const s of list)
         if (!isSystemId(s)) usage(`unknown system ${s} (known: ${SYSTEM_IDS.join(', ')})`);
       systems = list as SystemId[];
+    } else if (a === '--load-rate') {
+      loadRate = Number(value());
+      if (!Number.isFinite(loadRate) || loadRate <= 0)
+        usage('--load-rate must be a positive number of jobs/s');
     } else if (a === '--cpu-prof') cpuProf = true;
     else if (a === '--out') out = resolve(value());
     else usage(`unknown option ${a}`);
@@ -89,6 +96,7 @@ function parseArgs(argv: string[]): BenchOptions & { out: string } {
     only,
     systems,
     cpuProfDir: cpuProf ? join(out, 'profiles') : null,
+    loadRate,
     out,
   };
 }

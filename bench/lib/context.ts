@@ -12,6 +12,11 @@ export interface BenchOptions {
   systems: SystemId[];
   /** Write CPU profiles of TaskQ worker processes (processing workload) here. */
   cpuProfDir: string | null;
+  /**
+   * Latency under load: offer every system this many jobs/s instead of half of its own measured
+   * throughput (null = the issue's definition, 50 % of each system's own).
+   */
+  loadRate: number | null;
 }
 
 export interface BenchContext {

@@ -6,6 +6,7 @@
  *   workload's median at c=10 in this run, else a short calibration), issued open-loop every 2 ms
  *   (the jobs due since the previous tick go in one call: single enqueue for one job, bulk for more).
  * The enqueue call's start time travels in the payload; the handler records its own start time.
+ * `--load-rate n` offers every system the same n jobs/s instead (its own case in the report).
  */
 import { nowMs, sleep, type BenchPayload } from '../lib/common.js';
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
@@ -23,6 +24,8 @@ const P = (p: number): MetricSpec => ({
 });
 const OFFERED: MetricSpec = { metric: 'offered load (jobs/s)', unit: 'jobs/s', better: 'higher' };
 export const LATENCY_CASES = { idle: 'idle worker', load: 'under 50 % load' };
+/** The case name of a run with `--load-rate`: the same absolute load for every system. */
+const fixedLoadCase = (rate: number): string => `under a fixed ${rate} jobs/s`;
 
 async function offeredLoad(
   sys: SystemAdapter,
@@ -77,9 +80,10 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
               await sleep(10);
             }
             await fleet.waitForCount(sent, Date.now() + 10_000);
-            // Throughput to offer half of.
+            // Throughput to offer half of (or the same fixed rate to every system).
             const measured = ctx.results.median('processing', '1 process, c=10', 'jobs/s', id);
-            if (measured !== undefined) rate = measured / 2;
+            if (ctx.opts.loadRate !== null) rate = ctx.opts.loadRate;
+            else if (measured !== undefined) rate = measured / 2;
             else {
               const before = fleet.count;
               const n = 2000;
@@ -106,13 +110,15 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
                 if (loadStart === 0 || t < loadStart - warmupMs) idle.push(l);
                 else if (t >= loadStart) load.push(l);
               }
+            const loadCase =
+              ctx.opts.loadRate === null ? LATENCY_CASES.load : fixedLoadCase(ctx.opts.loadRate);
             for (const p of [50, 95, 99]) {
               if (idle.length)
                 ctx.results.record('latency', LATENCY_CASES.idle, P(p), id, percentile(idle, p));
               if (load.length)
-                ctx.results.record('latency', LATENCY_CASES.load, P(p), id, percentile(load, p), backlogNote);
+                ctx.results.record('latency', loadCase, P(p), id, percentile(load, p), backlogNote);
             }
-            if (rate > 0) ctx.results.record('latency', LATENCY_CASES.load, OFFERED, id, rate);
+            if (rate > 0) ctx.results.record('latency', loadCase, OFFERED, id, rate);
             ctx.log(
               `  latency ${id} round ${round + 1}: idle p50 ${percentile(idle, 50).toFixed(1)} / p99 ${percentile(idle, 99).toFixed(1)} ms; ` +
                 `at ${rate.toFixed(0)}/s p50 ${percentile(load, 50).toFixed(1)} / p99 ${percentile(load, 99).toFixed(1)} ms (${load.length} samples)`,
