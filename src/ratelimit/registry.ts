@@ -2,9 +2,8 @@ import { SystemClock, type Clock } from '../clock.js';
 import { toMs, type Duration } from '../duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { WaitTimeoutError } from '../errors/job-errors.js';
-import { PayloadValidationError } from '../errors/payload-validation-error.js';
 import { silentLogger, type Logger } from '../obs/logger.js';
-import { validateSchema, type Schema } from '../schema-validation.js';
+import type { Schema } from '../schema-validation.js';
 import { ConcurrencyReservation, extendAllLeases } from './concurrency-reservation.js';
 import { RateLimitNotFound, ReservationUnavailable } from './errors.js';
 import { RateLimitHandle, ReservationHandle, type AcquiredResource } from './handles.js';
@@ -14,7 +13,9 @@ import {
   type KeyedRateLimitRef,
   type KeyedReservationRef,
 } from './keyed-refs.js';
+import { checkKeyedRateLimitConfig, checkKeyedReservationConfig, keyedConcreteName } from './keyed-names.js';
 import { KeyedTracker } from './keyed-tracker.js';
+import type { ActorAcquireRequest, ActorLimitEntry, RateLimitPrimitive } from './acquire-request.js';
 import { publishBucket, sweepIdleKeyedRows, type SweepIdleKeyedResult } from './maintenance.js';
 import { QUEUE_CONCURRENCY_PREFIX, checkNumber, checkUuid, isReservedName } from './names.js';
 import { SlidingWindow } from './sliding-window.js';
@@ -30,31 +31,7 @@ import {
   type RateLimitState,
 } from './types.js';
 
-/** A rate-limit primitive. */
-export type RateLimitPrimitive = TokenBucket | SlidingWindow;
-
-/**
- * An entry of an actor's `rateLimits` / `reservations`: a registered name, a primitive instance
- * (registered at worker startup by `collectActorPrimitives`), or a keyed ref. Structurally the
- * actor module's `LimitEntry`.
- */
-export type ActorLimitEntry = string | { readonly name?: string; readonly baseName?: string };
-
-/** What `acquireForActor()` acquires, for one job. */
-export interface ActorAcquireRequest {
-  /** Rate limits, acquired after the reservations, in order, one token each. */
-  rateLimits?: readonly ActorLimitEntry[];
-  /** Reservations, acquired first, in order. */
-  reservations?: readonly ActorLimitEntry[];
-  /** The job (a UUID). */
-  jobId: string;
-  /** The worker (a UUID). */
-  workerId: string;
-  /** The job's payload; required when an entry is a keyed ref (validated by the ref's schema). */
-  payload?: unknown;
-  /** Actor name, for payload-validation messages. */
-  actor?: string;
-}
+export type { ActorAcquireRequest, ActorLimitEntry, RateLimitPrimitive } from './acquire-request.js';
 
 /** Options of {@link RateLimitRegistry}. */
 export interface RateLimitRegistryOptions {
@@ -436,44 +413,6 @@ export class RateLimitRegistry {
 
   // ---------------------------------------------------------------- keyed resolution
 
-  private async validatedPayload(
-    schema: Schema<unknown>,
-    request: ActorAcquireRequest,
-    cache: Map<Schema<unknown>, Promise<unknown>>,
-  ): Promise<unknown> {
-    let p = cache.get(schema);
-    if (!p) {
-      p = validateSchema(schema, request.payload, { actor: request.actor ?? '(unknown)', what: 'payload' });
-      cache.set(schema, p);
-    }
-    return p;
-  }
-
-  private async concreteName(
-    ref: KeyedRateLimitRef | KeyedReservationRef,
-    request: ActorAcquireRequest,
-    cache: Map<Schema<unknown>, Promise<unknown>>,
-  ): Promise<string> {
-    const payload = await this.validatedPayload(ref.schema, request, cache);
-    const key = ref.keyFn(payload);
-    if (typeof key !== 'string' || key.length === 0 || key.includes('\u0000')) {
-      throw new PayloadValidationError(
-        `keyFn of keyed ref ${JSON.stringify(ref.baseName)} returned ${typeof key === 'string' ? 'an empty or NUL-containing string' : `a ${typeof key}`}; it must return a non-empty string`,
-        { actor: request.actor ?? null },
-      );
-    }
-    const concrete = `${ref.baseName}:${key}`;
-    if (isReservedName(concrete)) {
-      // Unreachable through keyedRateLimit()/keyedReservation(), which refuse such base names.
-      throw new InvalidArgumentError(
-        'keyed ref',
-        concrete,
-        `derives into the reserved namespace ${QUEUE_CONCURRENCY_PREFIX}`,
-      );
-    }
-    return concrete;
-  }
-
   private async resolveRateLimit(
     entry: ActorLimitEntry,
     request: ActorAcquireRequest,
@@ -492,7 +431,7 @@ export class RateLimitRegistry {
       return p;
     }
     if (isKeyedRateLimitRef(entry))
-      return this.materialiseRateLimit(entry, await this.concreteName(entry, request, cache));
+      return this.materialiseRateLimit(entry, await keyedConcreteName(entry, request, cache));
     throw new InvalidArgumentError(
       'rateLimits[]',
       entry,
@@ -519,7 +458,7 @@ export class RateLimitRegistry {
       return r;
     }
     if (isKeyedReservationRef(entry)) {
-      return this.materialiseReservation(entry, await this.concreteName(entry, request, cache), ctx);
+      return this.materialiseReservation(entry, await keyedConcreteName(entry, request, cache), ctx);
     }
     throw new InvalidArgumentError(
       'reservations[]',
@@ -531,7 +470,7 @@ export class RateLimitRegistry {
   private materialiseRateLimit(ref: KeyedRateLimitRef, name: string): RateLimitPrimitive {
     const existing = this.rateLimitMap.get(name);
     if (existing) {
-      if (this.keyedRateLimits.has(name)) this.checkKeyedRateLimitConfig(existing, ref, name);
+      if (this.keyedRateLimits.has(name)) checkKeyedRateLimitConfig(existing, ref, name);
       return existing; // a static registration of the concrete name is reused as-is
     }
     if (!this.keyedRateLimits.makeRoom(() => this.evictIdleKeyedRateLimits(this.keyedIdleThresholdMs))) {
@@ -552,26 +491,6 @@ export class RateLimitRegistry {
     return bucket;
   }
 
-  private checkKeyedRateLimitConfig(
-    existing: RateLimitPrimitive,
-    ref: KeyedRateLimitRef,
-    name: string,
-  ): void {
-    if (
-      existing.kind === 'token_bucket' &&
-      existing.capacity === ref.capacity &&
-      existing.refillPerSecond === ref.refillPerSecond &&
-      existing.backend === ref.backend
-    ) {
-      return;
-    }
-    throw new InvalidArgumentError(
-      'keyedRateLimit',
-      name,
-      `two keyed refs derive ${JSON.stringify(name)} with different configurations (base names overlap through ':' in keys); choose distinct baseNames`,
-    );
-  }
-
   private async materialiseReservation(
     ref: KeyedReservationRef,
     name: string,
@@ -579,7 +498,7 @@ export class RateLimitRegistry {
   ): Promise<ConcurrencyReservation> {
     const existing = this.reservationMap.get(name);
     if (existing) {
-      if (this.keyedReservations.has(name)) this.checkKeyedReservationConfig(existing, ref, name);
+      if (this.keyedReservations.has(name)) checkKeyedReservationConfig(existing, ref, name);
       return existing;
     }
     if (!this.keyedReservations.makeRoom(() => this.evictIdleKeyedReservations(this.keyedIdleThresholdMs))) {
@@ -598,26 +517,12 @@ export class RateLimitRegistry {
     await res.ensureSlots(ctx);
     const raced = this.reservationMap.get(name);
     if (raced) {
-      if (this.keyedReservations.has(name)) this.checkKeyedReservationConfig(raced, ref, name);
+      if (this.keyedReservations.has(name)) checkKeyedReservationConfig(raced, ref, name);
       return raced;
     }
     this.reservationMap.set(name, res);
     this.keyedReservations.track(name);
     return res;
-  }
-
-  private checkKeyedReservationConfig(
-    existing: ConcurrencyReservation,
-    ref: KeyedReservationRef,
-    name: string,
-  ): void {
-    if (existing.slots === ref.slots && existing.leaseMs === ref.leaseMs && existing.clock === ref.clock)
-      return;
-    throw new InvalidArgumentError(
-      'keyedReservation',
-      name,
-      `two keyed refs derive ${JSON.stringify(name)} with different configurations (base names overlap through ':' in keys); choose distinct baseNames`,
-    );
   }
 
   private async touchKeyedRateLimit(primitive: RateLimitPrimitive, ctx: RateLimitContext): Promise<void> {
