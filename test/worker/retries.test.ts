@@ -6,395 +6,30 @@
  * Delays are tens of milliseconds: a failed attempt lands `scheduled` and the worker's own
  * maintenance leader promotes it when due (it is woken on every reschedule), so retries run fast.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
-
-import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { actor } from '../../src/actor.js';
 import type { AttemptRow, JobRow } from '../../src/backend/types.js';
 import type { JobHandle } from '../../src/client/job-handle.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { JobFailed, PayloadValidationError, ResultTooLarge } from '../../src/errors/index.js';
 import { newJobId } from '../../src/ids.js';
-import type { Logger } from '../../src/obs/logger.js';
-import { RetryAfter, Snooze, StartToCloseTimeout } from '../../src/retry/control-flow.js';
+import { StartToCloseTimeout } from '../../src/retry/control-flow.js';
 import { wakeChannel } from '../../src/schema-name.js';
 import { Worker } from '../../src/worker/worker.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
-
-const QUEUE = 'retries';
-
-let db: TestSchema;
-let tq: TaskQ;
-let worker: Worker;
-let started = false;
-
-// ---------------------------------------------------------------------------------------------
-// Recording: worker log lines, hook and reporter calls, attempts seen by handlers, retry delays.
-// ---------------------------------------------------------------------------------------------
-
-interface LogLine {
-  level: 'warn' | 'error';
-  msg: string | undefined;
-  fields: Record<string, unknown>;
-}
-const logLines: LogLine[] = [];
-
-/** A Logger keeping warn/error lines with their child bindings (jobId, actor, …). */
-function recordingLogger(bindings: Record<string, unknown> = {}): Logger {
-  const keep =
-    (level: LogLine['level']) =>
-    (obj: object, msg?: string): void => {
-      logLines.push({ level, msg, fields: { ...bindings, ...(obj as Record<string, unknown>) } });
-    };
-  return {
-    debug: () => undefined,
-    info: () => undefined,
-    warn: keep('warn'),
-    error: keep('error'),
-    child: (more) => recordingLogger({ ...bindings, ...more }),
-  };
-}
-
-interface HookCall {
-  row: JobRow;
-  value: unknown;
-}
-/** Per job id: calls of onSuccess (value = result), onRetryExhausted and the reporter (value = error). */
-const successCalls = new Map<string, HookCall[]>();
-const exhaustedCalls = new Map<string, HookCall[]>();
-const reports = new Map<string, HookCall[]>();
-const record = (into: Map<string, HookCall[]>, row: JobRow, value: unknown): void => {
-  into.set(row.id, [...(into.get(row.id) ?? []), { row, value }]);
-};
-const callsOf = (from: Map<string, HookCall[]>, jobId: string): HookCall[] => from.get(jobId) ?? [];
-
-/** Per job id: `ctx.attempt` of every handler invocation. */
-const seenAttempts = new Map<string, number[]>();
-function seen(jobId: string, attempt: number): number {
-  const list = [...(seenAttempts.get(jobId) ?? []), attempt];
-  seenAttempts.set(jobId, list);
-  return list.length;
-}
-
-/**
- * Per job id: the delay the database scheduled before each retry (ms), read by the next invocation:
- * the job's `scheduled_at` (set by the settle statement to `clock_timestamp() + delay`) minus the
- * `finished_at` of the previous attempt row (written by the same statement). Exact, whatever the
- * promoter's and dispatcher's latency.
- */
-const scheduledDelays = new Map<string, number[]>();
-async function readScheduledDelay(jobId: string): Promise<void> {
-  const { rows } = await db.pool.query<{ ms: number }>(
-    `SELECT (extract(epoch FROM j.scheduled_at - a.finished_at) * 1000)::float8 AS ms
-       FROM "${db.schema}".jobs j JOIN "${db.schema}".job_attempts a ON a.job_id = j.id
-      WHERE j.id = $1 ORDER BY a.id DESC LIMIT 1`,
-    [jobId],
-  );
-  if (rows[0]) scheduledDelays.set(jobId, [...(scheduledDelays.get(jobId) ?? []), rows[0].ms]);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Errors and actors.
-// ---------------------------------------------------------------------------------------------
-
-class BoomError extends Error {}
-class PermanentError extends Error {}
-class VeryPermanentError extends PermanentError {}
-class NotFoundError extends Error {}
-class RateLimitedError extends Error {}
-
-const alwaysFails = actor(
-  { name: 'always_fails', queue: QUEUE, retry: { maxAttempts: 3, base: 10, jitter: 0 } },
-  async (_p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    throw new BoomError(`boom ${ctx.attempt}`);
-  },
-);
-
-const failsTwice = actor(
-  { name: 'fails_twice', queue: QUEUE, retry: { maxAttempts: 3, base: 10, jitter: 0 } },
-  async (_p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    if (ctx.attempt < 3) throw new Error(`not yet (${ctx.attempt})`);
-    return { attempt: ctx.attempt };
-  },
-);
-
-/** Fails every attempt but the last of its `maxAttempts`, recording the scheduled delays. */
-function backoffActor(name: string, retry: { backoff: 'exponential' | 'linear' | 'fixed'; cap?: number }) {
-  const maxAttempts = 4 + (retry.cap === undefined ? 0 : 1);
-  return actor(
-    { name, queue: QUEUE, retry: { ...retry, maxAttempts, base: 40, jitter: 0 } },
-    async (_p, ctx) => {
-      seen(ctx.jobId, ctx.attempt);
-      if (ctx.attempt > 1) await readScheduledDelay(ctx.jobId);
-      if (ctx.attempt < maxAttempts) throw new Error(`attempt ${ctx.attempt} fails`);
-      return 'done';
-    },
-  );
-}
-const exponential = backoffActor('backoff_exponential', { backoff: 'exponential' });
-const linear = backoffActor('backoff_linear', { backoff: 'linear' });
-const fixed = backoffActor('backoff_fixed', { backoff: 'fixed' });
-const capped = backoffActor('backoff_capped', { backoff: 'exponential', cap: 100 });
-
-const indefinite = actor(
-  { name: 'indefinite', queue: QUEUE, retry: { kind: 'indefinite', maxAttempts: 2, base: 5, jitter: 0 } },
-  async (_p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    if (ctx.attempt < 5) throw new Error(`still failing (${ctx.attempt})`);
-    return ctx.attempt;
-  },
-);
-
-const nonRetryable = actor(
-  { name: 'non_retryable', queue: QUEUE, retry: { kind: 'nonRetryable', maxAttempts: 5, base: 5 } },
-  async (_p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    throw new BoomError('never again');
-  },
-);
-
-const permanent = actor(
-  {
-    name: 'permanent',
-    queue: QUEUE,
-    payload: z.object({ transientFirst: z.boolean() }),
-    retry: { maxAttempts: 5, base: 5, jitter: 0 },
-    nonRetryableErrors: [PermanentError],
-  },
-  async (p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    if (p.transientFirst && ctx.attempt === 1) throw new TypeError('a blip');
-    throw p.transientFirst ? new VeryPermanentError('gone for good') : new PermanentError('gone');
-  },
-);
-
-const classified = actor(
-  {
-    name: 'classified',
-    queue: QUEUE,
-    payload: z.object({ error: z.enum(['notFound', 'rateLimited']) }),
-    // A 10 s base: a retry within the test's time can only come from the hook's delay.
-    retry: { maxAttempts: 3, base: '10s', jitter: 0 },
-    retryClassifier: (error) => {
-      if (error instanceof NotFoundError) return { kind: 'nonRetryable' };
-      if (error instanceof RateLimitedError) return { delay: 30 };
-      return null;
-    },
-  },
-  async (p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    if (ctx.attempt > 1) await readScheduledDelay(ctx.jobId);
-    if (p.error === 'notFound') throw new NotFoundError('no such thing');
-    if (ctx.attempt === 1) throw new RateLimitedError('slow down');
-    return 'served';
-  },
-);
-
-const classifierThrowsCalls: number[] = [];
-const classifierThrows = actor(
-  {
-    name: 'classifier_throws',
-    queue: QUEUE,
-    retry: { maxAttempts: 2, base: 10, jitter: 0 },
-    retryClassifier: (_error, attempt) => {
-      classifierThrowsCalls.push(attempt);
-      throw new Error('bug in the classifier');
-    },
-  },
-  async (_p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    throw new TypeError(`fails (${ctx.attempt})`);
-  },
-);
-
-const snoozer = actor(
-  // One attempt only: snoozes must not use it up.
-  { name: 'snoozer', queue: QUEUE, retry: { maxAttempts: 1 } },
-  async (_p, ctx) => {
-    const calls = seen(ctx.jobId, ctx.attempt);
-    if (calls <= 2) throw new Snooze(20);
-    return calls;
-  },
-);
-
-const retryAfterConsuming = actor(
-  // Default 5 s base: quick retries can only come from RetryAfter's own delay.
-  { name: 'retry_after_consuming', queue: QUEUE, retry: { maxAttempts: 3 } },
-  async (_p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    if (ctx.attempt > 1) await readScheduledDelay(ctx.jobId);
-    throw new RetryAfter(30);
-  },
-);
-
-const retryAfterFree = actor(
-  { name: 'retry_after_free', queue: QUEUE, retry: { maxAttempts: 1 } },
-  async (_p, ctx) => {
-    const calls = seen(ctx.jobId, ctx.attempt);
-    if (calls > 1) await readScheduledDelay(ctx.jobId);
-    if (calls <= 2) throw new RetryAfter(30, { consumeBudget: false });
-    return 'finally';
-  },
-);
-
-const deadlined = actor(
-  { name: 'deadlined', queue: QUEUE, retry: { timeBudget: '300ms', base: '2s', jitter: 0 } },
-  async (_p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    throw new Error('fails once, and the next try would start after the deadline');
-  },
-);
-
-let validatedCalls = 0;
-const validated = actor(
-  { name: 'validated', queue: QUEUE, payload: z.object({ n: z.number().int() }), retry: { base: 5 } },
-  async (p) => {
-    validatedCalls++;
-    return p.n;
-  },
-);
-
-/** Why each invocation's signal was aborted (null: it was not). */
-const abortReasons = new Map<string, unknown[]>();
-async function sleepHonouringSignal(
-  ms: number,
-  ctx: { jobId: string; signal: AbortSignal },
-): Promise<string> {
-  try {
-    await sleep(ms, undefined, { signal: ctx.signal });
-    return `slept ${ms} ms`;
-  } finally {
-    const reason: unknown = ctx.signal.aborted ? ctx.signal.reason : null;
-    abortReasons.set(ctx.jobId, [...(abortReasons.get(ctx.jobId) ?? []), reason]);
-  }
-}
-const shortLimit = actor(
-  {
-    name: 'short_limit',
-    queue: QUEUE,
-    payload: z.object({ ms: z.number() }),
-    startToClose: '100ms',
-    retry: { maxAttempts: 2, base: 10, jitter: 0 },
-  },
-  async (p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    return sleepHonouringSignal(p.ms, ctx);
-  },
-);
-const longLimit = actor(
-  {
-    name: 'long_limit',
-    queue: QUEUE,
-    payload: z.object({ ms: z.number() }),
-    startToClose: '10s',
-    retry: { maxAttempts: 1 },
-  },
-  async (p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    return sleepHonouringSignal(p.ms, ctx);
-  },
-);
-
-const badResult = actor(
-  { name: 'bad_result', queue: QUEUE, result: z.object({ ok: z.literal(true) }), retry: { base: 5 } },
-  async (_p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    return { ok: 'nope' } as unknown as { ok: true };
-  },
-);
-
-const sized = actor(
-  {
-    name: 'sized',
-    queue: QUEUE,
-    payload: z.object({ chars: z.number().int() }),
-    result: z.object({ blob: z.string() }),
-    retry: { base: 5 },
-  },
-  async (p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    return { blob: 'x'.repeat(p.chars) };
-  },
-);
-
-const withSuccessHook = actor(
-  {
-    name: 'with_success_hook',
-    queue: QUEUE,
-    payload: z.object({ n: z.number() }),
-    result: z.object({ doubled: z.number() }),
-    onSuccess: (row, result) => record(successCalls, row, result),
-  },
-  async (p) => ({ doubled: p.n * 2 }),
-);
-
-const exhausting = actor(
-  {
-    name: 'exhausting',
-    queue: QUEUE,
-    retry: { maxAttempts: 2, base: 10, jitter: 0 },
-    onRetryExhausted: (row, error) => record(exhaustedCalls, row, error),
-  },
-  async (_p, ctx) => {
-    seen(ctx.jobId, ctx.attempt);
-    throw new BoomError(`boom ${ctx.attempt}`);
-  },
-);
-
-const successHookThrows = actor(
-  {
-    name: 'success_hook_throws',
-    queue: QUEUE,
-    onSuccess: () => {
-      throw new Error('hook bug');
-    },
-  },
-  async () => 'fine',
-);
-
-const successHookHangs = actor(
-  {
-    name: 'success_hook_hangs',
-    queue: QUEUE,
-    onSuccessTimeout: '100ms',
-    onSuccess: () => new Promise<void>(() => undefined),
-  },
-  async () => 'fine',
-);
-
-const exhaustedHookThrows = actor(
-  {
-    name: 'exhausted_hook_throws',
-    queue: QUEUE,
-    retry: { kind: 'nonRetryable' },
-    onRetryExhausted: () => {
-      throw new Error('hook bug');
-    },
-  },
-  async () => {
-    throw new BoomError('bad');
-  },
-);
-
-const exhaustedHookHangs = actor(
-  {
-    name: 'exhausted_hook_hangs',
-    queue: QUEUE,
-    retry: { kind: 'nonRetryable' },
-    onRetryExhaustedTimeout: '100ms',
-    onRetryExhausted: () => new Promise<void>(() => undefined),
-  },
-  async () => {
-    throw new BoomError('bad');
-  },
-);
-
-const ALL_ACTORS = [
+import {
+  QUEUE,
+  logLines,
+  recordingLogger,
+  successCalls,
+  exhaustedCalls,
+  reports,
+  record,
+  callsOf,
+  seenAttempts,
+  scheduledDelays,
+  BoomError,
   alwaysFails,
   failsTwice,
   exponential,
@@ -405,12 +40,14 @@ const ALL_ACTORS = [
   nonRetryable,
   permanent,
   classified,
+  classifierThrowsCalls,
   classifierThrows,
   snoozer,
   retryAfterConsuming,
   retryAfterFree,
   deadlined,
-  validated,
+  validatedCalls,
+  abortReasons,
   shortLimit,
   longLimit,
   badResult,
@@ -421,7 +58,14 @@ const ALL_ACTORS = [
   successHookHangs,
   exhaustedHookThrows,
   exhaustedHookHangs,
-];
+  ALL_ACTORS,
+  useRetryFixtureDb,
+} from '../fixtures/retry-actors.js';
+
+let db: TestSchema;
+let tq: TaskQ;
+let worker: Worker;
+let started = false;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers.
@@ -460,6 +104,7 @@ const PROMOTION_SLACK_MS = 5000;
 
 beforeAll(async () => {
   db = await migratedSchema('rt');
+  useRetryFixtureDb(db);
   tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
   worker = new Worker({
     actors: ALL_ACTORS,
