@@ -35,7 +35,11 @@ export interface WorkerSettings extends TaskQSettings {
   dispatcherPoolSize: number;
   /** `TASKQ_DISPATCHER_COMMAND_TIMEOUT`: per-statement timeout of the dispatcher pool and leader loops. Default 5 s. */
   dispatcherCommandTimeoutMs: number;
-  /** `TASKQ_DISPATCH_OVERSAMPLE`: per-actor candidate multiplier in the dispatch statement (1–1000). Default 2. */
+  /**
+   * `TASKQ_DISPATCH_OVERSAMPLE`: per-actor candidate multiplier in the full dispatch statement
+   * (1–1000). Default 2. The lean claim (strict FIFO, no limits, no identity keys) locks rows as it
+   * reads them and needs none.
+   */
   dispatchOversample: number;
   /** `TASKQ_DISPATCH_SCOPE_BY_HOME_QUEUE`: probe only actors whose home queue is subscribed. Default false. */
   dispatchScopeByHomeQueue: boolean;
