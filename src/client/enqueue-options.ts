@@ -111,6 +111,8 @@ export function buildEnqueueArgs(
   opts: EnqueueOptions,
   ctx: BuildContext,
 ): EnqueueArgs {
+  // Field names are built only for options that are present (a batch of 1,000 items without
+  // options would otherwise build ten strings per item that no error ever uses).
   const f = (name: string): string => `${ctx.fieldPrefix ?? 'enqueue.'}${name}`;
   if (opts === null || typeof opts !== 'object')
     throw new InvalidArgumentError(f('options'), opts, 'must be an object');
@@ -122,9 +124,10 @@ export function buildEnqueueArgs(
         'is not an enqueue option',
       );
   }
-  const queue = checkQueueName(opts.queue ?? ref.queue, f('queue'));
-  const scheduledAt = optionalDate(opts.scheduledAt, f('scheduledAt'));
-  const delayMs = toMsOrNull(opts.delay, f('delay'), 'nonNegative');
+  const queue = opts.queue === undefined ? ref.queue : checkQueueName(opts.queue, f('queue'));
+  const scheduledAt =
+    opts.scheduledAt === undefined ? null : optionalDate(opts.scheduledAt, f('scheduledAt'));
+  const delayMs = opts.delay === undefined ? null : toMsOrNull(opts.delay, f('delay'), 'nonNegative');
   if (scheduledAt !== null && delayMs !== null) {
     throw new InvalidArgumentError(f('delay'), opts.delay, 'scheduledAt and delay are mutually exclusive');
   }
@@ -132,7 +135,67 @@ export function buildEnqueueArgs(
     opts.priority === undefined
       ? ref.priority
       : checkInt(opts.priority, f('priority'), -2_147_483_648, 2_147_483_647);
-  const metadata = opts.metadata ?? {};
+  const metadata =
+    opts.metadata === undefined || opts.metadata === null ? {} : checkedMetadata(opts.metadata, f);
+  if (ref.singleton) metadata.singleton = true;
+  if (ctx.batchId) metadata.batch_id = ctx.batchId;
+  const tags = opts.tags === undefined || opts.tags === null ? [] : checkedTags(opts.tags, f);
+  const idempotencyKey =
+    opts.idempotencyKey === undefined
+      ? null
+      : optionalText(opts.idempotencyKey, f('idempotencyKey'), ctx.idempotencyMaxBytes, true);
+  let idempotencyScope = '';
+  if (opts.idempotencyScope !== undefined && opts.idempotencyScope !== null) {
+    idempotencyScope = checkText(opts.idempotencyScope, f('idempotencyScope'), {
+      allowEmpty: true,
+      maxBytes: ctx.idempotencyMaxBytes,
+    });
+  }
+  const scheduleToClose =
+    opts.scheduleToClose === undefined ? null : optionalDate(opts.scheduleToClose, f('scheduleToClose'));
+  return {
+    id: newJobId(),
+    actor: ref.name,
+    queue,
+    identityKey:
+      opts.identityKey === undefined ? null : optionalText(opts.identityKey, f('identityKey'), KEY_MAX_BYTES),
+    fairnessKey:
+      opts.fairnessKey === undefined ? null : optionalText(opts.fairnessKey, f('fairnessKey'), KEY_MAX_BYTES),
+    payloadJson,
+    payloadSchemaVer: ref.payloadSchemaVersion,
+    priority,
+    maxAttempts: ref.retry.maxAttempts,
+    retryKind: ref.retry.kind,
+    scheduledAt,
+    scheduledDelayMs: delayMs,
+    scheduleToClose,
+    scheduleToCloseIntervalMs: ref.retry.timeBudgetMs,
+    startToCloseMs:
+      (opts.startToClose === undefined ? null : toMsOrNull(opts.startToClose, f('startToClose'))) ??
+      ref.startToCloseMs,
+    heartbeatTimeoutMs:
+      (opts.heartbeatTimeout === undefined
+        ? null
+        : toMsOrNull(opts.heartbeatTimeout, f('heartbeatTimeout'))) ?? ref.heartbeatTimeoutMs,
+    idempotencyKey,
+    idempotencyScope,
+    traceId:
+      (opts.traceId === undefined ? null : optionalText(opts.traceId, f('traceId'), 128)) ??
+      ctx.traceId ??
+      null,
+    spanId:
+      (opts.spanId === undefined ? null : optionalText(opts.spanId, f('spanId'), 128)) ?? ctx.spanId ?? null,
+    metadata,
+    tags,
+    maxPending: ctx.maxPending,
+    singleton: ref.singleton,
+    uniqueForMs: ref.uniqueForMs,
+    uniqueStates: ref.uniqueStates as readonly JobStatus[],
+  };
+}
+
+/** The caller's metadata as a JSON copy: a plain object, no reserved key, serialisable, no NUL. */
+function checkedMetadata(metadata: unknown, f: (name: string) => string): Record<string, unknown> {
   if (!isPlainObject(metadata))
     throw new InvalidArgumentError(f('metadata'), metadata, 'must be a plain object');
   for (const key of RESERVED_METADATA_KEYS) {
@@ -144,61 +207,21 @@ export function buildEnqueueArgs(
       );
     }
   }
-  let metaOut: Record<string, unknown> = metadata;
+  let copy: Record<string, unknown>;
   try {
-    metaOut = JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>;
+    copy = JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>;
   } catch {
     throw new InvalidArgumentError(f('metadata'), metadata, 'must be JSON-serialisable');
   }
   // jsonb cannot hold \u0000: refuse it here, naming where it is, instead of a driver error.
-  checkJsonNoNul(metaOut, f('metadata'), metadata);
-  if (ref.singleton) metaOut.singleton = true;
-  if (ctx.batchId) metaOut.batch_id = ctx.batchId;
-  const tags = opts.tags ?? [];
+  checkJsonNoNul(copy, f('metadata'), metadata);
+  return copy;
+}
+
+/** The caller's tags, each checked. */
+function checkedTags(tags: unknown, f: (name: string) => string): string[] {
   if (!Array.isArray(tags)) throw new InvalidArgumentError(f('tags'), tags, 'must be an array of strings');
   if (tags.length > MAX_TAGS)
     throw new InvalidArgumentError(f('tags'), tags, `must hold at most ${MAX_TAGS} tags`);
-  const tagList = tags.map((t, i) => checkText(t, f(`tags[${i}]`), { maxBytes: TAG_MAX_BYTES }));
-  const idempotencyKey = optionalText(
-    opts.idempotencyKey,
-    f('idempotencyKey'),
-    ctx.idempotencyMaxBytes,
-    true,
-  );
-  let idempotencyScope = '';
-  if (opts.idempotencyScope !== undefined && opts.idempotencyScope !== null) {
-    idempotencyScope = checkText(opts.idempotencyScope, f('idempotencyScope'), {
-      allowEmpty: true,
-      maxBytes: ctx.idempotencyMaxBytes,
-    });
-  }
-  const scheduleToClose = optionalDate(opts.scheduleToClose, f('scheduleToClose'));
-  return {
-    id: newJobId(),
-    actor: ref.name,
-    queue,
-    identityKey: optionalText(opts.identityKey, f('identityKey'), KEY_MAX_BYTES),
-    fairnessKey: optionalText(opts.fairnessKey, f('fairnessKey'), KEY_MAX_BYTES),
-    payloadJson,
-    payloadSchemaVer: ref.payloadSchemaVersion,
-    priority,
-    maxAttempts: ref.retry.maxAttempts,
-    retryKind: ref.retry.kind,
-    scheduledAt,
-    scheduledDelayMs: delayMs,
-    scheduleToClose,
-    scheduleToCloseIntervalMs: ref.retry.timeBudgetMs,
-    startToCloseMs: toMsOrNull(opts.startToClose, f('startToClose')) ?? ref.startToCloseMs,
-    heartbeatTimeoutMs: toMsOrNull(opts.heartbeatTimeout, f('heartbeatTimeout')) ?? ref.heartbeatTimeoutMs,
-    idempotencyKey,
-    idempotencyScope,
-    traceId: optionalText(opts.traceId, f('traceId'), 128) ?? ctx.traceId ?? null,
-    spanId: optionalText(opts.spanId, f('spanId'), 128) ?? ctx.spanId ?? null,
-    metadata: metaOut,
-    tags: tagList,
-    maxPending: ctx.maxPending,
-    singleton: ref.singleton,
-    uniqueForMs: ref.uniqueForMs,
-    uniqueStates: ref.uniqueStates as readonly JobStatus[],
-  };
+  return tags.map((t, i) => checkText(t, f(`tags[${i}]`), { maxBytes: TAG_MAX_BYTES }));
 }

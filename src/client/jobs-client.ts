@@ -102,19 +102,39 @@ export class JobsClient {
     this.capacity.invalidate();
   }
 
-  private async payloadJson(
+  /** The payload as JSON text, validated first when the actor has a schema (then asynchronously). */
+  private payloadJson(
     ref: ActorRef<unknown, unknown>,
     payload: unknown,
     what: string,
-  ): Promise<string> {
-    const value = ref.payloadSchema
-      ? await validateSchema(ref.payloadSchema, payload, {
-          actor: ref.name,
-          what,
-          payloadSchemaVer: ref.payloadSchemaVersion,
-        })
-      : payload;
-    return toJsonText(value, { actor: ref.name, what });
+  ): string | Promise<string> {
+    if (!ref.payloadSchema) return toJsonText(payload, { actor: ref.name, what });
+    return validateSchema(ref.payloadSchema, payload, {
+      actor: ref.name,
+      what,
+      payloadSchemaVer: ref.payloadSchemaVersion,
+    }).then((value) => toJsonText(value, { actor: ref.name, what }));
+  }
+
+  /**
+   * Every item's payload JSON. Actors without a schema serialise synchronously: a batch of 1,000
+   * such items makes no promises. A synchronous failure still waits on nothing, but the promises
+   * already made are observed so that their own rejections are not reported as unhandled.
+   */
+  private async payloadJsons(refs: readonly ActorRef<unknown, unknown>[], items: readonly EnqueueItem[]) {
+    const out: (string | Promise<string>)[] = [];
+    let async = false;
+    try {
+      for (let i = 0; i < items.length; i++) {
+        const json = this.payloadJson(refs[i]!, items[i]!.payload, `items[${i}].payload`);
+        if (typeof json !== 'string') async = true;
+        out.push(json);
+      }
+    } catch (err) {
+      for (const json of out) if (typeof json !== 'string') json.catch(() => undefined);
+      throw err;
+    }
+    return async ? Promise.all(out) : (out as string[]);
   }
 
   private checkRef(ref: unknown, field: string): asserts ref is ActorRef<unknown, unknown> {
@@ -193,9 +213,7 @@ export class JobsClient {
       this.checkRef(item.actor, `items[${i}].actor`);
       return item.actor as ActorRef<unknown, unknown>;
     });
-    const jsons = await Promise.all(
-      items.map((item, i) => this.payloadJson(refs[i]!, item.payload, `items[${i}].payload`)),
-    );
+    const jsons = await this.payloadJsons(refs, items);
     const limits = new Map<string, number | null>();
     for (const ref of refs)
       if (!limits.has(ref.name))

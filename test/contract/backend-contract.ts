@@ -361,6 +361,16 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
               scheduleToClose: new Date(Date.now() + 86_400_000),
             },
           },
+          // Text the array literal must quote: quotes, backslashes, braces, commas, "NULL", unicode.
+          {
+            actor: budgeted,
+            payload: { s: 'a "q" \\ {x,y} NULL é 😀', n: null, list: ['NULL', ''] },
+            options: {
+              identityKey: 'NULL',
+              tags: ['{a}', 'b"c'],
+              scheduledAt: new Date(Date.now() + 60_000),
+            },
+          },
         ]);
         for (const h of batch.jobHandles) {
           const read = await client.getRow(h.jobId);

@@ -4,7 +4,7 @@ import type { EnqueueArgs, JobRow } from '../types.js';
 import type { PgOps } from './pg-ops.js';
 import { toJobRow } from './row-mapper.js';
 import { newJobRow } from '../new-job-row.js';
-import { paramColumn } from './param-column.js';
+import { dateColumn, numberColumn, textColumn, type BatchColumn } from './batch-column.js';
 
 type Raw = Record<string, unknown>;
 
@@ -130,45 +130,49 @@ function insertedRow(a: EnqueueArgs, r: Raw): JobRow {
 /** Up to 1000 jobs in one statement; idempotency collisions map to the existing rows, in order. */
 export async function enqueueMany(ops: PgOps, list: readonly EnqueueArgs[], ex: Executor): Promise<JobRow[]> {
   if (list.length === 0) return [];
-  const col = <T>(f: (a: EnqueueArgs) => T): T[] | null => paramColumn(list, f);
+  // Column order of the statement: $2–$21 and $23 are arrays, $24–$44 the same columns' values.
+  const columns: BatchColumn[] = [
+    textColumn(list, (a) => a.actor),
+    textColumn(list, (a) => a.queue),
+    textColumn(list, (a) => a.identityKey),
+    textColumn(list, (a) => a.fairnessKey),
+    textColumn(list, (a) => a.payloadJson),
+    numberColumn(list, (a) => a.payloadSchemaVer),
+    numberColumn(list, (a) => a.priority),
+    numberColumn(list, (a) => a.maxAttempts),
+    textColumn(list, (a) => a.retryKind),
+    dateColumn(list, (a) => a.scheduledAt),
+    dateColumn(list, (a) => a.scheduleToClose),
+    numberColumn(list, (a) => a.scheduleToCloseIntervalMs),
+    numberColumn(list, (a) => a.startToCloseMs),
+    numberColumn(list, (a) => a.heartbeatTimeoutMs),
+    textColumn(list, (a) => a.idempotencyKey),
+    textColumn(list, (a) => a.idempotencyScope),
+    textColumn(list, (a) => a.traceId),
+    textColumn(list, (a) => a.spanId),
+    textColumn(list, (a) => JSON.stringify(a.metadata)),
+    textColumn(list, (a) => JSON.stringify(a.tags)),
+  ];
+  const delay = numberColumn(list, (a) => a.scheduledDelayMs);
   let rows: Raw[];
   try {
     rows = await ops.run(
       'enqueueBatch',
       [
-        col((a) => a.id),
-        col((a) => a.actor),
-        col((a) => a.queue),
-        col((a) => a.identityKey),
-        col((a) => a.fairnessKey),
-        col((a) => a.payloadJson),
-        col((a) => a.payloadSchemaVer),
-        col((a) => a.priority),
-        col((a) => a.maxAttempts),
-        col((a) => a.retryKind),
-        col((a) => a.scheduledAt),
-        col((a) => a.scheduleToClose),
-        col((a) => a.scheduleToCloseIntervalMs),
-        col((a) => a.startToCloseMs),
-        col((a) => a.heartbeatTimeoutMs),
-        col((a) => a.idempotencyKey),
-        col((a) => a.idempotencyScope),
-        col((a) => a.traceId),
-        col((a) => a.spanId),
-        col((a) => JSON.stringify(a.metadata)),
-        col((a) => JSON.stringify(a.tags)),
+        `{${list.map((a) => a.id).join(',')}}`,
+        ...columns.map((c) => c[0]),
         ops.channels.wake,
-        col((a) => a.scheduledDelayMs),
+        delay[0],
+        ...columns.map((c) => c[1]),
+        delay[1],
       ],
       ex,
     );
   } catch (err) {
     throw translateUnique(err, list[0]?.actor ?? '');
   }
-  const byId = new Map<string, JobRow>();
-  const argsById = new Map(list.map((a) => [a.id, a]));
-  for (const r of rows) byId.set(r.id as string, insertedRow(argsById.get(r.id as string)!, r));
-  const missing = list.filter((a) => !byId.has(a.id));
+  const inserted = insertedRows(list, rows);
+  const missing = list.filter((a, i) => inserted[i] === undefined);
   const byKey = new Map<string, JobRow>();
   if (missing.length > 0) {
     const existing = await ops.run(
@@ -181,9 +185,30 @@ export async function enqueueMany(ops: PgOps, list: readonly EnqueueArgs[], ex: 
       byKey.set(`${row.idempotencyScope}\u0000${row.idempotencyKey}`, row);
     }
   }
-  return list.map((a) => {
-    const row = byId.get(a.id) ?? byKey.get(`${a.idempotencyScope}\u0000${a.idempotencyKey}`);
+  return list.map((a, i) => {
+    const row = inserted[i] ?? byKey.get(`${a.idempotencyScope}\u0000${a.idempotencyKey}`);
     if (!row) throw new Error(`enqueueBatch: item ${a.id} was neither inserted nor matched an existing row`);
     return row;
   });
+}
+
+/**
+ * The inserted rows, by item position (`undefined` where ON CONFLICT skipped the item). The
+ * statement inserts in item order and RETURNING follows it, so one walk pairs them; should the
+ * order ever differ, the rows are paired by id instead.
+ */
+export function insertedRows(list: readonly EnqueueArgs[], rows: readonly Raw[]): (JobRow | undefined)[] {
+  const out = new Array<JobRow | undefined>(list.length);
+  let k = 0;
+  for (let i = 0; i < list.length && k < rows.length; i++) {
+    if (list[i]!.id === rows[k]!.id) out[i] = insertedRow(list[i]!, rows[k++]!);
+  }
+  if (k === rows.length) return out;
+  const index = new Map(list.map((a, i) => [a.id, i]));
+  out.fill(undefined);
+  for (const r of rows) {
+    const i = index.get(r.id as string)!;
+    out[i] = insertedRow(list[i]!, r);
+  }
+  return out;
 }

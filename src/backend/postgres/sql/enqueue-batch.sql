@@ -8,8 +8,32 @@
 WITH now_ AS (
   SELECT clock_timestamp() AS ts
 ),
+-- Each column is an array (one value per item) or, when every item agrees, one value ($24 on):
+-- see batch-column.ts. A NULL array is padded with NULLs by unnest; the id array never is NULL.
 items AS (
-  SELECT * FROM unnest(
+  SELECT t.id, t.ord,
+    coalesce(t.actor, $24::text) AS actor,
+    coalesce(t.queue, $25::text) AS queue,
+    coalesce(t.identity_key, $26::text) AS identity_key,
+    coalesce(t.fairness_key, $27::text) AS fairness_key,
+    coalesce(t.payload, $28::text) AS payload,
+    coalesce(t.payload_schema_ver, $29::int) AS payload_schema_ver,
+    coalesce(t.priority, $30::int) AS priority,
+    coalesce(t.max_attempts, $31::int) AS max_attempts,
+    coalesce(t.retry_kind, $32::text) AS retry_kind,
+    coalesce(t.scheduled_at, $33::timestamptz) AS scheduled_at,
+    coalesce(t.schedule_to_close, $34::timestamptz) AS schedule_to_close,
+    coalesce(t.stc_interval_ms, $35::float8) AS stc_interval_ms,
+    coalesce(t.start_to_close_ms, $36::float8) AS start_to_close_ms,
+    coalesce(t.heartbeat_timeout_ms, $37::float8) AS heartbeat_timeout_ms,
+    coalesce(t.idempotency_key, $38::text) AS idempotency_key,
+    coalesce(t.idempotency_scope, $39::text) AS idempotency_scope,
+    coalesce(t.trace_id, $40::text) AS trace_id,
+    coalesce(t.span_id, $41::text) AS span_id,
+    coalesce(t.metadata, $42::text) AS metadata,
+    coalesce(t.tags, $43::text) AS tags,
+    coalesce(t.delay_ms, $44::float8) AS delay_ms
+  FROM unnest(
     $1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::int[],
     $9::int[], $10::text[], $11::timestamptz[], $12::timestamptz[], $13::float8[], $14::float8[],
     $15::float8[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[], $23::float8[]
