@@ -122,7 +122,8 @@ function insertedRow(a: EnqueueArgs, r: Raw): JobRow {
   return newJobRow(a, {
     status: r.status as JobRow['status'],
     createdAt: new Date(Number(r.created_ms)),
-    scheduledAt: new Date(Number(r.scheduled_ms)),
+    // enqueueBatch leaves it NULL when the job runs at its creation time.
+    scheduledAt: new Date(Number(r.scheduled_ms ?? r.created_ms)),
     scheduleToClose: stc === null || stc === undefined ? null : new Date(Number(stc)),
   });
 }
