@@ -1,7 +1,8 @@
 /**
  * The two claim statements behind `dispatchBatch` (src/backend/postgres/pg-dispatch.ts): the lean
  * one claims the common case itself and hands over to the full one, claiming nothing, when a stored
- * concurrency limit, a round-robin queue or an identity key at the head of the queue needs it.
+ * concurrency limit, a round-robin queue, a pending job with a fairness key or an identity key at
+ * the head of the queue needs it.
  * Either way the claim's result is the full statement's.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -128,6 +129,19 @@ describe('hand-over to the full claim', () => {
     expect(rows).toHaveLength(2);
     expect(rows.map((r) => r.id)).toContain(other.jobId);
     expect(backend.dispatcher.handovers).toBe(1);
+  });
+
+  it('a strict FIFO queue holding jobs with a fairness key: one order across keyed and key-less jobs', async () => {
+    // Keyed and key-less pending jobs sit in different indexes; the full claim merges their heads.
+    const k1 = await client.enqueue(alpha, {}, { fairnessKey: 'tenant-a' });
+    const n1 = await client.enqueue(alpha, {});
+    const k2 = await client.enqueue(alpha, {}, { fairnessKey: 'tenant-b', priority: 2 });
+    const n2 = await client.enqueue(alpha, {}, { priority: 1 });
+    const k3 = await client.enqueue(alpha, {}, { fairnessKey: 'tenant-a' });
+    const rows = await backend.dispatchBatch(request({ limit: 4 }));
+    expect(rows.map((r) => r.id)).toEqual([k2.jobId, n2.jobId, k1.jobId, n1.jobId]);
+    expect(backend.dispatcher.handovers).toBe(1);
+    expect((await backend.dispatchBatch(request())).map((r) => r.id)).toEqual([k3.jobId]);
   });
 
   it('an actor that declares maxConcurrent goes straight to the full claim', async () => {

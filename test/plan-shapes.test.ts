@@ -66,15 +66,23 @@ describe('generic plans of the worker statements on an empty jobs table', () => 
     expect(plan.some((l) => /Seq Scan on jobs\b/.test(l))).toBe(true);
   });
 
-  it('dispatch reads jobs only through indexes', async () => {
+  it('dispatch reads jobs only through indexes: candidates through the dispatch indexes, the rows it locks by id', async () => {
     const plan = await genericPlan('dispatch', PINNED_PLAN_SESSION_SETTINGS);
     expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
+    for (const index of [
+      'jobs_keyless_dispatch_idx',
+      'jobs_keyed_dispatch_idx',
+      'jobs_keyed_fair_dispatch_idx',
+    ])
+      expect(plan.some((l) => l.includes(index))).toBe(true);
+    // Locking and updating the chosen rows must not read every active job of a queue.
+    expect(plan.filter((l) => /jobs_(queue|actor)_active_idx/.test(l))).toEqual([]);
   });
 
   it('the lean dispatch reads jobs only through indexes, the candidates through the dispatch index', async () => {
     const plan = await genericPlan('dispatchLean', PINNED_PLAN_SESSION_SETTINGS);
     expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
-    expect(plan.some((l) => /jobs_dispatch_idx/.test(l))).toBe(true);
+    expect(plan.some((l) => /jobs_keyless_dispatch_idx/.test(l))).toBe(true);
     // The update reaches the locked rows by address, not by a join planned over the whole table.
     expect(plan.some((l) => /Tid Scan on jobs\b/.test(l))).toBe(true);
     expect(plan.filter((l) => /Hash Join/.test(l))).toEqual([]);

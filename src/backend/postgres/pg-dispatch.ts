@@ -8,8 +8,9 @@ type Raw = Record<string, unknown>;
 
 /**
  * After the lean claim had to hand over to the full one (a stored concurrency limit, a round-robin
- * queue, identity keys at the head of the queue), claims skip it for this long: whatever made it
- * hand over is likely still there, and each hand-over costs a statement.
+ * queue, a pending job with a fairness key, identity keys at the head of the queue), claims skip it
+ * for this long: whatever made it hand over is likely still there, and each hand-over costs a
+ * statement.
  */
 export const LEAN_DISPATCH_PAUSE_MS = 5_000;
 
@@ -18,7 +19,7 @@ const IDENTITY_RACE_ATTEMPTS = 5;
 
 /**
  * Runs claims. Two statements implement one contract: `dispatchLean`, a small plan for the common
- * case (strict FIFO, no concurrency limit, no identity keys), and `dispatch`, which handles every
+ * case (strict FIFO, no concurrency limit, no fairness or identity keys), and `dispatch`, which handles every
  * case. The lean one checks its own preconditions in the same snapshot and, when one fails, claims
  * nothing and says so; the full one then runs. A request whose actors declare `maxConcurrent` goes
  * straight to the full one.

@@ -3,11 +3,12 @@
 --   $1 queues text[], $2 limit, $3 worker id, $4 lease ms, $5 oversample,
 --   $6 actors this worker runs text[], $7 their maxConcurrent literals int[] (null = unbounded)
 -- Per actor: residual capacity = maxConcurrent (stored actor_config value, else the literal) minus
--- running jobs. Candidates are read per (actor, queue) through the pending-only dispatch index,
--- residual × oversample each. Strict FIFO queues order by priority, then time; round-robin queues
--- interleave fairness keys: each key with pending jobs (found by a skip scan of the fair-dispatch
--- index) and the key-less group offer an equal share of that, ranked within the key. Row locks (FOR UPDATE SKIP LOCKED) are taken only in `locked`, after
--- every window function. The final UPDATE re-checks status = 'pending' (race guard).
+-- running jobs. Candidates are read per (actor, queue) through the pending-only dispatch indexes,
+-- residual × oversample each. Strict FIFO queues order by priority, then time (the heads of the
+-- key-less and the keyed index, merged); round-robin queues interleave fairness keys: each key with
+-- pending jobs (found by a skip scan of the keyed fair-dispatch index) and the key-less group offer
+-- an equal share of that, ranked within the key. Row locks (FOR UPDATE SKIP LOCKED) are taken only
+-- in `locked`, after every window function. The final UPDATE re-checks status = 'pending' (race guard).
 -- At most one running job per (actor, identity_key): running identities are excluded here, and a
 -- unique index decides the rare race between two producers (the loser retries the statement).
 WITH RECURSIVE params AS (
@@ -55,7 +56,8 @@ rr_targets AS (
 rr_key_walk (actor, queue, fairness_key) AS (
   SELECT t.actor, t.queue,
          (SELECT min(j.fairness_key) FROM {schema}.jobs j
-          WHERE j.queue = t.queue AND j.actor = t.actor AND j.status = 'pending')
+          WHERE j.queue = t.queue AND j.actor = t.actor AND j.status = 'pending'
+            AND j.fairness_key IS NOT NULL)
   FROM rr_targets t
   UNION ALL
   SELECT w.actor, w.queue,
@@ -76,13 +78,26 @@ candidates AS (
   SELECT c.id, c.actor, c.identity_key, c.priority, c.scheduled_at, NULL::bigint AS fairness_rank
   FROM per_actor_capacity pac
   CROSS JOIN queue_modes qm
+  -- Strict FIFO: the head of the key-less and of the keyed dispatch index, merged.
   CROSS JOIN LATERAL (
-    SELECT j.id, j.actor, j.identity_key, j.priority, j.scheduled_at
-    FROM {schema}.jobs j
-    WHERE qm.mode = 'strict_fifo'
-      AND j.queue = qm.queue AND j.actor = pac.actor AND j.status = 'pending'
-      AND j.scheduled_at <= (SELECT now FROM params)
-    ORDER BY j.priority DESC, j.scheduled_at, j.id
+    SELECT u.* FROM (
+      (SELECT j.id, j.actor, j.identity_key, j.priority, j.scheduled_at
+       FROM {schema}.jobs j
+       WHERE qm.mode = 'strict_fifo'
+         AND j.queue = qm.queue AND j.actor = pac.actor AND j.status = 'pending' AND j.fairness_key IS NULL
+         AND j.scheduled_at <= (SELECT now FROM params)
+       ORDER BY j.priority DESC, j.scheduled_at, j.id
+       LIMIT pac.residual * $5::int)
+      UNION ALL
+      (SELECT j.id, j.actor, j.identity_key, j.priority, j.scheduled_at
+       FROM {schema}.jobs j
+       WHERE qm.mode = 'strict_fifo'
+         AND j.queue = qm.queue AND j.actor = pac.actor AND j.status = 'pending' AND j.fairness_key IS NOT NULL
+         AND j.scheduled_at <= (SELECT now FROM params)
+       ORDER BY j.priority DESC, j.scheduled_at, j.id
+       LIMIT pac.residual * $5::int)
+    ) u
+    ORDER BY u.priority DESC, u.scheduled_at, u.id
     LIMIT pac.residual * $5::int
   ) c
   WHERE pac.residual > 0
@@ -98,6 +113,7 @@ candidates AS (
       SELECT j.id, j.actor, j.identity_key, j.priority, j.scheduled_at
       FROM {schema}.jobs j
       WHERE j.queue = k.queue AND j.actor = k.actor AND j.fairness_key = k.fairness_key
+        AND j.fairness_key IS NOT NULL
         AND j.status = 'pending' AND j.scheduled_at <= (SELECT now FROM params)
       ORDER BY j.priority DESC, j.scheduled_at, j.id
       LIMIT k.per_key
@@ -142,7 +158,10 @@ locked AS (
   -- The id list repeats the join on purpose: it gives the planner a primary-key path whose size
   -- it estimates as small even in a generic plan (where the candidate LIMIT is unknown and the
   -- join alone was planned as a hash of every pending job: 130 ms instead of 1 ms at 1M rows).
-  WHERE j.status = 'pending' AND j.id = ANY (ARRAY(SELECT id FROM identity_dedup))
+  -- `status::text` so that no partial index over pending jobs matches: a generic plan made while
+  -- `jobs` is empty read every pending job through one (the per-queue active index) and filtered
+  -- by id.
+  WHERE j.status::text = 'pending' AND j.id = ANY (ARRAY(SELECT id FROM identity_dedup))
   ORDER BY coalesce(d.fairness_rank, 1), d.priority DESC, d.scheduled_at, d.id
   LIMIT $2::int
   FOR UPDATE OF j SKIP LOCKED
@@ -172,7 +191,7 @@ claimed AS (
       lock_expires_at = (SELECT now FROM params) + $4::float8 * interval '1 millisecond',
       last_heartbeat_at = (SELECT now FROM params)
   FROM eligible e
-  WHERE j.id = e.id AND j.status = 'pending'
+  WHERE j.id = e.id AND j.status::text = 'pending'
   RETURNING {job_columns}
 ),
 events AS (
@@ -191,14 +210,14 @@ ORDER BY coalesce(c.priority, 0) DESC, c.scheduled_at, c.id;
 -- The claim for the common case, with a fraction of `dispatch`'s plan: strict FIFO queues, actors
 -- with no concurrency limit, jobs with no identity key. The caller uses it only when no actor of the
 -- request declares `maxConcurrent`; the rest is checked here, in the same snapshot:
---   - no stored actor_config.max_concurrent for these actors and no round-robin queue among these
---     queues (`guard`), and
+--   - no stored actor_config.max_concurrent for these actors, no round-robin queue among these
+--     queues and no pending job of theirs with a fairness key (`guard`), and
 --   - no identity key among the jobs this claim would take (`top`).
 -- If either fails the statement claims nothing and returns one row with `_fallback` true (and null
 -- job columns): the caller runs `dispatch`, which handles every case. Otherwise it returns the
 -- claimed rows, or one all-null row with `_fallback` false when there was nothing to claim.
 --   $1 queues text[], $2 limit, $3 worker id, $4 lease ms, $5 actors text[]
--- Rows are locked as the pending-only dispatch index yields them (FOR UPDATE SKIP LOCKED under the
+-- Rows are locked as the key-less dispatch index yields them (FOR UPDATE SKIP LOCKED under the
 -- LIMIT, the way a single-queue claim is usually written): no candidate list to read twice, so no
 -- oversampling. With several (queue, actor) pairs each locks up to the limit and the best `$2` of
 -- them are claimed; the others stay locked, unclaimed, until this statement's transaction ends
@@ -214,7 +233,12 @@ guard AS (
            WHERE ac.actor = ANY ($5::text[]) AND ac.max_concurrent IS NOT NULL)
      AND NOT EXISTS (
            SELECT 1 FROM {schema}.queues qc
-           WHERE qc.name = ANY ($1::text[]) AND qc.mode = 'round_robin') AS ok
+           WHERE qc.name = ANY ($1::text[]) AND qc.mode = 'round_robin')
+     -- Jobs with a fairness key are in their own index, which only `dispatch` merges in.
+     AND NOT EXISTS (
+           SELECT 1 FROM {schema}.jobs k
+           WHERE k.queue = ANY ($1::text[]) AND k.actor = ANY ($5::text[]) AND k.status = 'pending'
+             AND k.fairness_key IS NOT NULL) AS ok
 ),
 top AS (
   SELECT c.row_ctid, c.id, c.identity_key, c.priority, c.scheduled_at
@@ -223,7 +247,7 @@ top AS (
   CROSS JOIN LATERAL (
     SELECT j.ctid AS row_ctid, j.id, j.identity_key, j.priority, j.scheduled_at
     FROM {schema}.jobs j
-    WHERE j.queue = q.queue AND j.actor = a.actor AND j.status = 'pending'
+    WHERE j.queue = q.queue AND j.actor = a.actor AND j.status = 'pending' AND j.fairness_key IS NULL
       AND j.scheduled_at <= (SELECT now FROM params)
     ORDER BY j.priority DESC, j.scheduled_at, j.id
     LIMIT $2::int
