@@ -17,6 +17,8 @@ describe('batch columns', () => {
   it('sends an array literal when items differ, NULL for null items', () => {
     expect(textColumn([{ a: 'x' }, { a: null }], (i) => i.a)).toEqual(['{"x",NULL}', null]);
     expect(numberColumn([{ a: 1 }, { a: null }, { a: 2.5 }], (i) => i.a)).toEqual(['{1,NULL,2.5}', null]);
+    expect(boolColumn([{ a: true }, { a: false }, { a: null }], (i) => i.a)).toEqual(['{t,f,NULL}', null]);
+    expect(boolColumn([{ a: true }, { a: true }], (i) => i.a)).toEqual([null, true]);
   });
 
   it('quotes every text element and escapes quotes and backslashes', () => {

@@ -25,6 +25,13 @@ export function numberColumn<I>(items: readonly I[], f: (item: I) => number | nu
   return [`{${values.map((v) => (v === null ? 'NULL' : String(v))).join(',')}}`, null];
 }
 
+/** A boolean column; `null` items are SQL NULL. */
+export function boolColumn<I>(items: readonly I[], f: (item: I) => boolean | null): BatchColumn {
+  const values = items.map(f);
+  if (isUniform(values)) return [null, values[0]];
+  return [`{${values.map((v) => (v === null ? 'NULL' : v ? 't' : 'f')).join(',')}}`, null];
+}
+
 /** A timestamp column; `null` items are SQL NULL. Instants are sent as ISO-8601 UTC text. */
 export function dateColumn<I>(items: readonly I[], f: (item: I) => Date | null): BatchColumn {
   const values = items.map((item) => f(item)?.toISOString() ?? null);

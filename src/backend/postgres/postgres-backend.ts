@@ -45,7 +45,7 @@ import type {
   WorkerRegistration,
 } from '../worker-types.js';
 import { cursorForRow, filterConditions, listQuery } from './filter-sql.js';
-import { paramColumn } from './param-column.js';
+import { boolColumn, dateColumn, numberColumn, textColumn, type BatchColumn } from './batch-column.js';
 import { Dispatcher } from './pg-dispatch.js';
 import { enqueueMany, enqueueOne, translateUnique } from './pg-enqueue.js';
 import type { PgOps, StatementName } from './pg-ops.js';
@@ -382,29 +382,31 @@ export class PostgresBackend implements Backend {
 
   async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
     if (items.length === 0) return [];
-    const col = <T>(f: (s: Settlement) => T): T[] | null => paramColumn(items, f);
     const err = (s: Settlement) => ('error' in s ? s.error : null);
+    // $2–$17 are arrays, $18–$33 the same columns' values when every item agrees (batch-column.ts).
+    const columns: BatchColumn[] = [
+      textColumn(items, (s) => s.workerId),
+      textColumn(items, (s) => s.kind),
+      textColumn(items, (s) => (s.kind === 'succeeded' ? s.resultJson : null)),
+      numberColumn(items, (s) => (s.kind === 'succeeded' ? s.fallbackResultTtlMs : null)),
+      numberColumn(items, (s) => (s.kind === 'succeeded' ? s.resultSizeBytes : null)),
+      numberColumn(items, (s) =>
+        s.kind === 'failed' ? s.retryDelayMs : s.kind === 'reschedule' ? s.delayMs : null,
+      ),
+      boolColumn(items, (s) => (s.kind === 'reschedule' ? s.consumeBudget : true)),
+      textColumn(items, (s) => (s.kind === 'reschedule' ? s.outcome : null)),
+      textColumn(items, (s) => err(s)?.errorClass ?? null),
+      textColumn(items, (s) => err(s)?.message ?? null),
+      textColumn(items, (s) => err(s)?.traceback ?? null),
+      numberColumn(items, (s) => s.progress?.seq ?? null),
+      textColumn(items, (s) => (s.progress ? JSON.stringify(s.progress.state) : null)),
+      dateColumn(items, (s) => s.handlerStartedAt),
+      numberColumn(items, (s) => s.durationMs),
+      textColumn(items, (s) => s.heartbeatDetailsJson ?? null),
+    ];
     const rows = await this.run<{ id: string; status: JobStatus; error_class: string | null }>(
       'settle',
-      [
-        col((s) => s.jobId),
-        col((s) => s.workerId),
-        col((s) => s.kind),
-        col((s) => (s.kind === 'succeeded' ? s.resultJson : null)),
-        col((s) => (s.kind === 'succeeded' ? s.fallbackResultTtlMs : null)),
-        col((s) => (s.kind === 'succeeded' ? s.resultSizeBytes : null)),
-        col((s) => (s.kind === 'failed' ? s.retryDelayMs : s.kind === 'reschedule' ? s.delayMs : null)),
-        col((s) => (s.kind === 'reschedule' ? s.consumeBudget : true)),
-        col((s) => (s.kind === 'reschedule' ? s.outcome : null)),
-        col((s) => err(s)?.errorClass ?? null),
-        col((s) => err(s)?.message ?? null),
-        col((s) => err(s)?.traceback ?? null),
-        col((s) => s.progress?.seq ?? null),
-        col((s) => (s.progress ? JSON.stringify(s.progress.state) : null)),
-        col((s) => s.handlerStartedAt),
-        col((s) => s.durationMs),
-        col((s) => s.heartbeatDetailsJson ?? null),
-      ],
+      [`{${items.map((s) => s.jobId).join(',')}}`, ...columns.map((c) => c[0]), ...columns.map((c) => c[1])],
       this.settleDriver,
     );
     this.announceSettled(rows);

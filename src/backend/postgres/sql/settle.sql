@@ -23,8 +23,27 @@
 -- channel) with the `announce` statement after this one commits. Postgres serialises the commits
 -- of all transactions that NOTIFY, WAL flush included, behind one lock; a NOTIFY in a transaction
 -- that writes nothing holds it for microseconds.
+-- Each column but the ids is an array (one value per item) or, when every item agrees, one value
+-- ($18–$33, in the same order): see batch-column.ts.
 WITH items AS (
-  SELECT * FROM unnest(
+  SELECT t.id,
+    coalesce(t.worker_id, $18::uuid) AS worker_id,
+    coalesce(t.kind, $19::text) AS kind,
+    coalesce(t.result, $20::text) AS result,
+    coalesce(t.ttl_ms, $21::float8) AS ttl_ms,
+    coalesce(t.result_size, $22::int) AS result_size,
+    coalesce(t.delay_ms, $23::float8) AS delay_ms,
+    coalesce(t.consume_budget, $24::bool) AS consume_budget,
+    coalesce(t.outcome, $25::text) AS outcome,
+    coalesce(t.error_class, $26::text) AS error_class,
+    coalesce(t.error_message, $27::text) AS error_message,
+    coalesce(t.error_traceback, $28::text) AS error_traceback,
+    coalesce(t.progress_seq, $29::int) AS progress_seq,
+    coalesce(t.progress_state, $30::text) AS progress_state,
+    coalesce(t.handler_started_at, $31::timestamptz) AS handler_started_at,
+    coalesce(t.duration_ms, $32::float8) AS duration_ms,
+    coalesce(t.heartbeat_details, $33::text) AS heartbeat_details
+  FROM unnest(
     $1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::float8[], $6::int[], $7::float8[], $8::bool[],
     $9::text[], $10::text[], $11::text[], $12::text[], $13::int[], $14::text[], $15::timestamptz[], $16::float8[],
     $17::text[]
