@@ -194,22 +194,39 @@ export async function enqueueMany(ops: PgOps, list: readonly EnqueueArgs[], ex: 
 }
 
 /**
- * The inserted rows, by item position (`undefined` where ON CONFLICT skipped the item). The
- * statement inserts in item order and RETURNING follows it, so one walk pairs them; should the
- * order ever differ, the rows are paired by id instead.
+ * The inserted rows, by item position (`undefined` where ON CONFLICT skipped the item), from what
+ * `enqueueBatch` returns: a row for each job whose outcome the caller cannot tell (an idempotency
+ * key, scheduled, a deadline), then one row with the insert time and the number inserted. Every
+ * other item was inserted pending, to run at the insert time. The statement inserts in item order
+ * and returns rows in it, so one walk pairs them; should the order ever differ, the rows are paired
+ * by id instead.
  */
 export function insertedRows(list: readonly EnqueueArgs[], rows: readonly Raw[]): (JobRow | undefined)[] {
+  const summary = rows.find((r) => r.id === null);
+  if (!summary) throw new Error('enqueueBatch: the statement returned no summary row');
+  const returned = rows.filter((r) => r !== summary);
   const out = new Array<JobRow | undefined>(list.length);
   let k = 0;
-  for (let i = 0; i < list.length && k < rows.length; i++) {
-    if (list[i]!.id === rows[k]!.id) out[i] = insertedRow(list[i]!, rows[k++]!);
+  for (let i = 0; i < list.length && k < returned.length; i++) {
+    if (list[i]!.id === returned[k]!.id) out[i] = insertedRow(list[i]!, returned[k++]!);
   }
-  if (k === rows.length) return out;
-  const index = new Map(list.map((a, i) => [a.id, i]));
-  out.fill(undefined);
-  for (const r of rows) {
-    const i = index.get(r.id as string)!;
-    out[i] = insertedRow(list[i]!, r);
+  if (k < returned.length) {
+    const index = new Map(list.map((a, i) => [a.id, i]));
+    out.fill(undefined);
+    for (const r of returned) {
+      const i = index.get(r.id as string)!;
+      out[i] = insertedRow(list[i]!, r);
+    }
+  }
+  let inserted = returned.length;
+  for (let i = 0; i < list.length; i++) {
+    const a = list[i]!;
+    if (out[i] !== undefined || a.idempotencyKey !== null) continue;
+    out[i] = insertedRow(a, { status: 'pending', created_ms: summary.created_ms, scheduled_ms: null });
+    inserted++;
+  }
+  if (inserted !== Number(summary.inserted)) {
+    throw new Error(`enqueueBatch: ${String(summary.inserted)} jobs inserted, ${inserted} accounted for`);
   }
   return out;
 }
