@@ -209,3 +209,40 @@ describe('concurrent lean claims', () => {
     }
   });
 });
+
+describe('warm-up', () => {
+  it('opens every claim connection and the outcome connection, planning their statements, and claims nothing', async () => {
+    const claim = new PgDriver({
+      connection: TEST_DSN,
+      maxPoolSize: 2,
+      sessionSettings: PINNED_PLAN_SESSION_SETTINGS,
+    });
+    const settle = new PgDriver({
+      connection: TEST_DSN,
+      maxPoolSize: 1,
+      sessionSettings: PINNED_PLAN_SESSION_SETTINGS,
+    });
+    const warmed = new PostgresBackend(db.driver, {
+      schema: db.schema,
+      claimDriver: claim,
+      claimConnections: 2,
+      settleDriver: settle,
+    });
+    try {
+      const job = await client.enqueue(alpha, {});
+      await warmed.warmUp(request());
+      expect(claim.pool.totalCount).toBe(2);
+      expect(settle.pool.totalCount).toBe(1);
+      expect((await backend.get(job.jobId))?.status).toBe('pending');
+      const prepared = await claim.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE '%dispatchLean%'`,
+      );
+      expect(prepared.rows[0]?.n).toBe(1);
+      // A real claim afterwards works as before.
+      expect((await warmed.dispatchBatch(request())).map((r) => r.id)).toEqual([job.jobId]);
+    } finally {
+      await claim.close();
+      await settle.close();
+    }
+  });
+});

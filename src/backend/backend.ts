@@ -195,6 +195,12 @@ export interface Backend {
    * Optional: backends without a planner leave it out.
    */
   refreshStatistics?(): Promise<boolean>;
+  /**
+   * Opens the connections a worker claims and writes outcomes on and plans their statements on
+   * each, claiming and writing nothing (`req.limit` is ignored), so that the first burst of work
+   * does not pay for it. Optional (the in-memory backend has nothing to warm).
+   */
+  warmUp?(req: DispatchRequest): Promise<void>;
   /** Actors with pending/scheduled jobs and no `actor_config` row. */
   strandedActors(): Promise<StrandedActor[]>;
   /** Sweep 5, one batch: moves up to `batchSize` expired terminal jobs (and their attempts) to the archive. */

@@ -94,6 +94,25 @@ export class Producer {
   }
 
   /**
+   * Opens and plans the claim (and outcome) connections before the first claim, claiming nothing.
+   * Best effort: a failure is logged and the first real claim pays the cost instead.
+   */
+  async warmUp(): Promise<void> {
+    try {
+      await this.backend.warmUp?.({
+        workerId: this.options.workerId,
+        queues: this.options.queues,
+        actors: this.options.actors,
+        limit: 0,
+        leaseMs: this.options.leaseMs,
+        oversample: this.options.oversample,
+      });
+    } catch (err) {
+      this.logger.warn({ err }, 'claim-warm-up-failed');
+    }
+  }
+
+  /**
    * A rate limit or reservation that holds for every job of `actor` (not a keyed one) denied a job
    * and said when to try again: claiming more of its jobs before then would only claim and
    * reschedule them. Capped at {@link MAX_ACTOR_PAUSE_MS}, so a reset limit is noticed soon. After

@@ -238,6 +238,7 @@ export class Worker {
       schema: s.schema,
       logger: this.logger,
       claimDriver: claim,
+      claimConnections: MAX_CLAIMS_IN_FLIGHT,
       settleDriver: settle,
     });
     this.heartbeatBackend = new PostgresBackend(hb, { schema: s.schema, logger: this.logger });
@@ -445,6 +446,7 @@ export class Worker {
       this.limitSweeper = new RateLimitSweeper(this.limits, () => this.maintenance.isLeader, this.logger);
       this.limitSweeper.start();
     }
+    await this.producer.warmUp();
     this.heartbeat.start();
     this.flusher.start();
     this.maintenance.start();

@@ -72,6 +72,8 @@ export interface PostgresBackendOptions {
    * connection of its own with the statement's generic plan, like the claim connection.
    */
   settleDriver?: Driver;
+  /** Connections of `claimDriver` that `warmUp` opens (its pool size). Default 1. */
+  claimConnections?: number;
 }
 
 /**
@@ -99,6 +101,7 @@ export class PostgresBackend implements Backend {
   readonly schema: string;
   readonly driver: Driver;
   private readonly claimDriver: Driver;
+  private readonly claimConnections: number;
   private readonly settleDriver: Driver;
   protected readonly logger: Logger;
   private readonly sql: Record<StatementName, string>;
@@ -114,6 +117,7 @@ export class PostgresBackend implements Backend {
   constructor(driver: Driver, options: PostgresBackendOptions = {}) {
     this.driver = driver;
     this.claimDriver = options.claimDriver ?? driver;
+    this.claimConnections = options.claimConnections ?? 1;
     this.settleDriver = options.settleDriver ?? driver;
     this.schema = validateSchemaName(options.schema ?? 'taskq');
     this.quoted = quoteSchema(this.schema);
@@ -561,6 +565,15 @@ export class PostgresBackend implements Backend {
       throw this.translate(err);
     });
     return res.rowCount;
+  }
+
+  async warmUp(req: DispatchRequest): Promise<void> {
+    // The outcome write with no items: planned, and it writes nothing.
+    const settleParams = ['{}', ...Array.from({ length: 32 }, () => null)];
+    await Promise.all([
+      this.dispatcher.warmUp(req, this.claimConnections),
+      this.run('settle', settleParams, this.settleDriver),
+    ]);
   }
 
   async refreshStatistics(): Promise<boolean> {
