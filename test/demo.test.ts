@@ -42,10 +42,19 @@ function expectDemoOutput(stdout: string): void {
   expect(stdout).toMatch(/worker stopped cleanly in [\d.]+ s/);
 }
 
-describe('npm run demo (subprocess, embedded Postgres)', () => {
+/**
+ * Each run starts an embedded (WASM) Postgres and migrates it: ~8 s alone, and more than the
+ * helper's default 25 s once in a while when the whole suite shares the two cores.
+ */
+const SUBPROCESS_TIMEOUT_MS = 60_000;
+
+describe('npm run demo (subprocess, embedded Postgres)', { timeout: 90_000 }, () => {
   it('runs the sample jobs, prints each result and a summary, and exits 0', async () => {
     const dataDir = join(tempDir(), 'data');
-    const r = await runTsx('examples/demo/run.ts', [], { env: cleanEnv({ TASKQ_DEV_DATA_DIR: dataDir }) });
+    const r = await runTsx('examples/demo/run.ts', [], {
+      env: cleanEnv({ TASKQ_DEV_DATA_DIR: dataDir }),
+      timeoutMs: SUBPROCESS_TIMEOUT_MS,
+    });
     expect(r.code, explain(r)).toBe(0);
     expectDemoOutput(r.stdout);
     expect(r.stdout).toContain(`in ${dataDir}, schema taskq_demo`);
@@ -53,10 +62,14 @@ describe('npm run demo (subprocess, embedded Postgres)', () => {
   });
 });
 
-describe('taskq dev (subprocess, embedded Postgres)', () => {
+describe('taskq dev (subprocess, embedded Postgres)', { timeout: 90_000 }, () => {
   it('without --module runs the demo in ./.taskq-dev of the current directory', async () => {
     const cwd = tempDir();
-    const r = await runTsx('src/cli/bin.ts', ['dev'], { env: cleanEnv(), cwd });
+    const r = await runTsx('src/cli/bin.ts', ['dev'], {
+      env: cleanEnv(),
+      cwd,
+      timeoutMs: SUBPROCESS_TIMEOUT_MS,
+    });
     expect(r.code, explain(r)).toBe(0);
     expectDemoOutput(r.stdout);
     expect(existsSync(join(cwd, '.taskq-dev'))).toBe(true);
@@ -74,6 +87,7 @@ describe('taskq dev (subprocess, embedded Postgres)', () => {
           TASKQ_IDLE_POLL_INTERVAL: '100ms',
           TASKQ_IDLE_MAX_RUNTIME: '20s',
         }),
+        timeoutMs: SUBPROCESS_TIMEOUT_MS,
       },
     );
     expect(r.code, explain(r)).toBe(0);
