@@ -69,11 +69,12 @@ describe('maintenance loops (runOnce)', () => {
   });
 
   it('Sweep 3 promotes due scheduled jobs; Sweep 2 fails jobs past their deadline', async () => {
-    const a = await tq.enqueue(later, {}, { delay: '100ms' });
+    // Far enough ahead that a slow machine cannot make it due before the first sweep.
+    const a = await tq.enqueue(later, {}, { delay: '5s' });
     const b = await tq.enqueue(budgeted, {}, { delay: '10m' });
     expect((await leader.promoter.runOnce()).promoted).toBe(0);
     await q(
-      `UPDATE $S.jobs SET scheduled_at = scheduled_at - interval '1 second', schedule_to_close = schedule_to_close - interval '2 seconds'`,
+      `UPDATE $S.jobs SET scheduled_at = scheduled_at - interval '6 seconds', schedule_to_close = schedule_to_close - interval '2 seconds'`,
     );
     expect((await leader.promoter.runOnce()).promoted).toBe(1);
     expect((await tq.getRow(a.jobId))?.status).toBe('pending');

@@ -13,30 +13,40 @@ export type BatchColumn = [array: string | null, value: unknown];
 
 /** A text (or JSON-text, UUID) column; `null` items are SQL NULL. */
 export function textColumn<I>(items: readonly I[], f: (item: I) => string | null): BatchColumn {
-  const values = items.map(f);
-  if (isUniform(values)) return [null, values[0]];
-  return [textArrayLiteral(values), null];
+  return column(items.map(f), textArrayLiteral);
 }
 
 /** A numeric column (integers or floats); `null` items are SQL NULL. */
 export function numberColumn<I>(items: readonly I[], f: (item: I) => number | null): BatchColumn {
-  const values = items.map(f);
-  if (isUniform(values)) return [null, values[0]];
-  return [`{${values.map((v) => (v === null ? 'NULL' : String(v))).join(',')}}`, null];
+  return column(items.map(f), (values) => plainArrayLiteral(values, String));
 }
 
 /** A boolean column; `null` items are SQL NULL. */
 export function boolColumn<I>(items: readonly I[], f: (item: I) => boolean | null): BatchColumn {
-  const values = items.map(f);
-  if (isUniform(values)) return [null, values[0]];
-  return [`{${values.map((v) => (v === null ? 'NULL' : v ? 't' : 'f')).join(',')}}`, null];
+  return column(items.map(f), (values) => plainArrayLiteral(values, (v) => (v ? 't' : 'f')));
 }
 
 /** A timestamp column; `null` items are SQL NULL. Instants are sent as ISO-8601 UTC text. */
 export function dateColumn<I>(items: readonly I[], f: (item: I) => Date | null): BatchColumn {
-  const values = items.map((item) => f(item)?.toISOString() ?? null);
-  if (isUniform(values)) return [null, values[0]];
-  return [textArrayLiteral(values), null];
+  return column(
+    items.map((item) => f(item)?.toISOString() ?? null),
+    textArrayLiteral,
+  );
+}
+
+/** The ids of a batch as a `uuid[]` literal (UUIDs need no quoting). */
+export function uuidArrayLiteral(ids: readonly string[]): string {
+  return `{${ids.join(',')}}`;
+}
+
+/** The value every item shares, or else the array literal of all of them. */
+function column<T>(values: T[], literal: (values: T[]) => string): BatchColumn {
+  return isUniform(values) ? [null, values[0]] : [literal(values), null];
+}
+
+/** An array literal of values that need no quoting (numbers, booleans). */
+function plainArrayLiteral<T>(values: readonly (T | null)[], text: (v: T) => string): string {
+  return `{${values.map((v) => (v === null ? 'NULL' : text(v))).join(',')}}`;
 }
 
 /** A Postgres array literal of text values: each quoted, with `\` and `"` escaped. */

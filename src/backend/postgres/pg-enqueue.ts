@@ -4,7 +4,7 @@ import type { EnqueueArgs, JobRow } from '../types.js';
 import type { PgOps } from './pg-ops.js';
 import { toJobRow } from './row-mapper.js';
 import { newJobRow } from '../new-job-row.js';
-import { dateColumn, numberColumn, textColumn, type BatchColumn } from './batch-column.js';
+import { dateColumn, numberColumn, textColumn, uuidArrayLiteral, type BatchColumn } from './batch-column.js';
 
 type Raw = Record<string, unknown>;
 
@@ -160,7 +160,7 @@ export async function enqueueMany(ops: PgOps, list: readonly EnqueueArgs[], ex: 
     rows = await ops.run(
       'enqueueBatch',
       [
-        `{${list.map((a) => a.id).join(',')}}`,
+        uuidArrayLiteral(list.map((a) => a.id)),
         ...columns.map((c) => c[0]),
         ops.channels.wake,
         delay[0],

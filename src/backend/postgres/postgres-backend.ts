@@ -45,7 +45,14 @@ import type {
   WorkerRegistration,
 } from '../worker-types.js';
 import { cursorForRow, filterConditions, listQuery } from './filter-sql.js';
-import { boolColumn, dateColumn, numberColumn, textColumn, type BatchColumn } from './batch-column.js';
+import {
+  boolColumn,
+  dateColumn,
+  numberColumn,
+  textColumn,
+  uuidArrayLiteral,
+  type BatchColumn,
+} from './batch-column.js';
 import { Dispatcher } from './pg-dispatch.js';
 import { enqueueMany, enqueueOne, translateUnique } from './pg-enqueue.js';
 import type { PgOps, StatementName } from './pg-ops.js';
@@ -410,7 +417,7 @@ export class PostgresBackend implements Backend {
     ];
     const rows = await this.run<{ id: string; status: JobStatus; error_class: string | null }>(
       'settle',
-      [`{${items.map((s) => s.jobId).join(',')}}`, ...columns.map((c) => c[0]), ...columns.map((c) => c[1])],
+      [uuidArrayLiteral(items.map((s) => s.jobId)), ...columns.map((c) => c[0]), ...columns.map((c) => c[1])],
       this.settleDriver,
     );
     this.announceSettled(rows);
