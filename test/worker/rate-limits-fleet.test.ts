@@ -133,10 +133,11 @@ describe('rate limits across three worker processes', () => {
           expect(j - i + 1).toBeLessThanOrEqual(FLEET_BUCKET.capacity + FLEET_BUCKET.refillPerSecond * t);
         }
       }
-      // And the run took as long as the bucket demands (24 jobs: at least (24 − 4) / 4 = 5 s).
+      // And the run took as long as the bucket demands (24 jobs: at least (24 − 4) / 4 = 5 s), less
+      // the same slack: a late record of the first start shortens the span (4.82 s seen in CI).
       const span = (starts.at(-1)! - starts[0]!) / 1000;
       expect(span).toBeGreaterThanOrEqual(
-        (starts.length - FLEET_BUCKET.capacity) / FLEET_BUCKET.refillPerSecond - 0.1,
+        (starts.length - FLEET_BUCKET.capacity) / FLEET_BUCKET.refillPerSecond - slackMs / 1000,
       );
 
       // The denials are on record, with their outcomes.
