@@ -213,9 +213,12 @@ describe('a worker killed mid-cancel', () => {
     await victim.ready;
     const h = await tq.enqueue(fragile, { ms: 120_000 });
     await running(h.jobId);
-    await h.cancel();
+    // The worker dies first and the cancel lands on its orphaned job: killed after the cancel, a
+    // worker that is quick to write outcomes could still honour it (the attempt would read
+    // 'cancelled', not 'crashed'). The database holds the same state either way.
     victim.proc.kill('SIGKILL');
     await victim.exited;
+    await h.cancel();
     // The lease expired long ago as far as the database knows (cancel headroom: graces + 60 s).
     await db.pool.query(
       `UPDATE "${db.schema}".jobs SET lock_expires_at = lock_expires_at - interval '70 seconds' WHERE id = $1`,
