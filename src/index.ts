@@ -78,6 +78,7 @@ export {
   RETRY_KINDS,
   type JobStatus,
   type JobRow,
+  type ClaimedJob,
   type RetryKind,
   type CancelPhase,
   type QueueMode,

@@ -1,6 +1,14 @@
 import type { ClientLike } from '../db/driver.js';
 import type { NormalizedJobFilter } from './job-filter.js';
-import type { ActorConfigRow, AttemptRow, BulkCancelResult, EnqueueArgs, EventRow, JobRow } from './types.js';
+import type {
+  ActorConfigRow,
+  AttemptRow,
+  BulkCancelResult,
+  ClaimedJob,
+  EnqueueArgs,
+  EventRow,
+  JobRow,
+} from './types.js';
 import type {
   CancelCause,
   CancelFlag,
@@ -99,9 +107,10 @@ export interface Backend {
   /**
    * Claims up to `limit` pending jobs of the given actors and queues for one worker (pending →
    * running, attempt + 1, lease set), honouring per-actor `maxConcurrent` (best effort across
-   * producers), identity serialisation (strict) and queue modes.
+   * producers), identity serialisation (strict) and queue modes. Each job comes back as a
+   * {@link ClaimedJob} (what running it needs), not the whole row.
    */
-  dispatchBatch(request: DispatchRequest): Promise<JobRow[]>;
+  dispatchBatch(request: DispatchRequest): Promise<ClaimedJob[]>;
   /**
    * Renews the leases of the given jobs this worker still owns (storing each handler's latest
    * heartbeat details, JSON text, when given); returns the ids renewed.

@@ -127,6 +127,27 @@ export interface JobRow {
   heartbeatDetails: unknown;
 }
 
+/**
+ * What a claim returns for each job: the fields a worker needs to run the attempt (the rest of the
+ * row is not read back — fewer columns to format, send and parse per claimed job). A backend may
+ * return whole {@link JobRow}s (the in-memory one does); the worker reads only these.
+ */
+export type ClaimedJob = Pick<
+  JobRow,
+  | 'id'
+  | 'actor'
+  | 'queue'
+  | 'payload'
+  | 'payloadSchemaVer'
+  | 'priority'
+  | 'attempt'
+  | 'startToCloseMs'
+  | 'heartbeatTimeoutMs'
+  | 'progressState'
+  | 'progressSeq'
+  | 'heartbeatDetails'
+>;
+
 /** Everything a backend needs to insert one job. Built and validated by the client. */
 export interface EnqueueArgs {
   id: JobId;

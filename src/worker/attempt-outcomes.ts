@@ -1,5 +1,5 @@
 import type { AnyActor } from '../actor.js';
-import type { JobRow } from '../backend/types.js';
+import type { ClaimedJob } from '../backend/types.js';
 import type { ErrorInfo, Settlement } from '../backend/worker-types.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { ResultTooLarge } from '../errors/job-errors.js';
@@ -75,7 +75,7 @@ export class AttemptOutcomes {
    */
   async ofReturn(
     actor: AnyActor,
-    row: JobRow,
+    row: ClaimedJob,
     value: unknown,
     timing: AttemptTiming,
   ): Promise<{ outcome: Settlement; error: unknown }> {
@@ -105,7 +105,7 @@ export class AttemptOutcomes {
   }
 
   /** The limits refused the job before its handler: a denial reschedules without using an attempt. */
-  refusedByLimits(actor: AnyActor, row: JobRow, err: unknown, timing: AttemptTiming): Settlement {
+  refusedByLimits(actor: AnyActor, row: ClaimedJob, err: unknown, timing: AttemptTiming): Settlement {
     const base = { jobId: row.id, workerId: this.workerId, ...timing };
     if (err instanceof ReservationUnavailable)
       return {
@@ -132,7 +132,7 @@ export class AttemptOutcomes {
   /** The handler threw (or its signal aborted): snooze, retry-after, cancel, release or failure. */
   ofError(
     actor: AnyActor,
-    row: JobRow,
+    row: ClaimedJob,
     err: unknown,
     signal: Pick<AbortSignal, 'aborted' | 'reason'>,
     timing: AttemptTiming,
@@ -166,7 +166,7 @@ export class AttemptOutcomes {
   }
 
   /** A failed attempt: retried later or failed for good, as the actor's retry policy decides. */
-  failure(actor: AnyActor, row: JobRow, err: unknown, timing: AttemptTiming): Settlement {
+  failure(actor: AnyActor, row: ClaimedJob, err: unknown, timing: AttemptTiming): Settlement {
     const decision = classifyFailure(actor, err, row.attempt, {
       maxRetryBackoffMs: this.settings.maxRetryBackoffMs,
       logger: this.logger,

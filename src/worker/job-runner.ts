@@ -1,6 +1,6 @@
 import type { AnyActor } from '../actor.js';
 import type { JobContext } from '../context.js';
-import type { JobRow } from '../backend/types.js';
+import type { ClaimedJob, JobRow } from '../backend/types.js';
 import type { Settlement, SettleResult } from '../backend/worker-types.js';
 import { TaskQError } from '../errors/taskq-error.js';
 import { LazyChildLogger } from '../obs/lazy-child-logger.js';
@@ -9,6 +9,7 @@ import { CancelRequested, StartToCloseTimeout, WorkerShutdown } from '../retry/c
 import { validateSchema } from '../schema-validation.js';
 import type { Completer } from './completer.js';
 import { reportSafely, type ErrorReporter } from './error-reporter.js';
+import { readStoredRow } from './stored-row.js';
 import { LazyAbort } from './lazy-abort.js';
 import { withTimeout } from './sleep.js';
 import type { ProgressTracker } from './progress-tracker.js';
@@ -61,7 +62,7 @@ export interface JobRunnerDeps {
   /** Called when a job got past its limits (the producer lets a throttled actor claim more). */
   onActorAdmitted?: (actor: string) => void;
   /** Reads a job's current row (for hooks and the error reporter). */
-  readRow?: (jobId: string) => Promise<JobRow | null>;
+  readRow: (jobId: string) => Promise<JobRow | null>;
   /** Threads for thread-isolated actors (created by the worker when any actor needs them). */
   threads?: ThreadPool | null;
   /** Live progress publisher: told when a job this worker settled reached a terminal status. */
@@ -72,7 +73,7 @@ export interface JobRunnerDeps {
 
 /** One job this worker holds: claimed (buffered), running, or finished but not yet written. */
 interface ActiveJob {
-  row: JobRow;
+  row: ClaimedJob;
   /** Aborts the attempt (cancel, timeout, lost lease, shutdown); its signal is made on demand. */
   abort: LazyAbort;
   /** Set once the outcome is handed to the completer (or the job was given up). */
@@ -139,7 +140,7 @@ export class JobRunner {
     this.onActorDenied = deps.onActorDenied ?? (() => undefined);
     this.onActorAdmitted = deps.onActorAdmitted ?? (() => undefined);
     this.onRescheduled = deps.onRescheduled ?? (() => undefined);
-    this.readRow = deps.readRow ?? (async () => null);
+    this.readRow = deps.readRow;
     this.threads = deps.threads ?? null;
     this.publisher = deps.publisher ?? null;
     this.limits = deps.limits ?? null;
@@ -244,7 +245,7 @@ export class JobRunner {
   }
 
   /** Takes a claimed job; it starts as soon as a slot is free. */
-  accept(row: JobRow): void {
+  accept(row: ClaimedJob): void {
     const job: ActiveJob = {
       row,
       abort: new LazyAbort(),
@@ -651,11 +652,8 @@ export class JobRunner {
       (result.status === 'succeeded' && actor.onSuccess !== null) || result.status === 'failed';
     if (!needsRow) return;
     // Hooks and the reporter see the row as stored (read only on these paths, not per job).
-    const row: JobRow = (await this.readRow(job.row.id).catch(() => null)) ?? {
-      ...job.row,
-      status: result.status,
-      errorClass: result.errorClass,
-    };
+    const row = await readStoredRow(this.readRow, job.row.id, log);
+    if (row === null) return;
     if (result.status === 'succeeded' && actor.onSuccess && outcome.kind === 'succeeded') {
       const value: unknown = outcome.resultJson === null ? undefined : JSON.parse(outcome.resultJson);
       await runHook(() => actor.onSuccess!(row, value), actor.onSuccessTimeoutMs, log, 'on-success');

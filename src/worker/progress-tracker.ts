@@ -1,5 +1,5 @@
 import type { Backend } from '../backend/backend.js';
-import type { JobRow } from '../backend/types.js';
+import type { ClaimedJob } from '../backend/types.js';
 import type { ProgressSnapshot } from '../backend/worker-types.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { ProgressTooLarge } from '../errors/progress-errors.js';
@@ -9,7 +9,7 @@ import { checkNoNul } from '../text-checks.js';
 import { LoopService } from './loop-service.js';
 
 interface Tracked {
-  row: JobRow;
+  row: ClaimedJob;
   seq: number;
   state: Record<string, unknown>;
   dirty: boolean;
@@ -35,7 +35,7 @@ export class ProgressTracker {
   ) {}
 
   /** Starts tracking a job (its stored seq is the base). */
-  begin(row: JobRow): void {
+  begin(row: ClaimedJob): void {
     this.jobs.set(row.id, {
       row,
       seq: row.progressSeq,

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { actor } from '../../src/actor.js';
 import { JobsClient } from '../../src/client/jobs-client.js';
-import type { JobRow } from '../../src/backend/types.js';
+import type { ClaimedJob } from '../../src/backend/types.js';
 import { budgeted, plain } from '../helpers/actors.js';
 import type { ContractHarness } from './backend-contract.js';
 
@@ -39,7 +39,7 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
       client = new JobsClient(h.backend, { capacityCacheTtlMs: 0 });
     });
 
-    const claim = (leaseMs = 1000): Promise<JobRow[]> =>
+    const claim = (leaseMs = 1000): Promise<ClaimedJob[]> =>
       h.backend.dispatchBatch({
         workerId: W1,
         queues: ['default'],

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { JobsClient } from '../../src/client/jobs-client.js';
 import { newJobId } from '../../src/ids.js';
-import type { JobRow } from '../../src/backend/types.js';
+import type { ClaimedJob } from '../../src/backend/types.js';
 import type { Settlement } from '../../src/backend/worker-types.js';
 import { budgeted, plain, sendEmail } from '../helpers/actors.js';
 import { waitFor } from '../helpers/wait.js';
@@ -37,7 +37,7 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
       client = new JobsClient(h.backend, { capacityCacheTtlMs: 0 });
     });
 
-    const claim = (limit = 10, actors = ACTORS, workerId = W1, queues = QUEUES): Promise<JobRow[]> =>
+    const claim = (limit = 10, actors = ACTORS, workerId = W1, queues = QUEUES): Promise<ClaimedJob[]> =>
       h.backend.dispatchBatch({ workerId, queues, actors, limit, leaseMs: 60_000, oversample: 2 });
     const base = { workerId: W1, handlerStartedAt: null, durationMs: 3 };
 
@@ -49,7 +49,8 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
         const other = await client.enqueue(sendEmail, { to: 'x@example.com' });
         const rows = await claim(10, [{ name: 'plain', maxConcurrent: null }]);
         expect(rows.map((r) => r.id)).toEqual([a.jobId]);
-        const row = rows[0]!;
+        expect(rows[0]).toMatchObject({ id: a.jobId, actor: 'plain', attempt: 1, payload: { n: 1 } });
+        const row = (await h.backend.get(a.jobId))!;
         expect(row).toMatchObject({ status: 'running', attempt: 1, lockedByWorker: W1 });
         expect(row.lockExpiresAt!.getTime() - row.startedAt!.getTime()).toBe(60_000);
         expect((await h.backend.get(other.jobId))?.status).toBe('pending');
@@ -177,7 +178,8 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
     describe('heartbeatJobs and repend', () => {
       it('renews only jobs the worker still owns', async () => {
         const a = await client.enqueue(plain, { n: 1 });
-        const [row] = await claim();
+        await claim();
+        const row = await h.backend.get(a.jobId);
         const stranger = newJobId();
         expect(await h.backend.heartbeatJobs(W2, [a.jobId], 90_000)).toEqual([]);
         const renewed = await h.backend.heartbeatJobs(W1, [a.jobId, stranger], 90_000);

@@ -1,8 +1,8 @@
 import type { Executor } from '../../db/driver.js';
-import type { JobRow } from '../types.js';
+import type { ClaimedJob } from '../types.js';
 import type { DispatchRequest } from '../worker-types.js';
 import type { PgOps } from './pg-ops.js';
-import { toJobRow } from './row-mapper.js';
+import { toClaimedJob } from './row-mapper.js';
 
 type Raw = Record<string, unknown>;
 
@@ -37,11 +37,11 @@ export class Dispatcher {
     private readonly ex: Executor,
   ) {}
 
-  async dispatch(req: DispatchRequest): Promise<JobRow[]> {
+  async dispatch(req: DispatchRequest): Promise<ClaimedJob[]> {
     if (req.limit <= 0 || req.actors.length === 0 || req.queues.length === 0) return [];
     if (this.leanApplies(req)) {
       const rows = await this.ops.run('dispatchLean', leanParams(req, req.limit), this.ex);
-      if (rows[0]?._fallback !== true) return rows.filter((r) => r.id !== null).map(toJobRow);
+      if (rows[0]?._fallback !== true) return rows.filter((r) => r.id !== null).map(toClaimedJob);
       this.handovers++;
       this.leanPausedUntil = performance.now() + this.leanPauseMs;
     }
@@ -65,13 +65,13 @@ export class Dispatcher {
     return performance.now() >= this.leanPausedUntil && req.actors.every((a) => a.maxConcurrent === null);
   }
 
-  private async dispatchFull(req: DispatchRequest): Promise<JobRow[]> {
+  private async dispatchFull(req: DispatchRequest): Promise<ClaimedJob[]> {
     const values = fullParams(req, req.limit);
     // Two producers can race for the same identity key; the unique index on running identities
     // makes one of them fail. A fresh statement sees the winner's row and skips that identity.
     for (let attempt = 1; ; attempt++) {
       try {
-        return (await this.ops.run<Raw>('dispatch', values, this.ex)).map(toJobRow);
+        return (await this.ops.run<Raw>('dispatch', values, this.ex)).map(toClaimedJob);
       } catch (err) {
         const e = err as { code?: string; constraint?: string };
         if (

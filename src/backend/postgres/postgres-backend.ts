@@ -21,6 +21,7 @@ import type {
   ActorConfigRow,
   AttemptRow,
   BulkCancelResult,
+  ClaimedJob,
   EnqueueArgs,
   EventRow,
   JobRow,
@@ -57,7 +58,7 @@ import { Dispatcher } from './pg-dispatch.js';
 import { enqueueMany, enqueueOne, translateUnique } from './pg-enqueue.js';
 import type { PgOps, StatementName } from './pg-ops.js';
 import { openLeaderSession, subscribe } from './pg-sessions.js';
-import { JOB_COLUMNS } from './job-columns.js';
+import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
 import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
 import * as SQL from './sql.generated.js';
 
@@ -135,7 +136,9 @@ export class PostgresBackend implements Backend {
     this.progress = progressChannel(this.schema);
     const rendered = {} as Record<StatementName, string>;
     for (const [name, text] of Object.entries(SQL) as [StatementName, string][]) {
-      rendered[name] = renderSql(text, this.schema).replaceAll('{job_columns}', JOB_COLUMNS);
+      rendered[name] = renderSql(text, this.schema)
+        .replaceAll('{job_columns}', JOB_COLUMNS)
+        .replaceAll('{claim_columns}', CLAIM_COLUMNS);
     }
     this.sql = rendered;
     this.ops = {
@@ -325,7 +328,7 @@ export class PostgresBackend implements Backend {
 
   // --- worker side -------------------------------------------------------------------------
 
-  async dispatchBatch(req: DispatchRequest): Promise<JobRow[]> {
+  async dispatchBatch(req: DispatchRequest): Promise<ClaimedJob[]> {
     return this.dispatcher.dispatch(req);
   }
 

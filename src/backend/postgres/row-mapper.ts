@@ -2,6 +2,7 @@ import type {
   AttemptOutcome,
   AttemptRow,
   CancelPhase,
+  ClaimedJob,
   EventKind,
   EventRow,
   JobRow,
@@ -11,7 +12,9 @@ import type {
 
 type Raw = Record<string, unknown>;
 
-const date = (v: unknown): Date => (v instanceof Date ? v : new Date(v as string));
+// Job timestamps arrive as epoch milliseconds (JOB_COLUMNS); attempt and event rows as the driver's
+// Date (node-postgres) or text.
+const date = (v: unknown): Date => (v instanceof Date ? v : new Date(v as number | string));
 const dateOrNull = (v: unknown): Date | null => (v === null || v === undefined ? null : date(v));
 const strOrNull = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
@@ -59,6 +62,24 @@ export function toJobRow(r: Raw): JobRow {
     spanId: strOrNull(r.span_id),
     metadata: (json(r.metadata) ?? {}) as Record<string, unknown>,
     tags: (r.tags as string[] | null) ?? [],
+    heartbeatDetails: r.heartbeat_details === undefined ? null : json(r.heartbeat_details),
+  };
+}
+
+/** Maps a row selected with `CLAIM_COLUMNS` to a {@link ClaimedJob}. */
+export function toClaimedJob(r: Raw): ClaimedJob {
+  return {
+    id: r.id as string,
+    actor: r.actor as string,
+    queue: r.queue as string,
+    payload: json(r.payload),
+    payloadSchemaVer: Number(r.payload_schema_ver),
+    priority: Number(r.priority),
+    attempt: Number(r.attempt),
+    startToCloseMs: numOrNull(r.start_to_close_ms),
+    heartbeatTimeoutMs: numOrNull(r.heartbeat_timeout_ms),
+    progressState: (json(r.progress_state) ?? {}) as Record<string, unknown>,
+    progressSeq: Number(r.progress_seq),
     heartbeatDetails: r.heartbeat_details === undefined ? null : json(r.heartbeat_details),
   };
 }

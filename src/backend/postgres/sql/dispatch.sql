@@ -192,7 +192,8 @@ claimed AS (
       last_heartbeat_at = (SELECT now FROM params)
   FROM eligible e
   WHERE j.id = e.id AND j.status::text = 'pending'
-  RETURNING {job_columns}
+  -- `_scheduled_us` orders the result (a number: cheaper to send and parse than a timestamp).
+  RETURNING {claim_columns}, floor(extract(epoch FROM j.scheduled_at) * 1000000)::float8 AS _scheduled_us
 ),
 events AS (
   INSERT INTO {schema}.job_events (job_id, kind, detail)
@@ -204,7 +205,7 @@ events AS (
 )
 SELECT c.*, (SELECT count(*) FROM events)::int AS _events
 FROM claimed c
-ORDER BY coalesce(c.priority, 0) DESC, c.scheduled_at, c.id;
+ORDER BY coalesce(c.priority, 0) DESC, c._scheduled_us, c.id;
 
 -- name: dispatchLean
 -- The claim for the common case, with a fraction of `dispatch`'s plan: strict FIFO queues, actors
@@ -279,7 +280,8 @@ claimed AS (
   -- index matches it: a plan made while `jobs` is empty would otherwise read every pending job
   -- through one and filter by address.
   WHERE j.ctid = ANY (ARRAY(SELECT l.row_ctid FROM locked l)) AND j.status::text = 'pending'
-  RETURNING {job_columns}
+  -- `_scheduled_us` orders the result (a number: cheaper to send and parse than a timestamp).
+  RETURNING {claim_columns}, floor(extract(epoch FROM j.scheduled_at) * 1000000)::float8 AS _scheduled_us
 ),
 events AS (
   INSERT INTO {schema}.job_events (job_id, kind, detail)
@@ -292,4 +294,4 @@ events AS (
 SELECT c.*, (SELECT count(*) FROM events)::int AS _events, f.yes AS _fallback
 FROM fallback f
 LEFT JOIN claimed c ON true
-ORDER BY coalesce(c.priority, 0) DESC, c.scheduled_at, c.id;
+ORDER BY coalesce(c.priority, 0) DESC, c._scheduled_us, c.id;
