@@ -76,7 +76,7 @@ describe('generic plans of the worker statements on an empty jobs table', () => 
     ])
       expect(plan.some((l) => l.includes(index))).toBe(true);
     // Locking and updating the chosen rows must not read every active job of a queue.
-    expect(plan.filter((l) => /jobs_(queue|actor)_active_idx/.test(l))).toEqual([]);
+    expect(plan.filter((l) => /jobs_(queue|actor)_(active|waiting)_idx/.test(l))).toEqual([]);
   });
 
   it('the lean dispatch reads jobs only through indexes, the candidates through the dispatch index', async () => {
@@ -86,5 +86,65 @@ describe('generic plans of the worker statements on an empty jobs table', () => 
     // The update reaches the locked rows by address, not by a join planned over the whole table.
     expect(plan.some((l) => /Tid Scan on jobs\b/.test(l))).toBe(true);
     expect(plan.filter((l) => /Hash Join/.test(l))).toEqual([]);
+  });
+});
+
+/**
+ * Questions about active jobs on a table that is mostly history: waiting jobs are read through the
+ * per-actor and per-queue waiting indexes, running ones through jobs_running_idx (no index holds
+ * both since 0011), never by scanning the table.
+ */
+describe('plans of the active-job questions on a table of mostly finished jobs', () => {
+  let client: pg.Client;
+
+  beforeAll(async () => {
+    client = new pg.Client({ connectionString: TEST_DSN });
+    await client.connect();
+    // 100,000 jobs over 5 actors and 3 queues: 0.5 % pending, 0.2 % scheduled, ~0.1 % running.
+    await client.query(
+      `INSERT INTO "${schema}".jobs (id, actor, queue, payload, status, attempt, max_attempts, retry_kind,
+                                    created_at, scheduled_at, finished_at, locked_by_worker)
+       SELECT gen_random_uuid(), 'a' || (g % 5), 'q' || (g % 3), '{}', s.status::"${schema}".job_status,
+              1, 3, 'transient', now(), now(),
+              CASE WHEN s.status = 'succeeded' THEN now() END,
+              CASE WHEN s.status = 'running' THEN gen_random_uuid() END
+       FROM generate_series(1, 100000) g,
+            LATERAL (SELECT CASE WHEN g % 200 = 0 THEN 'pending' WHEN g % 997 = 0 THEN 'running'
+                                 WHEN g % 500 = 1 THEN 'scheduled' ELSE 'succeeded' END AS status) s`,
+    );
+    await client.query(`ANALYZE "${schema}".jobs`);
+  });
+  afterAll(async () => {
+    await client.end();
+  });
+
+  async function plan(text: string, values: unknown[]): Promise<string[]> {
+    const { rows } = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${text}`, values);
+    return rows.map((r) => r['QUERY PLAN']);
+  }
+
+  function expectIndexesOnly(lines: string[]): void {
+    expect(lines.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
+    expect(lines.some((l) => /jobs_(queue|actor)_waiting_idx/.test(l))).toBe(true);
+    expect(lines.some((l) => /jobs_running_idx/.test(l))).toBe(true);
+  }
+
+  it('countActiveJobs', async () => {
+    expectIndexesOnly(await plan(backend.statement('countActiveJobs'), [['q1']]));
+  });
+
+  it("enqueue's singleton gate", async () => {
+    const text = backend.statement('enqueue');
+    const params = Math.max(...[...text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+    const values: unknown[] = Array.from({ length: params }, () => null);
+    values[0] = '0192f1a0-0000-7000-8000-000000000001'; // id
+    values[1] = 'a1'; // actor
+    values[22] = true; // singleton
+    expectIndexesOnly(await plan(text, values));
+  });
+
+  it('cancelWhere filtered by actor', async () => {
+    const text = backend.statement('cancelWhere').replaceAll('{filter_conditions}', 'j.actor = $4');
+    expectIndexesOnly(await plan(text, [null, 'events', schema, 'a1']));
   });
 });

@@ -97,4 +97,22 @@ export const MIGRATIONS: readonly BundledMigration[] = [
     sourceChecksum: "792dad66edd2168e08032e3bd316fbd97e437273b2e1192ec1c61fad1c696178",
     sql: "-- The second half of 0008_pre_keyless_dispatch_indexes: the claim statements read the split\n-- dispatch indexes, so the two that held every pending job go (an entry less per insert).\n-- A `post` migration: workers of the previous release still claim through these.\nDROP INDEX {schema}.jobs_dispatch_idx;\nDROP INDEX {schema}.jobs_fair_dispatch_idx;\n",
   },
+  {
+    id: "0010_pre_waiting_status_indexes",
+    version: 10,
+    phase: "pre",
+    name: "waiting_status_indexes",
+    transactional: true,
+    sourceChecksum: "301d765ea12c2b1bcf80ad9700e24a704ceabbd2c36c3ea243776d06fd91afaf",
+    sql: "-- Two index entries fewer per claimed job.\n--\n-- jobs_actor_active_idx and jobs_queue_active_idx held every pending, scheduled and running job, so a\n-- claim (pending → running: a new row version, never a HOT update) inserted an entry into each of\n-- them for the running version — with the primary key and jobs_running_idx, four of the claim's\n-- index inserts (~1 µs of server time and ~70 bytes of WAL each, measured). Running jobs are few\n-- (at most the fleet's concurrency) and jobs_running_idx already holds every one of them, so the\n-- questions about running jobs (running counts per actor, the singleton gate, countActiveJobs,\n-- cancelWhere) read that index, and these two only hold the waiting jobs (pending and scheduled).\n--\n-- This file only adds; 0011_post_drop_active_status_indexes drops the two it replaces, after every\n-- worker and client runs statements that no longer need them.\nCREATE INDEX jobs_actor_waiting_idx ON {schema}.jobs (actor, status)\n  WHERE status IN ('pending', 'scheduled');\nCREATE INDEX jobs_queue_waiting_idx ON {schema}.jobs (queue, status)\n  WHERE status IN ('pending', 'scheduled');\n",
+  },
+  {
+    id: "0011_post_drop_active_status_indexes",
+    version: 11,
+    phase: "post",
+    name: "drop_active_status_indexes",
+    transactional: true,
+    sourceChecksum: "b317c35e2d04571873fd8c742938764ad39f0d6a5d26fdf945eeef5384a6f4b4",
+    sql: "-- The second half of 0010_pre_waiting_status_indexes: running jobs are read through\n-- jobs_running_idx, waiting ones through the new per-actor and per-queue indexes, so the two that\n-- also held every running job go. A `post` migration: the previous release's singleton gate and\n-- countActiveJobs still read them.\nDROP INDEX {schema}.jobs_actor_active_idx;\nDROP INDEX {schema}.jobs_queue_active_idx;\n",
+  },
 ];

@@ -26,10 +26,19 @@ uniq AS (
   ORDER BY u.created_at DESC
   LIMIT 1
 ),
+-- Waiting jobs through the per-actor waiting index, running ones through jobs_running_idx.
 single AS (
-  SELECT s.id, s.schedule_to_close FROM {schema}.jobs s
-  WHERE $23::boolean AND NOT EXISTS (SELECT 1 FROM uniq)
-    AND s.actor = $2 AND s.status IN ('pending', 'scheduled', 'running')
+  SELECT w.id, w.schedule_to_close FROM (
+    (SELECT s.id, s.schedule_to_close FROM {schema}.jobs s
+     WHERE $23::boolean AND NOT EXISTS (SELECT 1 FROM uniq)
+       AND s.actor = $2 AND s.status IN ('pending', 'scheduled')
+     LIMIT 1)
+    UNION ALL
+    (SELECT s.id, s.schedule_to_close FROM {schema}.jobs s
+     WHERE $23::boolean AND NOT EXISTS (SELECT 1 FROM uniq)
+       AND s.actor = $2 AND s.status = 'running'
+     LIMIT 1)
+  ) w
   LIMIT 1
 ),
 pend AS (

@@ -7,8 +7,12 @@ WHERE actor = ANY ($1::text[]) AND status IN ('pending', 'scheduled')
 GROUP BY actor;
 
 -- name: countActiveJobs
-SELECT count(*)::int AS n FROM {schema}.jobs
-WHERE queue = ANY ($1::text[]) AND status IN ('pending', 'scheduled', 'running');
+-- Waiting jobs through the per-queue waiting index, running ones through jobs_running_idx (the
+-- running set is small; no per-queue index holds it).
+SELECT (SELECT count(*) FROM {schema}.jobs
+        WHERE queue = ANY ($1::text[]) AND status IN ('pending', 'scheduled'))::int
+     + (SELECT count(*) FROM {schema}.jobs
+        WHERE queue = ANY ($1::text[]) AND status = 'running')::int AS n;
 
 -- name: getActorMaxPending
 SELECT actor, max_pending FROM {schema}.actor_config;
