@@ -25,6 +25,7 @@ const latencies: number[] = [];
 const rss: [number, number, number][] = [];
 let running: RunningWorker | null = null;
 let timers: NodeJS.Timeout[] = [];
+let cpuAtGo: NodeJS.CpuUsage | null = null;
 
 async function main(): Promise<void> {
   if (!isKnownSystem(spec.system)) throw new Error(`unknown system ${spec.system}`);
@@ -44,6 +45,7 @@ async function handle(
 ): Promise<void> {
   if (msg.type === 'go') {
     recordLatency = msg.recordLatency;
+    cpuAtGo = process.cpuUsage();
     const t0 = nowMs();
     if (msg.sampleRss) {
       rss.push([0, process.memoryUsage.rss(), 0]);
@@ -76,6 +78,7 @@ async function handle(
     await running?.stop();
     for (const t of timers) clearInterval(t);
     timers = [];
+    const cpu = process.cpuUsage(cpuAtGo ?? undefined);
     send({
       type: 'result',
       count,
@@ -86,6 +89,7 @@ async function handle(
       latencies,
       rss,
       peakRss: Math.max(0, ...rss.map((r) => r[1])),
+      cpuMicros: cpu.user + cpu.system,
     });
     // Some clients keep timers or sockets alive after stop: leave explicitly once the parent has
     // the result (the IPC message is flushed before exit).

@@ -9,6 +9,7 @@ import pg from 'pg';
 import type { SystemAdapter } from '../systems/types.js';
 import { PG_DSN, chunks, nowMs, sleep, type BenchPayload } from './common.js';
 import { Fleet, type FleetOptions, type WorkerResult } from './fleet.js';
+import { postgresCpuMicros } from './pg-cpu.js';
 
 export interface DrainOptions {
   jobs: number;
@@ -36,6 +37,13 @@ export interface DrainResult {
   workers: WorkerResult[];
   /** WAL bytes written from worker start to the end of the run (when measured). */
   walBytes?: number;
+  /**
+   * CPU time (µs) of the local Postgres server's processes from worker start to the end of the run,
+   * the workers' connections closing included (when measured and readable; see pg-cpu.ts).
+   */
+  postgresCpuMicros?: number;
+  /** CPU time (µs) of the worker processes from `go` to `stop` (their start-up excluded). */
+  workerCpuMicros: number;
 }
 
 async function walLsn(client: pg.Client): Promise<bigint> {
@@ -60,6 +68,7 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
     walStart = await walLsn(wal);
   }
   const fleet = await Fleet.start(sys.workerSpec(o.concurrency, o.processes), o.fleet);
+  const pgCpuStart = o.measureWal ? postgresCpuMicros() : null;
   let workers: WorkerResult[] = [];
   let end = 0;
   let partial = false;
@@ -96,6 +105,8 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
       await wal?.end().catch(() => undefined);
     }
   }
+  // After the stop, so that backends which ended with their worker are booked to the postmaster.
+  const pgCpuEnd = pgCpuStart !== null ? postgresCpuMicros() : null;
   const first = Math.min(...workers.filter((w) => w.count > 0).map((w) => w.firstStart));
   const startedTotal = workers.reduce((a, w) => a + w.count, 0);
   // A partial run counts the starts inside the window; a complete one counts the jobs.
@@ -110,5 +121,7 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
     failures: workers.flatMap((w) => w.failures).slice(0, 3),
     workers,
     walBytes,
+    postgresCpuMicros: pgCpuStart !== null && pgCpuEnd !== null ? pgCpuEnd - pgCpuStart : undefined,
+    workerCpuMicros: workers.reduce((a, w) => a + w.cpuMicros, 0),
   };
 }

@@ -23,6 +23,8 @@ export interface WorkerResult {
   /** [ms since go, rss bytes, jobs started] samples (memory runs only). */
   rss: [number, number, number][];
   peakRss: number;
+  /** CPU time (user + system, µs) the process used from `go` to `stop`: its start-up is not in it. */
+  cpuMicros: number;
 }
 
 export type ChildMessage =

@@ -126,6 +126,8 @@ const SUMMARY_ROWS: [label: string, workload: string, caseName: string, metric: 
   ['process, 2 × c=10 (jobs/s)', 'processing', '2 processes, c=10 each', 'jobs/s'],
   ['process, 4 × c=10 (jobs/s)', 'processing', '4 processes, c=10 each', 'jobs/s'],
   ['WAL per job, 1 × c=10 (kB)', 'processing', '1 process, c=10', 'WAL (kB/job)'],
+  ['worker CPU per job, 1 × c=10 (µs)', 'processing', '1 process, c=10', 'worker CPU (µs/job)'],
+  ['Postgres CPU per job, 1 × c=10 (µs)', 'processing', '1 process, c=10', 'Postgres CPU (µs/job)'],
   ['latency idle, p50 (ms)', 'latency', 'idle worker', 'p50 (ms)'],
   ['latency idle, p99 (ms)', 'latency', 'idle worker', 'p99 (ms)'],
   ['latency at 50 % load, p50 (ms)', 'latency', 'under 50 % load', 'p50 (ms)'],

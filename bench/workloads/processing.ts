@@ -11,6 +11,10 @@ import type { MetricSpec } from '../lib/results.js';
 export const THROUGHPUT: MetricSpec = { metric: 'jobs/s', unit: 'jobs/s', better: 'higher', ratio: true };
 /** WAL written per job while the workers ran (Postgres systems; complete runs only). */
 export const WAL: MetricSpec = { metric: 'WAL (kB/job)', unit: 'kB/job', better: 'lower' };
+/** CPU of the worker processes per job, from their start signal to their stop (start-up excluded). */
+export const WORKER_CPU: MetricSpec = { metric: 'worker CPU (µs/job)', unit: 'µs/job', better: 'lower' };
+/** CPU of the local Postgres server per job while the workers ran (Postgres systems; complete runs only). */
+export const PG_CPU: MetricSpec = { metric: 'Postgres CPU (µs/job)', unit: 'µs/job', better: 'lower' };
 
 export interface ProcessingCase {
   name: string;
@@ -57,6 +61,9 @@ export async function runProcessing(ctx: BenchContext): Promise<void> {
           );
           if (r.walBytes !== undefined && !r.partial)
             ctx.results.record('processing', pc.name, WAL, id, r.walBytes / jobs / 1024);
+          if (r.postgresCpuMicros !== undefined && !r.partial)
+            ctx.results.record('processing', pc.name, PG_CPU, id, r.postgresCpuMicros / jobs);
+          if (!r.partial) ctx.results.record('processing', pc.name, WORKER_CPU, id, r.workerCpuMicros / jobs);
           const note = r.partial
             ? `partial: not all ${jobs} jobs started within the ${Math.round(capMs(ctx.opts.quick, id) / 1000)} s cap (rate over the window)`
             : undefined;
