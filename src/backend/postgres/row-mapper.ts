@@ -21,24 +21,16 @@ const numOrNull = (v: unknown): number | null => (v === null || v === undefined 
 // Drivers parse jsonb themselves (a JSON string value arrives as a JS string, not as JSON text).
 const json = (v: unknown): unknown => v;
 
-/** Maps a row selected with `JOB_COLUMNS` to a {@link JobRow}. */
+/** Maps a row selected with `JOB_COLUMNS` to a {@link JobRow}: a claimed job's fields and the rest. */
 export function toJobRow(r: Raw): JobRow {
   return {
-    id: r.id as string,
-    actor: r.actor as string,
-    queue: r.queue as string,
+    ...toClaimedJob(r),
     identityKey: strOrNull(r.identity_key),
     fairnessKey: strOrNull(r.fairness_key),
-    payload: json(r.payload),
-    payloadSchemaVer: Number(r.payload_schema_ver),
     status: r.status as JobStatus,
-    priority: Number(r.priority),
-    attempt: Number(r.attempt),
     maxAttempts: Number(r.max_attempts),
     retryKind: r.retry_kind as RetryKind,
     scheduleToClose: dateOrNull(r.schedule_to_close),
-    startToCloseMs: numOrNull(r.start_to_close_ms),
-    heartbeatTimeoutMs: numOrNull(r.heartbeat_timeout_ms),
     createdAt: date(r.created_at),
     scheduledAt: date(r.scheduled_at),
     startedAt: dateOrNull(r.started_at),
@@ -51,8 +43,6 @@ export function toJobRow(r: Raw): JobRow {
     errorClass: strOrNull(r.error_class),
     errorMessage: strOrNull(r.error_message),
     errorTraceback: strOrNull(r.error_traceback),
-    progressState: (json(r.progress_state) ?? {}) as Record<string, unknown>,
-    progressSeq: Number(r.progress_seq),
     result: r.result === undefined ? null : json(r.result),
     resultSizeBytes: numOrNull(r.result_size_bytes),
     resultExpiresAt: dateOrNull(r.result_expires_at),
@@ -62,7 +52,6 @@ export function toJobRow(r: Raw): JobRow {
     spanId: strOrNull(r.span_id),
     metadata: (json(r.metadata) ?? {}) as Record<string, unknown>,
     tags: (r.tags as string[] | null) ?? [],
-    heartbeatDetails: r.heartbeat_details === undefined ? null : json(r.heartbeat_details),
   };
 }
 
