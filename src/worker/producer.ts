@@ -151,10 +151,22 @@ export class Producer {
     else this.throttle.set(actor, allowance + 1);
   }
 
-  /** New work may be available, or a slot was freed: claim without waiting for the poll. */
+  /**
+   * New work may be available, or a slot was freed: claim without waiting for the poll. A sleeping
+   * loop is woken only when it would start a claim now: slots free one job at a time, and waking
+   * the loop for each (a new sleep, timer and promise per job) cost more than the check. A wake-up
+   * during a claim is still counted, so that claim is followed by another when it ends.
+   */
   notify(): void {
     this.wakeUps++;
+    if (this.wakeSleep !== null && !this.woken && !this.wouldClaimNow()) return;
     this.wakeLoop();
+  }
+
+  /** What the loop would decide if it woke now: start a claim (no backoff, enough free capacity). */
+  private wouldClaimNow(): boolean {
+    if (this.backoffUntil > performance.now()) return false;
+    return this.mayStartClaim(this.freeCapacity());
   }
 
   private wakeLoop(): void {
@@ -311,9 +323,10 @@ export class Producer {
       // Nothing to start: sleep until a wake-up (new jobs, a freed slot, a full or failed claim),
       // the end of a backoff or of an actor's pause, or the poll period.
       const resumeInMs = this.claimableActors().resumeInMs;
+      // No abort listener: `stop()` aborts and then wakes this sleep itself (the check of `signal`
+      // above and the assignment below run in one turn, so a stop cannot fall between them).
       const sleep = interruptibleSleep(
         Math.min(backoffMs > 0 ? backoffMs : jitter(this.options.pollIntervalMs()), resumeInMs + 1),
-        signal,
       );
       this.wakeSleep = sleep.wake;
       if (this.woken) sleep.wake();
