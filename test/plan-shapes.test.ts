@@ -31,12 +31,13 @@ afterAll(async () => {
 async function genericPlan(
   name: 'settle' | 'dispatch' | 'dispatchLean',
   settings: Readonly<Record<string, string>>,
+  on: PostgresBackend = backend,
 ): Promise<string[]> {
   const client = new pg.Client({ connectionString: TEST_DSN });
   await client.connect();
   try {
     for (const [k, v] of Object.entries(settings)) await client.query(`SET ${k} = '${v}'`);
-    const text = backend.statement(name);
+    const text = on.statement(name);
     const params = Math.max(...[...text.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
     await client.query(`PREPARE stmt AS ${text}`);
     const { rows } = await client.query<{ 'QUERY PLAN': string }>(
@@ -49,11 +50,12 @@ async function genericPlan(
 }
 
 describe('generic plans of the worker statements on an empty jobs table', () => {
-  it('settle reaches every job it writes through the primary key', async () => {
+  it('settle reaches every job it writes through the primary key, once', async () => {
     const plan = await genericPlan('settle', PINNED_PLAN_SESSION_SETTINGS);
     expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
     expect(plan.filter((l) => /jobs_running_idx/.test(l))).toEqual([]);
-    expect(plan.filter((l) => /Index Scan using jobs_pkey/.test(l))).toHaveLength(2);
+    // The update decides against the row it writes: no separate read of the job first.
+    expect(plan.filter((l) => /Index Scan using jobs_pkey/.test(l))).toHaveLength(1);
   });
 
   it('without enable_seqscan = off the same plan would scan jobs (why the settle connection sets it)', async () => {
@@ -94,6 +96,41 @@ describe('generic plans of the worker statements on an empty jobs table', () => 
  * per-actor and per-queue waiting indexes, running ones through jobs_running_idx (no index holds
  * both since 0011), never by scanning the table.
  */
+/**
+ * A backlog enqueued just before the worker starts is not analyzed yet: the statistics still say the
+ * table is empty, every index looks as good as another, and a plan that reads all pending jobs
+ * through a per-queue index and sorts them looked as cheap as reading the dispatch index in order
+ * (measured: 24 ms per claim of 100 jobs at 40k pending, a sort spilling to disk, until the next
+ * analyze re-made the plan).
+ */
+describe('claim plans made before a backlog is analyzed', () => {
+  const backlogSchema = uniqueSchemaName('plans_backlog');
+  const backlog = new PostgresBackend(driver, { schema: backlogSchema });
+
+  beforeAll(async () => {
+    await new Migrator(driver, { schema: backlogSchema }).up();
+    // Autovacuum must not analyze the table while the test runs: the case is the table before it does.
+    await driver.query(`ALTER TABLE "${backlogSchema}".jobs SET (autovacuum_enabled = false)`);
+    await driver.query(
+      `INSERT INTO "${backlogSchema}".jobs (id, actor, queue, payload, status, attempt, max_attempts, retry_kind,
+                                            created_at, scheduled_at)
+       SELECT gen_random_uuid(), 'a', 'q', '{}', 'pending', 0, 3, 'transient', now(), now()
+       FROM generate_series(1, 100000)`,
+    );
+  });
+  afterAll(async () => {
+    await driver.query(`DROP SCHEMA IF EXISTS "${backlogSchema}" CASCADE`);
+  });
+
+  for (const name of ['dispatchLean', 'dispatch'] as const) {
+    it(`${name} reads the candidates in order from the dispatch index, not sorted from a per-queue index`, async () => {
+      const plan = await genericPlan(name, PINNED_PLAN_SESSION_SETTINGS, backlog);
+      expect(plan.some((l) => /jobs_keyless_dispatch_idx/.test(l))).toBe(true);
+      expect(plan.filter((l) => /jobs_(queue|actor)_waiting_idx/.test(l))).toEqual([]);
+    });
+  }
+});
+
 describe('plans of the active-job questions on a table of mostly finished jobs', () => {
   let client: pg.Client;
 

@@ -50,56 +50,76 @@ WITH items AS (
   ) AS t(id, worker_id, kind, result, ttl_ms, result_size, delay_ms, consume_budget, outcome, error_class,
          error_message, error_traceback, progress_seq, progress_state, handler_started_at, duration_ms, heartbeat_details)
 ),
-decided AS (
-  SELECT i.*, j.attempt AS ran_attempt, j.status AS cur_status, j.locked_by_worker,
-    (i.delay_ms IS NOT NULL AND j.schedule_to_close IS NOT NULL
-      AND clock_timestamp() + i.delay_ms * interval '1 millisecond' > j.schedule_to_close) AS deadline_hit,
-    (i.kind = 'reschedule' AND i.consume_budget AND j.retry_kind = 'transient' AND j.attempt >= j.max_attempts) AS budget_hit,
-    (j.cancel_requested_at IS NOT NULL) AS cancel_requested
-  FROM items i
-  JOIN {schema}.jobs j ON j.id = i.id
-),
+-- What each outcome decides on its own, before the job row is read (the rest is decided in `upd`,
+-- against the row it updates: one read of each job, not one to decide and one to write).
+--   final_status  the status whatever the row says: succeeded, cancelled, or failed without a retry;
+--                 null when the job may run again (a retry, a reschedule, a release).
+--   retry_at      when it would run again (clock_timestamp() + delay), checked against
+--                 schedule_to_close: past it, the outcome fails with DeadlineExceeded.
+--   counts_budget a reschedule that uses an attempt: fails MaxAttemptsExceeded when the job is out of them.
+--   give_back     the attempt is given back (a release, a reschedule that uses no budget).
 outcome AS (
-  SELECT d.*,
+  SELECT i.*,
     CASE
-      WHEN d.kind = 'succeeded' THEN 'succeeded'
-      WHEN d.kind = 'cancelled' THEN 'cancelled'
-      WHEN d.kind = 'failed' AND (d.delay_ms IS NULL OR d.deadline_hit) THEN 'failed'
-      WHEN d.kind = 'reschedule' AND (d.deadline_hit OR d.budget_hit) THEN 'failed'
-      WHEN d.cancel_requested THEN 'cancelled'
-      WHEN d.kind = 'release' OR coalesce(d.delay_ms, 0) = 0 THEN 'pending'
-      ELSE 'scheduled'
-    END AS new_status,
-    CASE
-      WHEN d.kind IN ('failed', 'reschedule') AND d.deadline_hit THEN 'DeadlineExceeded'
-      WHEN d.budget_hit THEN 'MaxAttemptsExceeded'
-      ELSE d.error_class
-    END AS new_error_class,
-    (d.kind = 'release' OR (d.kind = 'reschedule' AND NOT d.consume_budget)) AS give_back
-  FROM decided d
+      WHEN i.kind IN ('succeeded', 'cancelled') THEN i.kind
+      WHEN i.kind = 'failed' AND i.delay_ms IS NULL THEN 'failed'
+    END AS final_status,
+    clock_timestamp() + coalesce(i.delay_ms, 0) * interval '1 millisecond' AS retry_at,
+    (i.kind IN ('failed', 'reschedule') AND i.delay_ms IS NOT NULL) AS has_deadline_check,
+    (i.kind = 'reschedule' AND i.consume_budget) AS counts_budget,
+    (i.kind = 'release' OR (i.kind = 'reschedule' AND NOT i.consume_budget)) AS give_back
+  FROM items i
 ),
 upd AS (
   UPDATE {schema}.jobs AS j
-  SET status = o.new_status::{schema}.job_status,
+  SET status = (CASE
+        WHEN o.final_status IS NOT NULL THEN o.final_status
+        WHEN o.has_deadline_check AND o.retry_at > j.schedule_to_close THEN 'failed'
+        WHEN o.counts_budget AND j.retry_kind = 'transient' AND j.attempt >= j.max_attempts THEN 'failed'
+        -- A cancel requested while the attempt ran wins over running the job again.
+        WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+        WHEN o.kind = 'release' OR coalesce(o.delay_ms, 0) = 0 THEN 'pending'
+        ELSE 'scheduled'
+      END)::{schema}.job_status,
       -- A snooze, a denial or an interrupted attempt used no budget, whatever status the job ends in
       -- (a cancel requested meanwhile wins over running it again, but the count stays honest).
       attempt = CASE WHEN o.give_back THEN j.attempt - 1 ELSE j.attempt END,
+      -- The next four repeat the first three WHEN branches above in the negative: "the job runs again".
       scheduled_at = CASE
-        WHEN o.new_status IN ('pending', 'scheduled') THEN clock_timestamp() + coalesce(o.delay_ms, 0) * interval '1 millisecond'
-        ELSE j.scheduled_at END,
-      finished_at = CASE WHEN o.new_status IN ('pending', 'scheduled') THEN NULL ELSE clock_timestamp() END,
+        WHEN o.final_status IS NULL AND NOT coalesce(o.has_deadline_check AND o.retry_at > j.schedule_to_close, false)
+             AND NOT (o.counts_budget AND j.retry_kind = 'transient' AND j.attempt >= j.max_attempts)
+             AND j.cancel_requested_at IS NULL
+        THEN o.retry_at ELSE j.scheduled_at END,
+      finished_at = CASE
+        WHEN o.final_status IS NULL AND NOT coalesce(o.has_deadline_check AND o.retry_at > j.schedule_to_close, false)
+             AND NOT (o.counts_budget AND j.retry_kind = 'transient' AND j.attempt >= j.max_attempts)
+             AND j.cancel_requested_at IS NULL
+        THEN NULL ELSE clock_timestamp() END,
+      cancel_phase = CASE
+        WHEN o.final_status IS NULL AND NOT coalesce(o.has_deadline_check AND o.retry_at > j.schedule_to_close, false)
+             AND NOT (o.counts_budget AND j.retry_kind = 'transient' AND j.attempt >= j.max_attempts)
+             AND j.cancel_requested_at IS NULL
+        THEN 0 ELSE j.cancel_phase END,
       locked_by_worker = NULL,
       lock_expires_at = NULL,
-      error_class = CASE WHEN o.new_status = 'succeeded' THEN NULL ELSE coalesce(o.new_error_class, j.error_class) END,
-      error_message = CASE WHEN o.new_status = 'succeeded' THEN NULL ELSE coalesce(o.error_message, j.error_message) END,
-      error_traceback = CASE WHEN o.new_status = 'succeeded' THEN NULL ELSE coalesce(o.error_traceback, j.error_traceback) END,
+      error_class = CASE
+        WHEN o.kind = 'succeeded' THEN NULL
+        WHEN o.has_deadline_check AND o.retry_at > j.schedule_to_close THEN 'DeadlineExceeded'
+        WHEN o.counts_budget AND j.retry_kind = 'transient' AND j.attempt >= j.max_attempts THEN 'MaxAttemptsExceeded'
+        ELSE coalesce(o.error_class, j.error_class)
+      END,
+      error_message = CASE WHEN o.kind = 'succeeded' THEN NULL ELSE coalesce(o.error_message, j.error_message) END,
+      error_traceback = CASE WHEN o.kind = 'succeeded' THEN NULL ELSE coalesce(o.error_traceback, j.error_traceback) END,
       result = CASE WHEN o.kind = 'succeeded' THEN o.result::jsonb ELSE j.result END,
       result_size_bytes = CASE WHEN o.kind = 'succeeded' THEN o.result_size ELSE j.result_size_bytes END,
       result_expires_at = CASE
         WHEN o.kind <> 'succeeded' THEN j.result_expires_at
         ELSE coalesce(
-          (SELECT clock_timestamp() + ac.result_ttl FROM {schema}.actor_config ac
-            WHERE ac.actor = j.actor AND ac.result_ttl IS NOT NULL),
+          -- Looked up only while some actor has a stored result_ttl (checked once per statement).
+          CASE WHEN (SELECT EXISTS (SELECT 1 FROM {schema}.actor_config WHERE result_ttl IS NOT NULL)) THEN
+            (SELECT clock_timestamp() + ac.result_ttl FROM {schema}.actor_config ac
+              WHERE ac.actor = j.actor AND ac.result_ttl IS NOT NULL)
+          END,
           clock_timestamp() + o.ttl_ms * interval '1 millisecond',
           j.result_expires_at)
       END,
@@ -107,7 +127,6 @@ upd AS (
       progress_state = CASE
         WHEN o.progress_seq IS NOT NULL AND o.progress_seq > j.progress_seq AND o.progress_state IS NOT NULL
         THEN o.progress_state::jsonb ELSE j.progress_state END,
-      cancel_phase = CASE WHEN o.new_status IN ('pending', 'scheduled') THEN 0 ELSE j.cancel_phase END,
       heartbeat_details = coalesce(o.heartbeat_details::jsonb, j.heartbeat_details)
   FROM outcome o
   -- `status::text` on purpose: it keeps the planner off jobs_running_idx. The prepared statement runs
@@ -116,9 +135,11 @@ upd AS (
   -- 200 items). Without that index the only good path is the primary key, once per item.
   WHERE j.id = o.id AND j.status::text = 'running' AND j.locked_by_worker = o.worker_id
   -- The item's own fields come back with the row, so the inserts below need no join (a join of
-  -- two CTEs is planned as a nested loop when the plan is generic: quadratic in the batch).
+  -- two CTEs is planned as a nested loop when the plan is generic: quadratic in the batch). The
+  -- attempt that ran is the stored one plus the attempt given back, if any.
   RETURNING j.id, j.status::text AS status, j.error_class, j.actor,
-            o.kind, o.outcome, o.worker_id, o.ran_attempt, o.handler_started_at, o.duration_ms,
+            o.kind, o.outcome, o.worker_id, j.attempt + CASE WHEN o.give_back THEN 1 ELSE 0 END AS ran_attempt,
+            o.handler_started_at, o.duration_ms,
             o.error_class AS item_error_class, o.error_message AS item_error_message,
             o.error_traceback AS item_error_traceback
 ),
