@@ -251,6 +251,68 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
         });
       });
 
+      it('writes the same event details on every path: first attempts, retries, batches from several workers', async () => {
+        // The usual details (first attempt, one worker per batch) are built once per statement in
+        // Postgres; the others row by row. Both must read the same.
+        const retried = await running();
+        const first = await running();
+        const err = { errorClass: 'Boom', message: 'boom', traceback: null };
+        await h.backend.settle([{ ...base, kind: 'failed', jobId: retried, retryDelayMs: 0, error: err }]);
+        await h.backend.settle([
+          {
+            ...base,
+            kind: 'succeeded',
+            jobId: first,
+            resultJson: null,
+            resultSizeBytes: null,
+            fallbackResultTtlMs: null,
+          },
+        ]);
+        expect((await claim()).map((r) => r.id)).toEqual([retried]);
+        const other = await client.enqueue(plain, { n: 9 });
+        expect((await claim(10, ACTORS, W2)).map((r) => r.id)).toEqual([other.jobId]);
+        const ok = {
+          kind: 'succeeded' as const,
+          resultJson: null,
+          resultSizeBytes: null,
+          fallbackResultTtlMs: null,
+        };
+        await h.backend.settle([
+          { ...base, ...ok, jobId: retried },
+          { ...base, ...ok, jobId: other.jobId, workerId: W2 },
+        ]);
+        const details = async (id: string) => (await h.backend.getEvents(id)).map((e) => e.detail);
+        const dispatched = (worker: string, attempt: number) => ({
+          from_state: 'pending',
+          to_state: 'running',
+          reason: 'dispatched',
+          worker_id: worker,
+          attempt,
+        });
+        const succeeded = (worker: string, attempt: number) => ({
+          from_state: 'running',
+          to_state: 'succeeded',
+          reason: 'succeeded',
+          worker_id: worker,
+          attempt,
+        });
+        expect(await details(first)).toEqual([dispatched(W1, 1), succeeded(W1, 1)]);
+        expect(await details(retried)).toEqual([
+          dispatched(W1, 1),
+          {
+            from_state: 'running',
+            to_state: 'pending',
+            reason: 'failed',
+            worker_id: W1,
+            attempt: 1,
+            error_class: 'Boom',
+          },
+          dispatched(W1, 2),
+          succeeded(W1, 2),
+        ]);
+        expect(await details(other.jobId)).toEqual([dispatched(W2, 1), succeeded(W2, 1)]);
+      });
+
       it('lets a stored actor_config.result_ttl beat the actor literal', async () => {
         await h.setStoredResultTtl('plain', 60_000);
         const id = await running();

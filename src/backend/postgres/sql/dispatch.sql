@@ -198,8 +198,14 @@ claimed AS (
 events AS (
   INSERT INTO {schema}.job_events (job_id, kind, detail)
   SELECT c.id, 'state_change',
-         jsonb_build_object('from_state', 'pending', 'to_state', 'running', 'reason', 'dispatched',
-                            'worker_id', $3::uuid, 'attempt', c.attempt)
+         -- A first attempt's detail is the same for every row: built once (jsonb_build_object costs
+         -- ~2 µs a row, its argument types looked up on every call).
+         CASE WHEN c.attempt = 1
+           THEN (SELECT jsonb_build_object('from_state', 'pending', 'to_state', 'running', 'reason', 'dispatched',
+                                           'worker_id', $3::uuid, 'attempt', 1))
+           ELSE jsonb_build_object('from_state', 'pending', 'to_state', 'running', 'reason', 'dispatched',
+                                   'worker_id', $3::uuid, 'attempt', c.attempt)
+         END
   FROM claimed c
   RETURNING 1
 )
@@ -286,8 +292,14 @@ claimed AS (
 events AS (
   INSERT INTO {schema}.job_events (job_id, kind, detail)
   SELECT c.id, 'state_change',
-         jsonb_build_object('from_state', 'pending', 'to_state', 'running', 'reason', 'dispatched',
-                            'worker_id', $3::uuid, 'attempt', c.attempt)
+         -- A first attempt's detail is the same for every row: built once (jsonb_build_object costs
+         -- ~2 µs a row, its argument types looked up on every call).
+         CASE WHEN c.attempt = 1
+           THEN (SELECT jsonb_build_object('from_state', 'pending', 'to_state', 'running', 'reason', 'dispatched',
+                                           'worker_id', $3::uuid, 'attempt', 1))
+           ELSE jsonb_build_object('from_state', 'pending', 'to_state', 'running', 'reason', 'dispatched',
+                                   'worker_id', $3::uuid, 'attempt', c.attempt)
+         END
   FROM claimed c
   RETURNING 1
 )

@@ -163,10 +163,16 @@ attempts AS (
 events AS (
   INSERT INTO {schema}.job_events (job_id, kind, detail)
   SELECT u.id, 'state_change',
-         jsonb_strip_nulls(jsonb_build_object(
-           'from_state', 'running', 'to_state', u.status,
-           'reason', CASE u.kind WHEN 'reschedule' THEN u.outcome WHEN 'release' THEN 'worker_shutdown' ELSE u.kind END,
-           'worker_id', u.worker_id, 'attempt', u.ran_attempt, 'error_class', u.error_class))
+         -- The usual detail (a first attempt succeeded, every item of the batch from one worker: $18)
+         -- is built once per statement, not per row (jsonb_build_object costs ~2 µs a row).
+         CASE WHEN u.kind = 'succeeded' AND u.status = 'succeeded' AND u.ran_attempt = 1 AND u.worker_id = $18::uuid
+           THEN (SELECT jsonb_build_object('from_state', 'running', 'to_state', 'succeeded', 'reason', 'succeeded',
+                                           'worker_id', $18::uuid, 'attempt', 1))
+           ELSE jsonb_strip_nulls(jsonb_build_object(
+             'from_state', 'running', 'to_state', u.status,
+             'reason', CASE u.kind WHEN 'reschedule' THEN u.outcome WHEN 'release' THEN 'worker_shutdown' ELSE u.kind END,
+             'worker_id', u.worker_id, 'attempt', u.ran_attempt, 'error_class', u.error_class))
+         END
   FROM upd u
   RETURNING 1
 )
