@@ -43,6 +43,12 @@ export interface AttemptTiming {
 }
 
 /** The settings the outcomes depend on. */
+/** What a returned handler leads to: the outcome to write, and the error the hooks get (or null). */
+export interface ReturnOutcome {
+  outcome: Settlement;
+  error: unknown;
+}
+
 export interface AttemptOutcomeSettings {
   maxRetryBackoffMs: number;
   resultMaxBytes: number;
@@ -71,18 +77,25 @@ export class AttemptOutcomes {
 
   /**
    * The handler returned: the result is validated against the result schema and size-checked;
-   * a rejected result fails the attempt (and is the error the hooks get).
+   * a rejected result fails the attempt (and is the error the hooks get). Without a result schema
+   * the outcome is ready at once (no promise: this runs for every job).
    */
-  async ofReturn(
+  ofReturn(
     actor: AnyActor,
     row: ClaimedJob,
     value: unknown,
     timing: AttemptTiming,
-  ): Promise<{ outcome: Settlement; error: unknown }> {
-    let out: unknown = value;
+  ): ReturnOutcome | Promise<ReturnOutcome> {
+    if (!actor.resultSchema) return this.ofResult(actor, row, value, timing);
+    return validateSchema(actor.resultSchema, value, { actor: actor.name, what: 'result' }).then(
+      (out) => this.ofResult(actor, row, out, timing),
+      (err: unknown) => ({ outcome: this.failure(actor, row, err, timing), error: err }),
+    );
+  }
+
+  /** A (valid) result: serialized and size-checked. */
+  private ofResult(actor: AnyActor, row: ClaimedJob, out: unknown, timing: AttemptTiming): ReturnOutcome {
     try {
-      if (actor.resultSchema)
-        out = await validateSchema(actor.resultSchema, value, { actor: actor.name, what: 'result' });
       const json = out === undefined ? null : toJsonText(out, { actor: actor.name, what: 'result' });
       const size = json === null ? null : Buffer.byteLength(json, 'utf8');
       if (size !== null && size > this.settings.resultMaxBytes)

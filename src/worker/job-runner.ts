@@ -11,6 +11,7 @@ import type { Completer } from './completer.js';
 import { reportSafely, type ErrorReporter } from './error-reporter.js';
 import { readStoredRow } from './stored-row.js';
 import { LazyAbort } from './lazy-abort.js';
+import { RunContext } from './run-context.js';
 import { withTimeout } from './sleep.js';
 import type { ProgressTracker } from './progress-tracker.js';
 import type { ThreadPool } from './threads/thread-pool.js';
@@ -470,26 +471,7 @@ export class JobRunner {
     this.tracker.begin(row);
     const tracker = this.tracker;
     const abort = job.abort;
-    const ctx: JobContext = Object.freeze({
-      jobId: row.id,
-      actor: row.actor,
-      queue: row.queue,
-      attempt: row.attempt,
-      workerId: this.workerId,
-      payload,
-      log,
-      get signal(): AbortSignal {
-        return abort.signal;
-      },
-      heartbeatDetails: row.heartbeatDetails ?? null,
-      async progress(update: ProgressUpdate): Promise<void> {
-        tracker.report(row.id, update);
-      },
-      heartbeat(details?: unknown): void {
-        tracker.heartbeat(row.id, details);
-      },
-      shouldAbort: () => abort.aborted,
-    });
+    const ctx: JobContext = new RunContext(row, this.workerId, payload, log, abort, tracker);
     const startToCloseMs = row.startToCloseMs ?? actor.startToCloseMs ?? this.settings.defaultStartToCloseMs;
     const heartbeatTimeoutMs = row.heartbeatTimeoutMs ?? actor.heartbeatTimeoutMs;
     let handler: Promise<unknown>;
@@ -579,7 +561,8 @@ export class JobRunner {
       // A handler that honours the signal settles through its own promise; one that ignores a
       // timeout is not awaited past it (its slot stays held until it settles, see below).
       const value = aborted ? await Promise.race([handler, abortedOnTimeout(aborted)]) : await handler;
-      const settled = await this.outcomes.ofReturn(actor, row, value, timing());
+      const returned = this.outcomes.ofReturn(actor, row, value, timing());
+      const settled = returned instanceof Promise ? await returned : returned;
       outcome = settled.outcome;
       thrown = settled.error;
     } catch (err) {
@@ -620,11 +603,10 @@ export class JobRunner {
     const tracked = this.tracker.end(job.row.id);
     let result: SettleResult;
     try {
-      result = await this.completer.settle({
-        ...outcome,
-        progress: tracked.progress,
-        heartbeatDetailsJson: tracked.heartbeatDetailsJson,
-      });
+      // Set on the outcome itself (made for this job alone): a spread copy cost ~0.4 kB per job.
+      outcome.progress = tracked.progress;
+      outcome.heartbeatDetailsJson = tracked.heartbeatDetailsJson;
+      result = await this.completer.settle(outcome);
     } catch (err) {
       log.error({ err }, 'settle-gave-up');
       return;

@@ -207,9 +207,9 @@ events AS (
                                    'worker_id', $3::uuid, 'attempt', c.attempt)
          END
   FROM claimed c
-  RETURNING 1
 )
-SELECT c.*, (SELECT count(*) FROM events)::int AS _events
+-- `events` runs although nothing reads it: a data-modifying WITH query always runs to completion.
+SELECT c.*
 FROM claimed c
 ORDER BY coalesce(c.priority, 0) DESC, c._scheduled_us, c.id;
 
@@ -301,9 +301,9 @@ events AS (
                                    'worker_id', $3::uuid, 'attempt', c.attempt)
          END
   FROM claimed c
-  RETURNING 1
 )
-SELECT c.*, (SELECT count(*) FROM events)::int AS _events, f.yes AS _fallback
+-- `events` runs although nothing reads it: a data-modifying WITH query always runs to completion.
+SELECT c.*, f.yes AS _fallback
 FROM fallback f
 LEFT JOIN claimed c ON true
 ORDER BY coalesce(c.priority, 0) DESC, c._scheduled_us, c.id;
