@@ -42,13 +42,13 @@ export interface AttemptTiming {
   durationMs: number;
 }
 
-/** The settings the outcomes depend on. */
 /** What a returned handler leads to: the outcome to write, and the error the hooks get (or null). */
 export interface ReturnOutcome {
   outcome: Settlement;
   error: unknown;
 }
 
+/** The settings the outcomes depend on. */
 export interface AttemptOutcomeSettings {
   maxRetryBackoffMs: number;
   resultMaxBytes: number;

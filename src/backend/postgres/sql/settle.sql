@@ -84,7 +84,7 @@ upd AS (
       -- A snooze, a denial or an interrupted attempt used no budget, whatever status the job ends in
       -- (a cancel requested meanwhile wins over running it again, but the count stays honest).
       attempt = CASE WHEN o.give_back THEN j.attempt - 1 ELSE j.attempt END,
-      -- The next four repeat the first three WHEN branches above in the negative: "the job runs again".
+      -- The next three columns test "the job runs again": none of the first four WHEN branches above.
       scheduled_at = CASE
         WHEN o.final_status IS NULL AND NOT coalesce(o.has_deadline_check AND o.retry_at > j.schedule_to_close, false)
              AND NOT (o.counts_budget AND j.retry_kind = 'transient' AND j.attempt >= j.max_attempts)
