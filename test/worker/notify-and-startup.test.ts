@@ -2,7 +2,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { actor } from '../../src/actor.js';
+import { batchItem } from '../../src/client/jobs-client.js';
 import { TaskQ } from '../../src/client/taskq.js';
+import { wakeChannel } from '../../src/schema-name.js';
 import { ActorConfigDriftList, SchemaNotMigratedError } from '../../src/errors/index.js';
 import { silentLogger } from '../../src/obs/logger.js';
 import { Worker } from '../../src/worker/worker.js';
@@ -71,6 +73,69 @@ describe('NOTIFY wake-ups', () => {
       const ms = Date.now() - t0;
       // Polling is at 20 s, so a job done within the 5 s wait came through the new LISTEN.
       console.log(`after reconnect, enqueue to done: ${ms} ms`);
+    } finally {
+      await worker.stop();
+    }
+  });
+});
+
+describe('enqueue wake-ups under concurrency', () => {
+  // Alone, an enqueue NOTIFYs inside its insert; while another is in flight, the wake-up follows the
+  // insert's commit in a transaction of its own (so that concurrent inserts share WAL flushes).
+  // Either way every insert is announced, and only once it is visible.
+  it('announces every concurrent enqueue, single and batch, after its insert is visible', async () => {
+    const listener = new pg.Client({ connectionString: TEST_DSN });
+    await listener.connect();
+    const seen: number[] = [];
+    const checks: Promise<void>[] = [];
+    listener.on('notification', () => {
+      const k = seen.length + 1;
+      seen.push(k);
+      // The jobs visible when the k-th wake-up arrives: at least one insert per wake-up so far.
+      checks.push(
+        admin
+          .query<{ n: number }>(`SELECT count(*)::int AS n FROM "${db.schema}".jobs WHERE queue = 'wake'`)
+          .then((r) => expect(r.rows[0]!.n).toBeGreaterThanOrEqual(k)),
+      );
+    });
+    await listener.query(`LISTEN "${wakeChannel(db.schema)}"`);
+    try {
+      const wakeEcho = actor({ name: 'wake_echo', queue: 'wake' }, async (p: unknown) => p);
+      await Promise.all([
+        ...Array.from({ length: 12 }, (_, i) => tq.enqueue(wakeEcho, { i })),
+        ...Array.from({ length: 4 }, (_, b) =>
+          tq.enqueueBatch(Array.from({ length: 5 }, (_, i) => batchItem(wakeEcho, { b, i }))),
+        ),
+      ]);
+      // 16 inserting transactions, each announced once (inline or after its commit).
+      await waitFor(() => seen.length >= 16, 5000, 'a wake-up per enqueue');
+      await Promise.all(checks);
+      const jobs = await admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM "${db.schema}".jobs WHERE queue = 'wake'`,
+      );
+      expect(jobs.rows[0]!.n).toBe(32);
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it('lets an idle worker start concurrently enqueued jobs without polling', async () => {
+    const worker = new Worker({
+      actors: [echo],
+      settings: { ...base, schema: db.schema, pollInterval: '20s', notifyPollInterval: '20s' },
+      logger: silentLogger,
+    });
+    await worker.start();
+    try {
+      // Polling is at 20 s: each of these finishes within the wait only through a wake-up.
+      for (let round = 0; round < 3; round++) {
+        const [batch, ...handles] = await Promise.all([
+          tq.enqueueBatch([batchItem(echo, { round, i: 8 }), batchItem(echo, { round, i: 9 })]),
+          ...Array.from({ length: 8 }, (_, i) => tq.enqueue(echo, { round, i })),
+        ]);
+        const all = [...handles, ...batch.jobHandles];
+        expect(await Promise.all(all.map((h) => h.wait({ timeout: '5s' })))).toHaveLength(10);
+      }
     } finally {
       await worker.stop();
     }

@@ -9,11 +9,39 @@ import { dateColumn, numberColumn, textColumn, uuidArrayLiteral, type BatchColum
 type Raw = Record<string, unknown>;
 
 /**
+ * How an enqueue on the backend's own pool wakes the workers:
+ * - `inline`: the insert statement NOTIFYs, so the wake-up leaves when the insert commits, the
+ *   earliest it can. But Postgres holds one server-wide lock from a notifying transaction's
+ *   pre-commit until its commit record is flushed: concurrent notifying commits are flushed one by
+ *   one instead of together (measured here with 16 clients: ~2.9k single-row insert commits/s
+ *   with a NOTIFY inside, ~10.8k without).
+ * - `afterCommit`: the insert statement does not NOTIFY; once it has committed, a separate
+ *   `announce` (a transaction that writes nothing, so its commit waits for no flush) sends the
+ *   wake-up, and the caller does not wait for it. One more round trip, so a wake-up ~0.1 ms later.
+ * The backend chooses `inline` when no other enqueue of its own is in flight and `afterCommit`
+ * otherwise. An enqueue on the caller's connection always notifies inline: the NOTIFY belongs to
+ * the caller's transaction and is delivered only if it commits.
+ */
+export type EnqueueWake = 'inline' | 'afterCommit';
+
+/** The wake-up of an insert that committed without a NOTIFY (best effort: the workers also poll). */
+function announceWake(ops: PgOps): void {
+  ops.run('announce', [[ops.channels.wake], ['']]).catch((err: unknown) =>
+    ops.logger.warn({ err }, 'enqueue-announce-failed'),
+  );
+}
+
+/**
  * One enqueue: the gate statement (uniqueFor, singleton, maxPending, idempotency) and, when ON
  * CONFLICT met a row committed after the statement's snapshot, a fresh read of that row.
  */
-export async function enqueueOne(ops: PgOps, ex: Executor, a: EnqueueArgs): Promise<JobRow> {
-  if (hasNoGate(a)) return enqueuePlain(ops, ex, a);
+export async function enqueueOne(
+  ops: PgOps,
+  ex: Executor,
+  a: EnqueueArgs,
+  wake: EnqueueWake = 'inline',
+): Promise<JobRow> {
+  if (hasNoGate(a)) return enqueuePlain(ops, ex, a, wake);
   let rows: Raw[];
   try {
     rows = await ops.run(
@@ -30,7 +58,7 @@ export async function enqueueOne(ops: PgOps, ex: Executor, a: EnqueueArgs): Prom
         a.singleton,
         a.uniqueForMs,
         a.uniqueStates,
-        ops.channels.wake,
+        wake === 'inline' ? ops.channels.wake : null,
         a.scheduledDelayMs,
       ],
       ex,
@@ -39,6 +67,7 @@ export async function enqueueOne(ops: PgOps, ex: Executor, a: EnqueueArgs): Prom
     throw translateUnique(err, a.actor);
   }
   const r = rows[0] as Raw;
+  if (wake === 'afterCommit' && r.verdict === 'insert' && r.id === a.id) announceWake(ops);
   switch (r.verdict) {
     case 'singleton': {
       const deadline = r.singleton_deadline_ms === null ? null : Number(r.singleton_deadline_ms);
@@ -87,7 +116,7 @@ function hasNoGate(a: EnqueueArgs): boolean {
 }
 
 /** An enqueue with no gate: the insert and its wake-up (`enqueuePlain`), the row built locally. */
-async function enqueuePlain(ops: PgOps, ex: Executor, a: EnqueueArgs): Promise<JobRow> {
+async function enqueuePlain(ops: PgOps, ex: Executor, a: EnqueueArgs, wake: EnqueueWake): Promise<JobRow> {
   const rows = await ops.run(
     'enqueuePlain',
     [
@@ -96,12 +125,13 @@ async function enqueuePlain(ops: PgOps, ex: Executor, a: EnqueueArgs): Promise<J
       a.spanId,
       JSON.stringify(a.metadata),
       a.tags,
-      ops.channels.wake,
+      wake === 'inline' ? ops.channels.wake : null,
       a.scheduledDelayMs,
       a.idempotencyScope,
     ],
     ex,
   );
+  if (wake === 'afterCommit') announceWake(ops);
   return insertedRow(a, rows[0] as Raw);
 }
 
@@ -129,7 +159,12 @@ function insertedRow(a: EnqueueArgs, r: Raw): JobRow {
 }
 
 /** Up to 1000 jobs in one statement; idempotency collisions map to the existing rows, in order. */
-export async function enqueueMany(ops: PgOps, list: readonly EnqueueArgs[], ex: Executor): Promise<JobRow[]> {
+export async function enqueueMany(
+  ops: PgOps,
+  list: readonly EnqueueArgs[],
+  ex: Executor,
+  wake: EnqueueWake = 'inline',
+): Promise<JobRow[]> {
   if (list.length === 0) return [];
   // Column order of the statement: $2–$21 and $23 are arrays, $24–$44 the same columns' values.
   const columns: BatchColumn[] = [
@@ -162,7 +197,7 @@ export async function enqueueMany(ops: PgOps, list: readonly EnqueueArgs[], ex: 
       [
         uuidArrayLiteral(list.map((a) => a.id)),
         ...columns.map((c) => c[0]),
-        ops.channels.wake,
+        wake === 'inline' ? ops.channels.wake : null,
         delay[0],
         ...columns.map((c) => c[1]),
         delay[1],
@@ -173,6 +208,7 @@ export async function enqueueMany(ops: PgOps, list: readonly EnqueueArgs[], ex: 
     throw translateUnique(err, list[0]?.actor ?? '');
   }
   const inserted = insertedRows(list, rows);
+  if (wake === 'afterCommit' && inserted.some((r) => r !== undefined)) announceWake(ops);
   const missing = list.filter((a, i) => inserted[i] === undefined);
   const byKey = new Map<string, JobRow>();
   if (missing.length > 0) {

@@ -55,7 +55,7 @@ import {
   type BatchColumn,
 } from './batch-column.js';
 import { Dispatcher } from './pg-dispatch.js';
-import { enqueueMany, enqueueOne, translateUnique } from './pg-enqueue.js';
+import { enqueueMany, enqueueOne, translateUnique, type EnqueueWake } from './pg-enqueue.js';
 import type { PgOps, StatementName } from './pg-ops.js';
 import { openLeaderSession, subscribe } from './pg-sessions.js';
 import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
@@ -119,6 +119,8 @@ export class PostgresBackend implements Backend {
   private readonly done: string;
   private readonly progress: string;
   private readonly ops: PgOps;
+  /** Enqueue statements of this backend running on its own pool (see {@link onOwnPool}). */
+  private enqueuesInFlight = 0;
   /** Runs claims: the lean statement when it applies, else the full one. */
   readonly dispatcher: Dispatcher;
 
@@ -178,26 +180,34 @@ export class PostgresBackend implements Backend {
   }
 
   async enqueue(args: EnqueueArgs): Promise<JobRow> {
-    return this.enqueueOn(this.driver, args);
+    return this.onOwnPool((wake) => enqueueOne(this.ops, this.driver, args, wake));
   }
 
   async enqueueWithConn(conn: ClientLike, args: EnqueueArgs): Promise<JobRow> {
-    return this.enqueueOn(executorFromClient(conn), args);
-  }
-
-  private enqueueOn(ex: Executor, a: EnqueueArgs): Promise<JobRow> {
-    return enqueueOne(this.ops, ex, a);
+    return enqueueOne(this.ops, executorFromClient(conn), args, 'inline');
   }
 
   async enqueueBatch(
     list: readonly EnqueueArgs[],
     options: { connection?: ClientLike } = {},
   ): Promise<JobRow[]> {
-    return enqueueMany(
-      this.ops,
-      list,
-      options.connection ? executorFromClient(options.connection) : this.driver,
-    );
+    if (options.connection) return enqueueMany(this.ops, list, executorFromClient(options.connection), 'inline');
+    return this.onOwnPool((wake) => enqueueMany(this.ops, list, this.driver, wake));
+  }
+
+  /**
+   * Runs an enqueue on the backend's pool. Alone, it notifies inline (the earliest wake-up); while
+   * another is in flight, after its commit, so that concurrent inserts can share a WAL flush (see
+   * {@link EnqueueWake}).
+   */
+  private async onOwnPool<T>(enqueue: (wake: EnqueueWake) => Promise<T>): Promise<T> {
+    const wake: EnqueueWake = this.enqueuesInFlight === 0 ? 'inline' : 'afterCommit';
+    this.enqueuesInFlight++;
+    try {
+      return await enqueue(wake);
+    } finally {
+      this.enqueuesInFlight--;
+    }
   }
 
   async get(jobId: string): Promise<JobRow | null> {

@@ -72,7 +72,8 @@ ins AS (
   RETURNING j.id, j.status, j.scheduled_at, j.schedule_to_close, j.idempotency_key
 ),
 notify AS (
-  SELECT pg_notify($22, '') WHERE EXISTS (SELECT 1 FROM ins)
+  -- $22 NULL: no NOTIFY here, the caller announces the insert after it commits (as `enqueue`).
+  SELECT pg_notify($22, '') WHERE $22::text IS NOT NULL AND EXISTS (SELECT 1 FROM ins)
 ),
 n AS (
   SELECT ts, (extract(epoch FROM ts) * 1000)::float8 AS created_ms FROM now_

@@ -9,7 +9,8 @@
 -- $12 schedule_to_close, $13 schedule_to_close interval ms, $14 start_to_close ms,
 -- $15 heartbeat_timeout ms, $16 idempotency_key, $17 idempotency_scope, $18 trace_id, $19 span_id,
 -- $20 metadata (json text), $21 tags, $22 max_pending, $23 singleton, $24 unique_for ms,
--- $25 unique_states, $26 wake channel, $27 scheduled delay ms
+-- $25 unique_states, $26 wake channel (NULL: no NOTIFY here, the caller announces the insert after
+-- it commits; see EnqueueWake in pg-enqueue.ts), $27 scheduled delay ms
 WITH now_ AS (
   SELECT clock_timestamp() AS ts
 ),
@@ -75,7 +76,7 @@ ins AS (
   RETURNING {job_columns}
 ),
 notify AS (
-  SELECT pg_notify($26, '') FROM ins
+  SELECT pg_notify($26, '') FROM ins WHERE $26::text IS NOT NULL
 )
 SELECT g.verdict,
   (SELECT count(*) FROM notify)::int AS notified,
@@ -108,7 +109,7 @@ SELECT {job_columns} FROM {schema}.jobs j WHERE j.idempotency_scope = $1 AND j.i
 -- $7 payload_schema_ver, $8 priority, $9 max_attempts, $10 retry_kind, $11 scheduled_at,
 -- $12 schedule_to_close, $13 schedule_to_close interval ms, $14 start_to_close ms,
 -- $15 heartbeat_timeout ms, $16 trace_id, $17 span_id, $18 metadata (json text), $19 tags,
--- $20 wake channel, $21 scheduled delay ms, $22 idempotency_scope
+-- $20 wake channel (NULL: no NOTIFY, as in `enqueue`), $21 scheduled delay ms, $22 idempotency_scope
 -- Only what the database decided comes back (as `enqueueBatch`): the caller has the rest.
 WITH now_ AS (
   SELECT clock_timestamp() AS ts
@@ -139,4 +140,4 @@ ins AS (
     (extract(epoch FROM j.scheduled_at) * 1000)::float8 AS scheduled_ms,
     (extract(epoch FROM j.schedule_to_close) * 1000)::float8 AS schedule_to_close_ms
 )
-SELECT ins.*, pg_notify($20, '') IS NULL AS notified FROM ins;
+SELECT ins.*, CASE WHEN $20::text IS NOT NULL THEN pg_notify($20, '') IS NULL END AS notified FROM ins;
