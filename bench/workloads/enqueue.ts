@@ -1,13 +1,20 @@
 /**
- * Enqueue throughput: single jobs one call at a time (awaited, one client), bulk calls of 1,000 jobs,
- * and a COPY fast path where a system has one (none does yet: reported as such).
+ * Enqueue throughput: single jobs one call at a time (awaited, one client), single jobs from
+ * concurrent callers sharing one client (a web server's pattern), bulk calls of 1,000 jobs, and a
+ * COPY fast path where a system has one (none does yet: reported as such).
  */
 import { nowMs, type BenchPayload } from '../lib/common.js';
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
 import type { MetricSpec } from '../lib/results.js';
 
 const RATE: MetricSpec = { metric: 'jobs/s', unit: 'jobs/s', better: 'higher', ratio: true };
-export const ENQUEUE_CASES = { single: 'single (one call per job)', bulk: 'bulk (1,000 per call)' };
+/** Callers enqueueing at once in the concurrent case. */
+const CALLERS = 16;
+export const ENQUEUE_CASES = {
+  single: 'single (one call per job)',
+  concurrent: `single, ${CALLERS} concurrent callers`,
+  bulk: 'bulk (1,000 per call)',
+};
 
 export async function runEnqueue(ctx: BenchContext): Promise<void> {
   const single = ctx.opts.quick ? 300 : 2000;
@@ -23,6 +30,17 @@ export async function runEnqueue(ctx: BenchContext): Promise<void> {
           const singleRate = single / ((nowMs() - t) / 1000);
           ctx.results.record('enqueue', ENQUEUE_CASES.single, RATE, id, singleRate);
 
+          // The same number of single calls, CALLERS at a time on the one client.
+          let next = 0;
+          t = nowMs();
+          await Promise.all(
+            Array.from({ length: CALLERS }, async () => {
+              while (next < single) await sys.enqueueOne({ i: next++ });
+            }),
+          );
+          const concurrentRate = single / ((nowMs() - t) / 1000);
+          ctx.results.record('enqueue', ENQUEUE_CASES.concurrent, RATE, id, concurrentRate);
+
           const batches: BenchPayload[][] = [];
           for (let b = 0; b < bulkCalls; b++)
             batches.push(Array.from({ length: 1000 }, (_, i) => ({ i: b * 1000 + i })));
@@ -32,7 +50,7 @@ export async function runEnqueue(ctx: BenchContext): Promise<void> {
           const bulkRate = (bulkCalls * 1000) / ((nowMs() - t) / 1000);
           ctx.results.record('enqueue', ENQUEUE_CASES.bulk, RATE, id, bulkRate);
           ctx.log(
-            `  enqueue ${id} round ${round + 1}: single ${singleRate.toFixed(0)}/s, bulk ${bulkRate.toFixed(0)}/s`,
+            `  enqueue ${id} round ${round + 1}: single ${singleRate.toFixed(0)}/s, ${CALLERS} callers ${concurrentRate.toFixed(0)}/s, bulk ${bulkRate.toFixed(0)}/s`,
           );
         });
       } catch (err) {
