@@ -26,9 +26,9 @@ export type EnqueueWake = 'inline' | 'afterCommit';
 
 /** The wake-up of an insert that committed without a NOTIFY (best effort: the workers also poll). */
 function announceWake(ops: PgOps): void {
-  ops.run('announce', [[ops.channels.wake], ['']]).catch((err: unknown) =>
-    ops.logger.warn({ err }, 'enqueue-announce-failed'),
-  );
+  ops
+    .run('announce', [[ops.channels.wake], ['']])
+    .catch((err: unknown) => ops.logger.warn({ err }, 'enqueue-announce-failed'));
 }
 
 /**

@@ -191,7 +191,8 @@ export class PostgresBackend implements Backend {
     list: readonly EnqueueArgs[],
     options: { connection?: ClientLike } = {},
   ): Promise<JobRow[]> {
-    if (options.connection) return enqueueMany(this.ops, list, executorFromClient(options.connection), 'inline');
+    if (options.connection)
+      return enqueueMany(this.ops, list, executorFromClient(options.connection), 'inline');
     return this.onOwnPool((wake) => enqueueMany(this.ops, list, this.driver, wake));
   }
 
