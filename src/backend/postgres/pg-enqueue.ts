@@ -24,6 +24,11 @@ type Raw = Record<string, unknown>;
  */
 export type EnqueueWake = 'inline' | 'afterCommit';
 
+/** The channel the insert statement NOTIFYs: the wake channel inline, none (NULL) after commit. */
+function statementChannel(ops: PgOps, wake: EnqueueWake): string | null {
+  return wake === 'inline' ? ops.channels.wake : null;
+}
+
 /** The wake-up of an insert that committed without a NOTIFY (best effort: the workers also poll). */
 function announceWake(ops: PgOps): void {
   ops
@@ -39,7 +44,7 @@ export async function enqueueOne(
   ops: PgOps,
   ex: Executor,
   a: EnqueueArgs,
-  wake: EnqueueWake = 'inline',
+  wake: EnqueueWake,
 ): Promise<JobRow> {
   if (hasNoGate(a)) return enqueuePlain(ops, ex, a, wake);
   let rows: Raw[];
@@ -58,7 +63,7 @@ export async function enqueueOne(
         a.singleton,
         a.uniqueForMs,
         a.uniqueStates,
-        wake === 'inline' ? ops.channels.wake : null,
+        statementChannel(ops, wake),
         a.scheduledDelayMs,
       ],
       ex,
@@ -125,7 +130,7 @@ async function enqueuePlain(ops: PgOps, ex: Executor, a: EnqueueArgs, wake: Enqu
       a.spanId,
       JSON.stringify(a.metadata),
       a.tags,
-      wake === 'inline' ? ops.channels.wake : null,
+      statementChannel(ops, wake),
       a.scheduledDelayMs,
       a.idempotencyScope,
     ],
@@ -163,7 +168,7 @@ export async function enqueueMany(
   ops: PgOps,
   list: readonly EnqueueArgs[],
   ex: Executor,
-  wake: EnqueueWake = 'inline',
+  wake: EnqueueWake,
 ): Promise<JobRow[]> {
   if (list.length === 0) return [];
   // Column order of the statement: $2–$21 and $23 are arrays, $24–$44 the same columns' values.
@@ -197,7 +202,7 @@ export async function enqueueMany(
       [
         uuidArrayLiteral(list.map((a) => a.id)),
         ...columns.map((c) => c[0]),
-        wake === 'inline' ? ops.channels.wake : null,
+        statementChannel(ops, wake),
         delay[0],
         ...columns.map((c) => c[1]),
         delay[1],
