@@ -9,6 +9,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { normalizeJobFilter } from '../src/backend/job-filter.js';
+import { filterConditions } from '../src/backend/postgres/filter-sql.js';
 import { PostgresBackend } from '../src/backend/postgres/postgres-backend.js';
 import { PgDriver } from '../src/db/pg-driver.js';
 import { GENERIC_PLAN_SESSION_SETTINGS, PINNED_PLAN_SESSION_SETTINGS } from '../src/db/session-settings.js';
@@ -137,14 +139,18 @@ describe('plans of the active-job questions on a table of mostly finished jobs',
   beforeAll(async () => {
     client = new pg.Client({ connectionString: TEST_DSN });
     await client.connect();
-    // 100,000 jobs over 5 actors and 3 queues: 0.5 % pending, 0.2 % scheduled, ~0.1 % running.
+    // 100,000 jobs over 5 actors and 3 queues: 0.5 % pending, 0.2 % scheduled, ~0.1 % running; a
+    // tenth of them in 1,000 batches.
     await client.query(
       `INSERT INTO "${schema}".jobs (id, actor, queue, payload, status, attempt, max_attempts, retry_kind,
-                                    created_at, scheduled_at, finished_at, locked_by_worker)
+                                    created_at, scheduled_at, finished_at, locked_by_worker, metadata)
        SELECT gen_random_uuid(), 'a' || (g % 5), 'q' || (g % 3), '{}', s.status::"${schema}".job_status,
               1, 3, 'transient', now(), now(),
               CASE WHEN s.status = 'succeeded' THEN now() END,
-              CASE WHEN s.status = 'running' THEN gen_random_uuid() END
+              CASE WHEN s.status = 'running' THEN gen_random_uuid() END,
+              CASE WHEN g % 10 = 0
+                THEN jsonb_build_object('batch_id', '018f0000-0000-7000-8000-' || lpad((g % 1000)::text, 12, '0'))
+                ELSE '{}' END
        FROM generate_series(1, 100000) g,
             LATERAL (SELECT CASE WHEN g % 200 = 0 THEN 'pending' WHEN g % 997 = 0 THEN 'running'
                                  WHEN g % 500 = 1 THEN 'scheduled' ELSE 'succeeded' END AS status) s`,
@@ -183,5 +189,27 @@ describe('plans of the active-job questions on a table of mostly finished jobs',
   it('cancelWhere filtered by actor', async () => {
     const text = backend.statement('cancelWhere').replaceAll('{filter_conditions}', 'j.actor = $4');
     expectIndexesOnly(await plan(text, [null, 'events', schema, 'a1']));
+  });
+
+  // The batch index holds no running job (0012): a batch's running jobs come from jobs_running_idx.
+  const batchId = '018f0000-0000-7000-8000-000000000010';
+
+  it('listing a batch reads the batch index and the running index, not the table', async () => {
+    const values: unknown[] = [];
+    const conds = filterConditions(normalizeJobFilter({ batchId }), values, `"${schema}"`);
+    const lines = await plan(`SELECT j.id FROM "${schema}".jobs j WHERE ${conds.join(' AND ')}`, values);
+    expect(lines.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
+    expect(lines.some((l) => /jobs_batch_not_running_idx/.test(l))).toBe(true);
+    expect(lines.some((l) => /jobs_running_idx/.test(l))).toBe(true);
+  });
+
+  it('cancelWhere filtered by batch', async () => {
+    const values: unknown[] = [null, 'events', schema];
+    const conds = filterConditions(normalizeJobFilter({ batchId }), values, `"${schema}"`);
+    const text = backend.statement('cancelWhere').replaceAll('{filter_conditions}', conds.join(' AND '));
+    const lines = await plan(text, values);
+    expect(lines.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
+    expect(lines.some((l) => /jobs_batch_not_running_idx/.test(l))).toBe(true);
+    expect(lines.some((l) => /jobs_running_idx/.test(l))).toBe(true);
   });
 });

@@ -115,4 +115,22 @@ export const MIGRATIONS: readonly BundledMigration[] = [
     sourceChecksum: "b317c35e2d04571873fd8c742938764ad39f0d6a5d26fdf945eeef5384a6f4b4",
     sql: "-- The second half of 0010_pre_waiting_status_indexes: running jobs are read through\n-- jobs_running_idx, waiting ones through the new per-actor and per-queue indexes, so the two that\n-- also held every running job go. A `post` migration: the previous release's singleton gate and\n-- countActiveJobs still read them.\nDROP INDEX {schema}.jobs_actor_active_idx;\nDROP INDEX {schema}.jobs_queue_active_idx;\n",
   },
+  {
+    id: "0012_pre_batch_index_without_running",
+    version: 12,
+    phase: "pre",
+    name: "batch_index_without_running",
+    transactional: true,
+    sourceChecksum: "842b69dcf971d37b5b2fc4e9c706fe28d68362734f1314b723d003e96afe7e00",
+    sql: "-- One index entry fewer per claimed job of a batch.\n--\n-- jobs_batch_id_idx held every version of a job enqueued by `enqueueBatch` (every such job carries\n-- metadata.batch_id), so a claim (pending → running: a new row version, never a HOT update) paid an\n-- entry in it for the running version, which the outcome write makes dead moments later. Running\n-- jobs are few (at most the fleet's concurrency) and jobs_running_idx holds every one of them, so a\n-- batch filter reads the batch's other jobs through this index and its running ones through\n-- jobs_running_idx (a BitmapOr of the two; see filter-sql.ts).\n--\n-- This file only adds; 0013_post_drop_batch_index_with_running drops the index it replaces, after\n-- every client runs the filter that no longer needs it.\nCREATE INDEX jobs_batch_not_running_idx ON {schema}.jobs ((metadata ->> 'batch_id'))\n  WHERE metadata ? 'batch_id' AND status <> 'running';\n",
+  },
+  {
+    id: "0013_post_drop_batch_index_with_running",
+    version: 13,
+    phase: "post",
+    name: "drop_batch_index_with_running",
+    transactional: true,
+    sourceChecksum: "fe55dac08a3bbca198cfb641997f2dfd33a56d67744c8b3d91ad92706504fe62",
+    sql: "-- The second half of 0012_pre_batch_index_without_running: a batch's running jobs are read through\n-- jobs_running_idx, the others through jobs_batch_not_running_idx, so the index that also held\n-- every running version goes. A `post` migration: the previous release's batch filter reads it.\nDROP INDEX {schema}.jobs_batch_id_idx;\n",
+  },
 ];

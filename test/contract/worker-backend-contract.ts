@@ -493,6 +493,38 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
         expect(again.totalAffected).toBe(0);
       });
 
+      it('finds every job of a batch, whatever its status, and cancels or flags the active ones', async () => {
+        const batch = await client.enqueueBatch([1, 2, 3, 4].map((n) => ({ actor: plain, payload: { n } })));
+        const [done, running, waiting, alsoWaiting] = batch.jobHandles.map((j) => j.jobId);
+        const other = await client.enqueueBatch([{ actor: plain, payload: { n: 5 } }]);
+        expect((await claim(2)).map((r) => r.id)).toEqual([done, running]);
+        await h.backend.settle([
+          {
+            ...base,
+            kind: 'succeeded',
+            jobId: done!,
+            resultJson: null,
+            resultSizeBytes: null,
+            fallbackResultTtlMs: null,
+          },
+        ]);
+        const statuses = async (filter: { status?: 'running' } = {}) =>
+          Object.fromEntries(
+            (await client.list({ batchId: batch.batchId, ...filter })).jobs.map((j) => [j.id, j.status]),
+          );
+        expect(await statuses()).toEqual({
+          [done!]: 'succeeded',
+          [running!]: 'running',
+          [waiting!]: 'pending',
+          [alsoWaiting!]: 'pending',
+        });
+        expect(await statuses({ status: 'running' })).toEqual({ [running!]: 'running' });
+        const result = await client.cancelWhere({ batchId: batch.batchId });
+        expect(result.cancelRequestedIds).toEqual([running]);
+        expect([...result.cancelledIds].sort()).toEqual([waiting, alsoWaiting].sort());
+        expect((await h.backend.get(other.jobHandles[0]!.jobId))?.status).toBe('pending');
+      });
+
       it('refuses an empty filter unless allowed, and honours status and active', async () => {
         await client.enqueue(plain, { n: 1 });
         await expect(client.cancelWhere({})).rejects.toThrow(/needs at least one predicate/);

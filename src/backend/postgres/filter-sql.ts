@@ -22,8 +22,17 @@ export function filterConditions(f: NormalizedJobFilter, params: unknown[], quot
   if (f.queue !== null) conds.push(`j.queue = ${p(f.queue)}`);
   if (f.actor !== null) conds.push(`j.actor = ${p(f.actor)}`);
   if (f.identityKey !== null) conds.push(`j.identity_key = ${p(f.identityKey)}`);
-  if (f.batchId !== null)
-    conds.push(`j.metadata ? 'batch_id' AND (j.metadata ->> 'batch_id') = ${p(f.batchId)}`);
+  if (f.batchId !== null) {
+    // Two arms, each matching a partial index's predicate: the batch index holds no running job
+    // (a claim would pay an entry there for a version the outcome write soon makes dead), so the
+    // batch's running jobs are found through the running index (few rows: at most the fleet's
+    // concurrency). Postgres combines the two with a BitmapOr.
+    const batch = p(f.batchId);
+    conds.push(
+      `((j.metadata ? 'batch_id' AND j.status <> 'running' AND (j.metadata ->> 'batch_id') = ${batch})` +
+        ` OR (j.status = 'running' AND j.metadata ? 'batch_id' AND (j.metadata ->> 'batch_id') = ${batch}))`,
+    );
+  }
   if (f.tags.length > 0) conds.push(`j.tags <> '{}'::text[] AND j.tags @> ${p(f.tags)}::text[]`);
   if (f.statuses !== null) {
     if (f.statuses.length === 0) conds.push('FALSE');
