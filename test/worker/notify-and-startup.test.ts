@@ -82,13 +82,18 @@ describe('NOTIFY wake-ups', () => {
 describe('enqueue wake-ups under concurrency', () => {
   // Alone, an enqueue NOTIFYs inside its insert; while another is in flight, the wake-up follows the
   // insert's commit in a transaction of its own (so that concurrent inserts share WAL flushes).
-  // Either way every insert is announced, and only once it is visible.
+  // Either way every insert is announced, only once it is visible, and before the call returns.
   it('announces every concurrent enqueue, single and batch, after its insert is visible', async () => {
     const listener = new pg.Client({ connectionString: TEST_DSN });
     await listener.connect();
     const seen: number[] = [];
     const checks: Promise<void>[] = [];
-    listener.on('notification', () => {
+    let wakesBeforeBarrier = -1;
+    listener.on('notification', (n) => {
+      if (n.payload === 'barrier') {
+        wakesBeforeBarrier = seen.length;
+        return;
+      }
       const k = seen.length + 1;
       seen.push(k);
       // The jobs visible when the k-th wake-up arrives: at least one insert per wake-up so far.
@@ -107,8 +112,11 @@ describe('enqueue wake-ups under concurrency', () => {
           tq.enqueueBatch(Array.from({ length: 5 }, (_, i) => batchItem(wakeEcho, { b, i }))),
         ),
       ]);
-      // 16 inserting transactions, each announced once (inline or after its commit).
-      await waitFor(() => seen.length >= 16, 5000, 'a wake-up per enqueue');
+      // 16 inserting transactions, each announced once (inline or after its commit), and every
+      // announcement sent before its call returned: a NOTIFY sent now arrives after all of them.
+      await admin.query('SELECT pg_notify($1, $2)', [wakeChannel(db.schema), 'barrier']);
+      await waitFor(() => wakesBeforeBarrier >= 0, 5000, 'the barrier NOTIFY');
+      expect(wakesBeforeBarrier).toBe(16);
       await Promise.all(checks);
       const jobs = await admin.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM "${db.schema}".jobs WHERE queue = 'wake'`,

@@ -17,7 +17,9 @@ type Raw = Record<string, unknown>;
  *   with a NOTIFY inside, ~10.8k without).
  * - `afterCommit`: the insert statement does not NOTIFY; once it has committed, a separate
  *   `announce` (a transaction that writes nothing, so its commit waits for no flush) sends the
- *   wake-up, and the caller does not wait for it. One more round trip, so a wake-up ~0.1 ms later.
+ *   wake-up. One more round trip, so a wake-up ~0.1 ms later. The enqueue resolves after it, as
+ *   an inline one resolves after its NOTIFY: once an enqueue has returned, its wake-up has left
+ *   (a caller that then sends a NOTIFY of its own, or reads the channel, sees them in that order).
  * The backend chooses `inline` when no other enqueue of its own is in flight and `afterCommit`
  * otherwise. An enqueue on the caller's connection always notifies inline: the NOTIFY belongs to
  * the caller's transaction and is delivered only if it commits.
@@ -29,11 +31,16 @@ function statementChannel(ops: PgOps, wake: EnqueueWake): string | null {
   return wake === 'inline' ? ops.channels.wake : null;
 }
 
-/** The wake-up of an insert that committed without a NOTIFY (best effort: the workers also poll). */
-function announceWake(ops: PgOps): void {
-  ops
-    .run('announce', [[ops.channels.wake], ['']])
-    .catch((err: unknown) => ops.logger.warn({ err }, 'enqueue-announce-failed'));
+/**
+ * The wake-up of an insert that committed without a NOTIFY. Never rejects: the job is committed
+ * whatever happens here, and a lost wake-up only delays it to the workers' next poll.
+ */
+async function announceWake(ops: PgOps): Promise<void> {
+  try {
+    await ops.run('announce', [[ops.channels.wake], ['']]);
+  } catch (err) {
+    ops.logger.warn({ err }, 'enqueue-announce-failed');
+  }
 }
 
 /**
@@ -72,7 +79,7 @@ export async function enqueueOne(
     throw translateUnique(err, a.actor);
   }
   const r = rows[0] as Raw;
-  if (wake === 'afterCommit' && r.verdict === 'insert' && r.id === a.id) announceWake(ops);
+  if (wake === 'afterCommit' && r.verdict === 'insert' && r.id === a.id) await announceWake(ops);
   switch (r.verdict) {
     case 'singleton': {
       const deadline = r.singleton_deadline_ms === null ? null : Number(r.singleton_deadline_ms);
@@ -136,7 +143,7 @@ async function enqueuePlain(ops: PgOps, ex: Executor, a: EnqueueArgs, wake: Enqu
     ],
     ex,
   );
-  if (wake === 'afterCommit') announceWake(ops);
+  if (wake === 'afterCommit') await announceWake(ops);
   return insertedRow(a, rows[0] as Raw);
 }
 
@@ -213,7 +220,7 @@ export async function enqueueMany(
     throw translateUnique(err, list[0]?.actor ?? '');
   }
   const inserted = insertedRows(list, rows);
-  if (wake === 'afterCommit' && inserted.some((r) => r !== undefined)) announceWake(ops);
+  if (wake === 'afterCommit' && inserted.some((r) => r !== undefined)) await announceWake(ops);
   const missing = list.filter((a, i) => inserted[i] === undefined);
   const byKey = new Map<string, JobRow>();
   if (missing.length > 0) {
