@@ -27,11 +27,8 @@ export function filterConditions(f: NormalizedJobFilter, params: unknown[], quot
     // (a claim would pay an entry there for a version the outcome write soon makes dead), so the
     // batch's running jobs are found through the running index (few rows: at most the fleet's
     // concurrency). Postgres combines the two with a BitmapOr.
-    const batch = p(f.batchId);
-    conds.push(
-      `((j.metadata ? 'batch_id' AND j.status <> 'running' AND (j.metadata ->> 'batch_id') = ${batch})` +
-        ` OR (j.status = 'running' AND j.metadata ? 'batch_id' AND (j.metadata ->> 'batch_id') = ${batch}))`,
-    );
+    const inBatch = `j.metadata ? 'batch_id' AND (j.metadata ->> 'batch_id') = ${p(f.batchId)}`;
+    conds.push(`((${inBatch} AND j.status <> 'running') OR (${inBatch} AND j.status = 'running'))`);
   }
   if (f.tags.length > 0) conds.push(`j.tags <> '{}'::text[] AND j.tags @> ${p(f.tags)}::text[]`);
   if (f.statuses !== null) {
