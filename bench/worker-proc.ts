@@ -13,6 +13,16 @@ function send(msg: ChildMessage): void {
   process.send?.(msg);
 }
 
+/**
+ * Sends the last message and exits once the IPC channel has written it. A fixed delay was not
+ * enough: a result carrying tens of thousands of latency samples (~1 MB of JSON) could still be
+ * queued when the process left, and the harness saw a worker that "gave no result".
+ */
+function sendAndExit(msg: ChildMessage, code: number): void {
+  if (!process.send) process.exit(code);
+  process.send(msg, undefined, {}, () => process.exit(code));
+}
+
 const spec = JSON.parse(process.env.BENCH_WORKER_SPEC ?? '{}') as WorkerSpec;
 
 let count = 0;
@@ -79,26 +89,27 @@ async function handle(
     for (const t of timers) clearInterval(t);
     timers = [];
     const cpu = process.cpuUsage(cpuAtGo ?? undefined);
-    send({
-      type: 'result',
-      count,
-      failed,
-      failures,
-      firstStart,
-      lastStart,
-      latencies,
-      rss,
-      peakRss: Math.max(0, ...rss.map((r) => r[1])),
-      cpuMicros: cpu.user + cpu.system,
-    });
-    // Some clients keep timers or sockets alive after stop: leave explicitly once the parent has
-    // the result (the IPC message is flushed before exit).
-    setTimeout(() => process.exit(0), 50);
+    // Some clients keep timers or sockets alive after stop: leave explicitly, once the parent has
+    // the result.
+    sendAndExit(
+      {
+        type: 'result',
+        count,
+        failed,
+        failures,
+        firstStart,
+        lastStart,
+        latencies,
+        rss,
+        peakRss: Math.max(0, ...rss.map((r) => r[1])),
+        cpuMicros: cpu.user + cpu.system,
+      },
+      0,
+    );
   }
 }
 
 main().catch((err: unknown) => {
-  send({ type: 'error', message: errorMessage(err) });
   process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
-  setTimeout(() => process.exit(1), 50);
+  sendAndExit({ type: 'error', message: errorMessage(err) }, 1);
 });
