@@ -200,8 +200,9 @@ export interface Backend {
   cleanupStaleWorkers(olderThanMs: number): Promise<number>;
   /**
    * Refreshes the planner's statistics of `jobs` when they are missing or far out of date (a new
-   * table filled in a burst), so claims keep their index plan. Returns whether it analyzed.
-   * Optional: backends without a planner leave it out.
+   * table filled in a burst), so claims keep their index plan. Returns whether it analyzed. Workers
+   * starting together refresh one at a time: the first analyzes, the others wait for it and find
+   * the statistics fresh. Optional: backends without a planner leave it out.
    */
   refreshStatistics?(): Promise<boolean>;
   /**

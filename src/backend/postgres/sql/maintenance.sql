@@ -209,6 +209,11 @@ WHERE l.locktype = 'relation' AND l.relation = to_regclass($1)
   AND a.pid <> pg_backend_pid()
   AND a.xact_start < clock_timestamp() - $2::float8 * interval '1 millisecond';
 
+-- name: statisticsRefreshLock
+-- Held for the rest of the transaction by the one session refreshing `jobs` statistics ($1 the
+-- lock's name): the workers of a fleet start together, and each found the statistics stale.
+SELECT pg_advisory_xact_lock(hashtextextended($1, 0));
+
 -- name: jobsStatisticsStale
 -- True when the planner has no usable statistics for `jobs`: never analyzed (reltuples < 0) yet
 -- more than 20 pages on disk, or ten times the pages it had at the last analyze or vacuum. Fresh
