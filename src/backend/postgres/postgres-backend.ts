@@ -603,7 +603,7 @@ export class PostgresBackend implements Backend {
     // a lock, each checking again once it holds it: the first analyzes, the others wait for it (their
     // claims must not be planned before it ends) and find the statistics fresh. Concurrent ANALYZEs
     // of one table queue on its lock anyway, so each worker used to wait for all of them in turn
-    // (4 workers on a 20k backlog: 2.3 s of ANALYZE instead of 0.6 s).
+    // (4 workers on a 20k backlog: 2.3 s of ANALYZE in all; now one ANALYZE of ~0.1 s).
     const analyzed = await this.driver.transaction(async (tx) => {
       await this.run('statisticsRefreshLock', [`taskq:statistics:${this.schema}`], tx);
       if (!(await this.statisticsStale(tx))) return false;
