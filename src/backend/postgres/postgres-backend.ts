@@ -58,6 +58,7 @@ import { Dispatcher } from './pg-dispatch.js';
 import { enqueueMany, enqueueOne, translateUnique, type EnqueueWake } from './pg-enqueue.js';
 import type { PgOps, StatementName } from './pg-ops.js';
 import { openLeaderSession, subscribe } from './pg-sessions.js';
+import { refreshJobsStatistics } from './pg-statistics.js';
 import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
 import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
 import * as SQL from './sql.generated.js';
@@ -598,26 +599,7 @@ export class PostgresBackend implements Backend {
   }
 
   async refreshStatistics(): Promise<boolean> {
-    if (!(await this.statisticsStale())) return false;
-    // The workers of a fleet start together and all find the statistics stale. One at a time under
-    // a lock, each checking again once it holds it: the first analyzes, the others wait for it (their
-    // claims must not be planned before it ends) and find the statistics fresh. Concurrent ANALYZEs
-    // of one table queue on its lock anyway, so each worker used to wait for all of them in turn
-    // (4 workers on a 20k backlog: 2.3 s of ANALYZE in all; now one ANALYZE of ~0.1 s).
-    const analyzed = await this.driver.transaction(async (tx) => {
-      await this.run('statisticsRefreshLock', [`taskq:statistics:${this.schema}`], tx);
-      if (!(await this.statisticsStale(tx))) return false;
-      // ANALYZE samples a fixed number of rows: tens of milliseconds even on a large table.
-      await tx.query(`ANALYZE ${this.quoted}.jobs`);
-      return true;
-    });
-    if (analyzed) this.logger.info({ schema: this.schema }, 'jobs-statistics-refreshed');
-    return analyzed;
-  }
-
-  private async statisticsStale(ex: Executor = this.driver): Promise<boolean> {
-    const rows = await this.run<{ stale: boolean | null }>('jobsStatisticsStale', [], ex);
-    return rows[0]?.stale === true;
+    return refreshJobsStatistics(this.ops, this.quoted);
   }
 
   async cleanupStaleWorkers(olderThanMs: number): Promise<number> {
