@@ -68,10 +68,13 @@ describe('a rate-limited actor', () => {
       },
       async () => 'ran',
     );
+    // The jobs are all waiting before the worker starts, so its first claim takes all five. Were
+    // they to arrive one by one, the first denial would pause the actor's claims (no retry hint:
+    // 5 s) with jobs still pending, and each later one would wait out a pause of its own.
+    const handles = await Promise.all(Array.from({ length: 5 }, () => tq.enqueue(quota, {})));
     const worker = new Worker({ actors: [quota], settings: baseSettings() });
     await worker.start();
     try {
-      const handles = await Promise.all(Array.from({ length: 5 }, () => tq.enqueue(quota, {})));
       await waitFor(async () => {
         const rows = await Promise.all(handles.map((h) => tq.getRow(h.jobId)));
         return (
