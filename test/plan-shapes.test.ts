@@ -194,22 +194,24 @@ describe('plans of the active-job questions on a table of mostly finished jobs',
   // The batch index holds no running job (0012): a batch's running jobs come from jobs_running_idx.
   const batchId = '018f0000-0000-7000-8000-000000000010';
 
-  it('listing a batch reads the batch index and the running index, not the table', async () => {
-    const values: unknown[] = [];
-    const conds = filterConditions(normalizeJobFilter({ batchId }), values, `"${schema}"`);
-    const lines = await plan(`SELECT j.id FROM "${schema}".jobs j WHERE ${conds.join(' AND ')}`, values);
+  function expectBatchIndexes(lines: string[]): void {
     expect(lines.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
     expect(lines.some((l) => /jobs_batch_not_running_idx/.test(l))).toBe(true);
     expect(lines.some((l) => /jobs_running_idx/.test(l))).toBe(true);
+  }
+
+  it('listing a batch reads the batch index and the running index, not the table', async () => {
+    const values: unknown[] = [];
+    const conds = filterConditions(normalizeJobFilter({ batchId }), values, `"${schema}"`);
+    expectBatchIndexes(
+      await plan(`SELECT j.id FROM "${schema}".jobs j WHERE ${conds.join(' AND ')}`, values),
+    );
   });
 
   it('cancelWhere filtered by batch', async () => {
     const values: unknown[] = [null, 'events', schema];
     const conds = filterConditions(normalizeJobFilter({ batchId }), values, `"${schema}"`);
     const text = backend.statement('cancelWhere').replaceAll('{filter_conditions}', conds.join(' AND '));
-    const lines = await plan(text, values);
-    expect(lines.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
-    expect(lines.some((l) => /jobs_batch_not_running_idx/.test(l))).toBe(true);
-    expect(lines.some((l) => /jobs_running_idx/.test(l))).toBe(true);
+    expectBatchIndexes(await plan(text, values));
   });
 });
