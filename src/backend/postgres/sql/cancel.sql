@@ -77,8 +77,8 @@ SELECT (SELECT count(*) FROM upd)::int AS retried, (SELECT count(*) FROM ev)::in
 -- the predicate list, whose values are bound parameters from $4 on). Pending and scheduled jobs end
 -- cancelled at once; running jobs are flagged (phase 1) and their workers notified. One event row
 -- per job. $1 reason, $2 events channel, $3 schema name (per-worker channel).
--- The matching ids are collected per status group (waiting jobs through the per-actor/per-queue
--- waiting indexes, running ones through jobs_running_idx: no index holds both), then locked.
+-- The matching ids are collected per status group (waiting jobs through jobs_waiting_idx, running
+-- ones through jobs_running_idx: no index holds both), then locked.
 WITH matching AS (
   SELECT j.id FROM {schema}.jobs j
   WHERE {filter_conditions} AND j.status IN ('pending', 'scheduled')

@@ -27,7 +27,7 @@ uniq AS (
   ORDER BY u.created_at DESC
   LIMIT 1
 ),
--- Waiting jobs through the per-actor waiting index, running ones through jobs_running_idx.
+-- Waiting jobs through jobs_waiting_idx (actor first), running ones through jobs_running_idx.
 single AS (
   SELECT w.id, w.schedule_to_close FROM (
     (SELECT s.id, s.schedule_to_close FROM {schema}.jobs s

@@ -7,10 +7,22 @@ WHERE actor = ANY ($1::text[]) AND status IN ('pending', 'scheduled')
 GROUP BY actor;
 
 -- name: countActiveJobs
--- Waiting jobs through the per-queue waiting index, running ones through jobs_running_idx (the
--- running set is small; no per-queue index holds it).
-SELECT (SELECT count(*) FROM {schema}.jobs
-        WHERE queue = ANY ($1::text[]) AND status IN ('pending', 'scheduled'))::int
+-- Waiting jobs through jobs_waiting_idx, whose leading column is the actor: the distinct actors
+-- with waiting jobs are found first, one index descent each (a loose index scan: there are few
+-- actors, however many jobs), then each actor's (actor, queue) entries are counted. Running ones
+-- through jobs_running_idx (the running set is small; no per-queue index holds it).
+WITH RECURSIVE actors AS (
+  (SELECT actor FROM {schema}.jobs WHERE status IN ('pending', 'scheduled') ORDER BY actor LIMIT 1)
+  UNION ALL
+  SELECT (SELECT j.actor FROM {schema}.jobs j
+          WHERE j.status IN ('pending', 'scheduled') AND j.actor > a.actor
+          ORDER BY j.actor LIMIT 1)
+  FROM actors a WHERE a.actor IS NOT NULL
+)
+SELECT (SELECT coalesce(sum(w.n), 0) FROM actors a,
+          LATERAL (SELECT count(*) AS n FROM {schema}.jobs j
+                   WHERE j.actor = a.actor AND j.queue = ANY ($1::text[])
+                     AND j.status IN ('pending', 'scheduled')) w)::int
      + (SELECT count(*) FROM {schema}.jobs
         WHERE queue = ANY ($1::text[]) AND status = 'running')::int AS n;
 
