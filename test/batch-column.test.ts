@@ -22,6 +22,17 @@ describe('batch columns', () => {
     expect(boolColumn([{ a: true }, { a: true }], (i) => i.a)).toEqual([null, true]);
   });
 
+  it('keeps every item in order when the first difference comes late, calling the getter once per item', () => {
+    const items = [{ a: 'x' }, { a: 'x' }, { a: 'x' }, { a: 'y' }, { a: 'x' }];
+    let calls = 0;
+    const column = textColumn(items, (i) => {
+      calls++;
+      return i.a;
+    });
+    expect(column).toEqual(['{"x","x","x","y","x"}', null]);
+    expect(calls).toBe(items.length);
+  });
+
   it('quotes every text element and escapes quotes and backslashes', () => {
     expect(textArrayLiteral(['NULL', '', 'a,b', '{x}', 'say "hi"', 'c:\\dir', 'é'])).toBe(
       '{"NULL","","a,b","{x}","say \\"hi\\"","c:\\\\dir","é"}',

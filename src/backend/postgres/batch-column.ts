@@ -13,25 +13,22 @@ export type BatchColumn = [array: string | null, value: unknown];
 
 /** A text (or JSON-text, UUID) column; `null` items are SQL NULL. */
 export function textColumn<I>(items: readonly I[], f: (item: I) => string | null): BatchColumn {
-  return column(items.map(f), textArrayLiteral);
+  return column(items, f, textArrayLiteral);
 }
 
 /** A numeric column (integers or floats); `null` items are SQL NULL. */
 export function numberColumn<I>(items: readonly I[], f: (item: I) => number | null): BatchColumn {
-  return column(items.map(f), (values) => plainArrayLiteral(values, String));
+  return column(items, f, (values) => plainArrayLiteral(values, String));
 }
 
 /** A boolean column; `null` items are SQL NULL. */
 export function boolColumn<I>(items: readonly I[], f: (item: I) => boolean | null): BatchColumn {
-  return column(items.map(f), (values) => plainArrayLiteral(values, (v) => (v ? 't' : 'f')));
+  return column(items, f, (values) => plainArrayLiteral(values, (v) => (v ? 't' : 'f')));
 }
 
 /** A timestamp column; `null` items are SQL NULL. Instants are sent as ISO-8601 UTC text. */
 export function dateColumn<I>(items: readonly I[], f: (item: I) => Date | null): BatchColumn {
-  return column(
-    items.map((item) => f(item)?.toISOString() ?? null),
-    textArrayLiteral,
-  );
+  return column(items, (item) => f(item)?.toISOString() ?? null, textArrayLiteral);
 }
 
 /** The ids of a batch as a `uuid[]` literal (UUIDs need no quoting). */
@@ -39,9 +36,22 @@ export function uuidArrayLiteral(ids: readonly string[]): string {
   return `{${ids.join(',')}}`;
 }
 
-/** The value every item shares, or else the array literal of all of them. */
-function column<T>(values: T[], literal: (values: T[]) => string): BatchColumn {
-  return isUniform(values) ? [null, values[0]] : [literal(values), null];
+/**
+ * The value every item shares, or else the array literal of all of them. `f` runs once per item;
+ * the array of values is only made once two items differ (most columns of a batch never do).
+ */
+function column<I, T>(items: readonly I[], f: (item: I) => T, literal: (values: T[]) => string): BatchColumn {
+  const first = f(items[0]!);
+  for (let i = 1; i < items.length; i++) {
+    const v = f(items[i]!);
+    if (v === first) continue;
+    const values = new Array<T>(items.length);
+    values.fill(first, 0, i);
+    values[i] = v;
+    for (let k = i + 1; k < items.length; k++) values[k] = f(items[k]!);
+    return [literal(values), null];
+  }
+  return [null, first];
 }
 
 /** An array literal of values that need no quoting (numbers, booleans). */
@@ -62,9 +72,3 @@ export function textArrayLiteral(values: readonly (string | null)[]): string {
 
 const ESCAPE = /["\\]/;
 const ESCAPE_ALL = /["\\]/g;
-
-function isUniform(values: readonly unknown[]): boolean {
-  const first = values[0];
-  for (let i = 1; i < values.length; i++) if (values[i] !== first) return false;
-  return true;
-}
