@@ -205,7 +205,7 @@ export async function enqueueMany(
   let rows: Raw[];
   try {
     rows = await ops.run(
-      'enqueueBatch',
+      list.some((a) => a.idempotencyKey !== null) ? 'enqueueBatch' : 'enqueueBatchUnkeyed',
       [
         uuidArrayLiteral(list.map((a) => a.id)),
         ...columns.map((c) => c[0]),

@@ -56,7 +56,7 @@ import {
 } from './batch-column.js';
 import { Dispatcher } from './pg-dispatch.js';
 import { enqueueMany, enqueueOne, translateUnique, type EnqueueWake } from './pg-enqueue.js';
-import type { PgOps, StatementName } from './pg-ops.js';
+import { DERIVED_STATEMENTS, deriveStatement, type PgOps, type StatementName } from './pg-ops.js';
 import { openLeaderSession, subscribe } from './pg-sessions.js';
 import { refreshJobsStatistics } from './pg-statistics.js';
 import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
@@ -138,11 +138,13 @@ export class PostgresBackend implements Backend {
     this.done = doneChannel(this.schema);
     this.progress = progressChannel(this.schema);
     const rendered = {} as Record<StatementName, string>;
-    for (const [name, text] of Object.entries(SQL) as [StatementName, string][]) {
+    for (const [name, text] of Object.entries(SQL) as [keyof typeof SQL, string][]) {
       rendered[name] = renderSql(text, this.schema)
         .replaceAll('{job_columns}', JOB_COLUMNS)
         .replaceAll('{claim_columns}', CLAIM_COLUMNS);
     }
+    for (const [name, { from, drop }] of Object.entries(DERIVED_STATEMENTS))
+      rendered[name as keyof typeof DERIVED_STATEMENTS] = deriveStatement(rendered[from], drop);
     this.sql = rendered;
     this.ops = {
       driver: this.driver,

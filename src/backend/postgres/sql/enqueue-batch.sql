@@ -68,7 +68,8 @@ ins AS (
     CASE WHEN i.tags = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(i.tags::jsonb)) END
   FROM timed i, now_
   ORDER BY i.ord
-  ON CONFLICT (idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+  -- enqueueBatchUnkeyed (pg-ops.ts) is this statement without the line marked [keyed].
+  ON CONFLICT (idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING -- [keyed]
   RETURNING j.id, j.status, j.scheduled_at, j.schedule_to_close, j.idempotency_key
 ),
 notify AS (
