@@ -415,6 +415,36 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
         expect(await h.backend.getAttempts(id)).toHaveLength(1);
       });
 
+      it('reports each item of a mixed batch: written successes, a lost job, a retry', async () => {
+        // Postgres sends back no row for succeeded items when all of them were written; one lost
+        // job among them must still come back as a no-op, and the others as succeeded.
+        const [a, lost, b, retried] = [await running(), await running(), await running(), await running()];
+        const ok = (jobId: string, workerId = W1): Settlement => ({
+          ...base,
+          workerId,
+          kind: 'succeeded',
+          jobId,
+          resultJson: null,
+          resultSizeBytes: null,
+          fallbackResultTtlMs: null,
+        });
+        const err = { errorClass: 'Boom', message: 'boom', traceback: null };
+        expect(
+          await h.backend.settle([
+            ok(a),
+            ok(lost, W2),
+            { ...base, kind: 'failed', jobId: retried, retryDelayMs: 0, error: err },
+            ok(b),
+          ]),
+        ).toEqual([
+          { jobId: a, status: 'succeeded', errorClass: null },
+          { jobId: lost, status: 'noop', errorClass: null },
+          { jobId: retried, status: 'pending', errorClass: 'Boom' },
+          { jobId: b, status: 'succeeded', errorClass: null },
+        ]);
+        expect((await h.backend.get(lost))!.status).toBe('running');
+      });
+
       it('ends cancelled instead of retrying when a cancel was requested during the attempt', async () => {
         const id = await running();
         expect(await h.backend.writeCancelRequest(id, 'stop')).toBe(true);

@@ -432,19 +432,34 @@ export class PostgresBackend implements Backend {
       numberColumn(items, (s) => s.durationMs),
       textColumn(items, (s) => s.heartbeatDetailsJson ?? null),
     ];
-    const rows = await this.run<{ id: string; status: JobStatus; error_class: string | null }>(
+    const rows = await this.run<{
+      id: string | null;
+      status: JobStatus | null;
+      error_class: string | null;
+      succeeded: number | null;
+    }>(
       'settle',
       [uuidArrayLiteral(items.map((s) => s.jobId)), ...columns.map((c) => c[0]), ...columns.map((c) => c[1])],
       this.settleDriver,
     );
-    this.announceSettled(rows);
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    return items.map((s) => {
+    // The statement leaves out the rows of succeeded items when all of them were written (the last
+    // row counts them): each of those ended `succeeded`, with no error class.
+    let succeededSent = 0;
+    for (const s of items) if (s.kind === 'succeeded') succeededSent++;
+    const allSucceededWritten = Number(rows[rows.length - 1]?.succeeded ?? -1) === succeededSent;
+    const byId = new Map<string, { status: JobStatus; error_class: string | null }>();
+    for (const r of rows)
+      if (r.id !== null) byId.set(r.id, { status: r.status!, error_class: r.error_class });
+    const results = items.map((s): SettleResult => {
+      if (s.kind === 'succeeded' && allSucceededWritten)
+        return { jobId: s.jobId, status: 'succeeded', errorClass: null };
       const r = byId.get(s.jobId);
       return r
         ? { jobId: s.jobId, status: r.status, errorClass: r.error_class }
         : { jobId: s.jobId, status: 'noop', errorClass: null };
     });
+    this.announceSettled(results);
+    return results;
   }
 
   /**
@@ -453,15 +468,21 @@ export class PostgresBackend implements Backend {
    * pool and not awaited, so the next outcome write does not wait for it. Best effort: waiters poll
    * as the source of truth, and a lost wake-up is covered by the workers' poll.
    */
-  private announceSettled(rows: readonly { id: string; status: JobStatus }[]): void {
-    const done = rows.filter((r) => isTerminal(r.status)).map((r) => r.id);
+  private announceSettled(results: readonly SettleResult[]): void {
+    const done: string[] = [];
+    let repended = false;
+    for (const r of results) {
+      if (r.status === 'noop') continue;
+      if (isTerminal(r.status)) done.push(r.jobId);
+      else if (r.status === 'pending') repended = true;
+    }
     const channels: string[] = [];
     const payloads: string[] = [];
     if (done.length > 0) {
       channels.push(this.done);
       payloads.push(done.length > DONE_IDS_PER_NOTIFY ? '*' : done.join(','));
     }
-    if (rows.some((r) => r.status === 'pending')) {
+    if (repended) {
       channels.push(this.wake);
       payloads.push('');
     }
