@@ -442,14 +442,17 @@ export class PostgresBackend implements Backend {
       [uuidArrayLiteral(items.map((s) => s.jobId)), ...columns.map((c) => c[0]), ...columns.map((c) => c[1])],
       this.settleDriver,
     );
-    // The statement leaves out the rows of succeeded items when all of them were written (the last
-    // row counts them): each of those ended `succeeded`, with no error class.
+    // The statement leaves out the rows of succeeded items when all of them were written (its row
+    // without an id counts them): each of those ended `succeeded`, with no error class.
     let succeededSent = 0;
     for (const s of items) if (s.kind === 'succeeded') succeededSent++;
-    const allSucceededWritten = Number(rows[rows.length - 1]?.succeeded ?? -1) === succeededSent;
+    let succeededWritten = -1;
     const byId = new Map<string, { status: JobStatus; error_class: string | null }>();
-    for (const r of rows)
-      if (r.id !== null) byId.set(r.id, { status: r.status!, error_class: r.error_class });
+    for (const r of rows) {
+      if (r.id === null) succeededWritten = Number(r.succeeded);
+      else byId.set(r.id, { status: r.status!, error_class: r.error_class });
+    }
+    const allSucceededWritten = succeededWritten === succeededSent;
     const results = items.map((s): SettleResult => {
       if (s.kind === 'succeeded' && allSucceededWritten)
         return { jobId: s.jobId, status: 'succeeded', errorClass: null };

@@ -177,8 +177,8 @@ events AS (
 -- A succeeded item whose row was written ends `succeeded` with no error class, which the caller
 -- knows already: those rows come back only when some succeeded item was not written (this worker
 -- no longer owned its job), so that the caller can tell which. Every other item comes back with
--- what its row says. The last row (id NULL) carries the count of succeeded items written. Sending
--- and parsing a row per succeeded job cost ~1 µs a job on each side.
+-- what its row says. One row (id NULL) carries the count of succeeded items written. A drain of
+-- 20,000 jobs used to send 20,000 rows that told the caller nothing new.
 written AS (
   SELECT count(*) FILTER (WHERE u.kind = 'succeeded')::int AS n FROM upd u
 )
