@@ -25,7 +25,6 @@ import type {
   EnqueueArgs,
   EventRow,
   JobRow,
-  JobStatus,
 } from '../types.js';
 import type {
   ActorConfigDrift,
@@ -46,19 +45,12 @@ import type {
   WorkerRegistration,
 } from '../worker-types.js';
 import { cursorForRow, filterConditions, listQuery } from './filter-sql.js';
-import {
-  boolColumn,
-  dateColumn,
-  numberColumn,
-  textColumn,
-  uuidArrayLiteral,
-  type BatchColumn,
-} from './batch-column.js';
 import { Dispatcher } from './pg-dispatch.js';
 import { enqueueMany, enqueueOne, translateUnique, type EnqueueWake } from './pg-enqueue.js';
 import { DERIVED_STATEMENTS, deriveStatement, type PgOps, type StatementName } from './pg-ops.js';
 import { openLeaderSession, subscribe } from './pg-sessions.js';
 import { refreshJobsStatistics } from './pg-statistics.js';
+import { settleParams, settleResults, type SettleRow } from './pg-settle.js';
 import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
 import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
 import * as SQL from './sql.generated.js';
@@ -410,57 +402,8 @@ export class PostgresBackend implements Backend {
 
   async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
     if (items.length === 0) return [];
-    const err = (s: Settlement) => ('error' in s ? s.error : null);
-    // $2–$17 are arrays, $18–$33 the same columns' values when every item agrees (batch-column.ts).
-    const columns: BatchColumn[] = [
-      textColumn(items, (s) => s.workerId),
-      textColumn(items, (s) => s.kind),
-      textColumn(items, (s) => (s.kind === 'succeeded' ? s.resultJson : null)),
-      numberColumn(items, (s) => (s.kind === 'succeeded' ? s.fallbackResultTtlMs : null)),
-      numberColumn(items, (s) => (s.kind === 'succeeded' ? s.resultSizeBytes : null)),
-      numberColumn(items, (s) =>
-        s.kind === 'failed' ? s.retryDelayMs : s.kind === 'reschedule' ? s.delayMs : null,
-      ),
-      boolColumn(items, (s) => (s.kind === 'reschedule' ? s.consumeBudget : true)),
-      textColumn(items, (s) => (s.kind === 'reschedule' ? s.outcome : null)),
-      textColumn(items, (s) => err(s)?.errorClass ?? null),
-      textColumn(items, (s) => err(s)?.message ?? null),
-      textColumn(items, (s) => err(s)?.traceback ?? null),
-      numberColumn(items, (s) => s.progress?.seq ?? null),
-      textColumn(items, (s) => (s.progress ? JSON.stringify(s.progress.state) : null)),
-      dateColumn(items, (s) => s.handlerStartedAt),
-      numberColumn(items, (s) => s.durationMs),
-      textColumn(items, (s) => s.heartbeatDetailsJson ?? null),
-    ];
-    const rows = await this.run<{
-      id: string | null;
-      status: JobStatus | null;
-      error_class: string | null;
-      succeeded: number | null;
-    }>(
-      'settle',
-      [uuidArrayLiteral(items.map((s) => s.jobId)), ...columns.map((c) => c[0]), ...columns.map((c) => c[1])],
-      this.settleDriver,
-    );
-    // The statement leaves out the rows of succeeded items when all of them were written (its row
-    // without an id counts them): each of those ended `succeeded`, with no error class.
-    let succeededSent = 0;
-    for (const s of items) if (s.kind === 'succeeded') succeededSent++;
-    let succeededWritten = -1;
-    const byId = new Map<string, { status: JobStatus; error_class: string | null }>();
-    for (const r of rows) {
-      if (r.id === null) succeededWritten = Number(r.succeeded);
-      else byId.set(r.id, { status: r.status!, error_class: r.error_class });
-    }
-    const allSucceededWritten = succeededWritten === succeededSent;
-    const results = items.map((s): SettleResult => {
-      if (s.kind === 'succeeded' && allSucceededWritten)
-        return { jobId: s.jobId, status: 'succeeded', errorClass: null };
-      const r = byId.get(s.jobId);
-      return r
-        ? { jobId: s.jobId, status: r.status, errorClass: r.error_class }
-        : { jobId: s.jobId, status: 'noop', errorClass: null };
-    });
+    const rows = await this.run<SettleRow>('settle', settleParams(items), this.settleDriver);
+    const results = settleResults(items, rows);
     this.announceSettled(results);
     return results;
   }
