@@ -7,19 +7,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { JobsClient } from '../../src/client/jobs-client.js';
 import { newJobId } from '../../src/ids.js';
 import type { ClaimedJob } from '../../src/backend/types.js';
-import type { Settlement } from '../../src/backend/worker-types.js';
-import { budgeted, plain, sendEmail } from '../helpers/actors.js';
+import { plain, sendEmail } from '../helpers/actors.js';
 import { waitFor } from '../helpers/wait.js';
 import type { ContractHarness } from './backend-contract.js';
-
-const W1 = '018f0000-0000-7000-8000-00000000a001';
-const W2 = '018f0000-0000-7000-8000-00000000a002';
-const ACTORS: { name: string; maxConcurrent: number | null }[] = [
-  { name: 'plain', maxConcurrent: null },
-  { name: 'send_email', maxConcurrent: null },
-  { name: 'budgeted', maxConcurrent: null },
-];
-const QUEUES = ['default', 'emails'];
+import { defineSettleContract } from './settle-contract.js';
+import { ACTORS, QUEUES, W1, W2, type WorkerContractContext } from './worker-contract-context.js';
 
 export function defineWorkerBackendContract(name: string, makeHarness: () => Promise<ContractHarness>): void {
   describe(`Backend worker contract: ${name}`, () => {
@@ -40,6 +32,17 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
     const claim = (limit = 10, actors = ACTORS, workerId = W1, queues = QUEUES): Promise<ClaimedJob[]> =>
       h.backend.dispatchBatch({ workerId, queues, actors, limit, leaseMs: 60_000, oversample: 2 });
     const base = { workerId: W1, handlerStartedAt: null, durationMs: 3 };
+    // For the parts of the contract in files of their own; `h` and `client` change per test.
+    const context: WorkerContractContext = {
+      get h() {
+        return h;
+      },
+      get client() {
+        return client;
+      },
+      claim,
+      base,
+    };
 
     describe('dispatchBatch', () => {
       it('claims pending jobs of the given actors and queues, sets the lease and writes the event', async () => {
@@ -206,300 +209,7 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
       });
     });
 
-    describe('settle', () => {
-      async function running(
-        ref = plain as typeof plain | typeof budgeted,
-        payload: unknown = { n: 1 },
-      ): Promise<string> {
-        const handle = await client.enqueue(ref as typeof plain, payload as { n: number });
-        const rows = await claim(10, ACTORS);
-        expect(rows.map((r) => r.id)).toContain(handle.jobId);
-        return handle.jobId;
-      }
-
-      it('writes success with its result, attempt row and event', async () => {
-        const id = await running();
-        const [res] = await h.backend.settle([
-          {
-            ...base,
-            kind: 'succeeded',
-            jobId: id,
-            resultJson: '{"ok":true}',
-            resultSizeBytes: 11,
-            fallbackResultTtlMs: 3_600_000,
-            progress: { seq: 4, state: { percent: 100 } },
-          },
-        ]);
-        expect(res).toEqual({ jobId: id, status: 'succeeded', errorClass: null });
-        const row = (await h.backend.get(id))!;
-        expect(row).toMatchObject({
-          status: 'succeeded',
-          result: { ok: true },
-          resultSizeBytes: 11,
-          lockedByWorker: null,
-          progressSeq: 4,
-          progressState: { percent: 100 },
-        });
-        expect(row.finishedAt).not.toBeNull();
-        expect(row.resultExpiresAt!.getTime() - row.finishedAt!.getTime()).toBeGreaterThan(3_590_000);
-        const [attempt] = await h.backend.getAttempts(id);
-        expect(attempt).toMatchObject({ attempt: 1, outcome: 'succeeded', workerId: W1, durationMs: 3 });
-        expect((await h.backend.getEvents(id)).at(-1)?.detail).toMatchObject({
-          from_state: 'running',
-          to_state: 'succeeded',
-          reason: 'succeeded',
-        });
-      });
-
-      it('writes the same event details on every path: first attempts, retries, batches from several workers', async () => {
-        // The usual details (first attempt, one worker per batch) are built once per statement in
-        // Postgres; the others row by row. Both must read the same.
-        const retried = await running();
-        const first = await running();
-        const err = { errorClass: 'Boom', message: 'boom', traceback: null };
-        await h.backend.settle([{ ...base, kind: 'failed', jobId: retried, retryDelayMs: 0, error: err }]);
-        await h.backend.settle([
-          {
-            ...base,
-            kind: 'succeeded',
-            jobId: first,
-            resultJson: null,
-            resultSizeBytes: null,
-            fallbackResultTtlMs: null,
-          },
-        ]);
-        expect((await claim()).map((r) => r.id)).toEqual([retried]);
-        const other = await client.enqueue(plain, { n: 9 });
-        expect((await claim(10, ACTORS, W2)).map((r) => r.id)).toEqual([other.jobId]);
-        const ok = {
-          kind: 'succeeded' as const,
-          resultJson: null,
-          resultSizeBytes: null,
-          fallbackResultTtlMs: null,
-        };
-        await h.backend.settle([
-          { ...base, ...ok, jobId: retried },
-          { ...base, ...ok, jobId: other.jobId, workerId: W2 },
-        ]);
-        const details = async (id: string) => (await h.backend.getEvents(id)).map((e) => e.detail);
-        const dispatched = (worker: string, attempt: number) => ({
-          from_state: 'pending',
-          to_state: 'running',
-          reason: 'dispatched',
-          worker_id: worker,
-          attempt,
-        });
-        const succeeded = (worker: string, attempt: number) => ({
-          from_state: 'running',
-          to_state: 'succeeded',
-          reason: 'succeeded',
-          worker_id: worker,
-          attempt,
-        });
-        expect(await details(first)).toEqual([dispatched(W1, 1), succeeded(W1, 1)]);
-        expect(await details(retried)).toEqual([
-          dispatched(W1, 1),
-          {
-            from_state: 'running',
-            to_state: 'pending',
-            reason: 'failed',
-            worker_id: W1,
-            attempt: 1,
-            error_class: 'Boom',
-          },
-          dispatched(W1, 2),
-          succeeded(W1, 2),
-        ]);
-        expect(await details(other.jobId)).toEqual([dispatched(W2, 1), succeeded(W2, 1)]);
-      });
-
-      it('lets a stored actor_config.result_ttl beat the actor literal', async () => {
-        await h.setStoredResultTtl('plain', 60_000);
-        const id = await running();
-        await h.backend.settle([
-          {
-            ...base,
-            kind: 'succeeded',
-            jobId: id,
-            resultJson: '1',
-            resultSizeBytes: 1,
-            fallbackResultTtlMs: 3_600_000,
-          },
-        ]);
-        const row = (await h.backend.get(id))!;
-        expect(row.resultExpiresAt!.getTime() - row.finishedAt!.getTime()).toBeLessThan(61_000);
-      });
-
-      it('fails for good, retries later, retries at once, and fails a retry past the deadline', async () => {
-        const error = { errorClass: 'Boom', message: 'it broke', traceback: 'at handler' };
-        const a = await running();
-        const b = await running();
-        const c = await running();
-        const d = await running(budgeted, {});
-        const results = await h.backend.settle([
-          { ...base, kind: 'failed', jobId: a, error, retryDelayMs: null },
-          { ...base, kind: 'failed', jobId: b, error, retryDelayMs: 30_000 },
-          { ...base, kind: 'failed', jobId: c, error, retryDelayMs: 0 },
-          { ...base, kind: 'failed', jobId: d, error, retryDelayMs: 2 * 3_600_000 },
-        ]);
-        expect(results.map((r) => [r.status, r.errorClass])).toEqual([
-          ['failed', 'Boom'],
-          ['scheduled', 'Boom'],
-          ['pending', 'Boom'],
-          ['failed', 'DeadlineExceeded'],
-        ]);
-        const rb = (await h.backend.get(b))!;
-        expect(rb.scheduledAt.getTime() - rb.startedAt!.getTime()).toBeGreaterThanOrEqual(30_000);
-        expect(rb).toMatchObject({
-          attempt: 1,
-          errorMessage: 'it broke',
-          errorTraceback: 'at handler',
-          finishedAt: null,
-        });
-        expect((await h.backend.get(a))!.finishedAt).not.toBeNull();
-        expect((await h.backend.getAttempts(d))[0]).toMatchObject({ outcome: 'failed', errorClass: 'Boom' });
-        expect((await claim()).map((r) => [r.id, r.attempt])).toEqual([[c, 2]]);
-      });
-
-      it('snoozes without using an attempt, and RetryAfter with a budget fails once attempts run out', async () => {
-        const id = await running();
-        const [s] = await h.backend.settle([
-          {
-            ...base,
-            kind: 'reschedule',
-            jobId: id,
-            delayMs: 0,
-            consumeBudget: false,
-            outcome: 'snoozed',
-            error: null,
-          },
-        ]);
-        expect(s?.status).toBe('pending');
-        expect((await h.backend.get(id))!.attempt).toBe(0);
-        expect((await h.backend.getAttempts(id))[0]).toMatchObject({ attempt: 1, outcome: 'snoozed' });
-        // plain allows 3 attempts: use them with RetryAfter (budget consumed)
-        for (let n = 1; n <= 3; n++) {
-          const rows = await claim();
-          expect(rows[0]?.attempt).toBe(n);
-          const [r] = await h.backend.settle([
-            {
-              ...base,
-              kind: 'reschedule',
-              jobId: id,
-              delayMs: 0,
-              consumeBudget: true,
-              outcome: 'retry_after',
-              error: null,
-            },
-          ]);
-          expect(r?.status).toBe(n < 3 ? 'pending' : 'failed');
-          if (n === 3) expect(r?.errorClass).toBe('MaxAttemptsExceeded');
-        }
-      });
-
-      it('is a no-op for a job the worker does not own', async () => {
-        const id = await running();
-        const foreign: Settlement = {
-          ...base,
-          workerId: W2,
-          kind: 'succeeded',
-          jobId: id,
-          resultJson: null,
-          resultSizeBytes: null,
-          fallbackResultTtlMs: null,
-        };
-        expect(await h.backend.settle([foreign])).toEqual([{ jobId: id, status: 'noop', errorClass: null }]);
-        expect((await h.backend.get(id))!.status).toBe('running');
-        await h.backend.settle([{ ...foreign, workerId: W1 }]);
-        expect((await h.backend.settle([{ ...foreign, workerId: W1 }]))[0]?.status).toBe('noop');
-        expect(await h.backend.getAttempts(id)).toHaveLength(1);
-      });
-
-      it('reports each item of a mixed batch: written successes, a lost job, a retry', async () => {
-        // Postgres sends back no row for succeeded items when all of them were written; one lost
-        // job among them must still come back as a no-op, and the others as succeeded.
-        const [a, lost, b, retried] = [await running(), await running(), await running(), await running()];
-        const ok = (jobId: string, workerId = W1): Settlement => ({
-          ...base,
-          workerId,
-          kind: 'succeeded',
-          jobId,
-          resultJson: null,
-          resultSizeBytes: null,
-          fallbackResultTtlMs: null,
-        });
-        const err = { errorClass: 'Boom', message: 'boom', traceback: null };
-        expect(
-          await h.backend.settle([
-            ok(a),
-            ok(lost, W2),
-            { ...base, kind: 'failed', jobId: retried, retryDelayMs: 0, error: err },
-            ok(b),
-          ]),
-        ).toEqual([
-          { jobId: a, status: 'succeeded', errorClass: null },
-          { jobId: lost, status: 'noop', errorClass: null },
-          { jobId: retried, status: 'pending', errorClass: 'Boom' },
-          { jobId: b, status: 'succeeded', errorClass: null },
-        ]);
-        expect((await h.backend.get(lost))!.status).toBe('running');
-      });
-
-      it('ends cancelled instead of retrying when a cancel was requested during the attempt', async () => {
-        const id = await running();
-        expect(await h.backend.writeCancelRequest(id, 'stop')).toBe(true);
-        const row = (await h.backend.get(id))!;
-        expect(row).toMatchObject({ status: 'running', cancelPhase: 1 });
-        expect((await h.backend.getEvents(id)).at(-1)).toMatchObject({
-          kind: 'cancel_request',
-          detail: { phase: 1, message: 'stop' },
-        });
-        const [r] = await h.backend.settle([
-          {
-            ...base,
-            kind: 'failed',
-            jobId: id,
-            error: { errorClass: 'X', message: null, traceback: null },
-            retryDelayMs: 1000,
-          },
-        ]);
-        expect(r?.status).toBe('cancelled');
-      });
-
-      it('gives a snoozed attempt back even when a cancel requested meanwhile ends the job', async () => {
-        const id = await running();
-        await h.backend.writeCancelRequest(id, null);
-        const [r] = await h.backend.settle([
-          {
-            ...base,
-            kind: 'reschedule',
-            jobId: id,
-            delayMs: 0,
-            consumeBudget: false,
-            outcome: 'snoozed',
-            error: null,
-          },
-        ]);
-        expect(r?.status).toBe('cancelled');
-        expect((await h.backend.get(id))!.attempt).toBe(0);
-        expect((await h.backend.getAttempts(id)).map((a) => a.outcome)).toEqual(['snoozed']);
-      });
-
-      it('release puts the job back to pending without using an attempt', async () => {
-        const id = await running();
-        const [r] = await h.backend.settle([
-          {
-            ...base,
-            kind: 'release',
-            jobId: id,
-            error: { errorClass: 'WorkerShutdown', message: 'bye', traceback: null },
-          },
-        ]);
-        expect(r?.status).toBe('pending');
-        expect((await h.backend.get(id))!.attempt).toBe(0);
-        expect((await h.backend.getAttempts(id))[0]?.outcome).toBe('interrupted');
-      });
-    });
+    defineSettleContract(context);
 
     describe('cancelWhere', () => {
       it('cancels pending and scheduled matches at once and flags running ones, in one call', async () => {
