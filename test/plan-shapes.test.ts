@@ -31,7 +31,7 @@ afterAll(async () => {
 
 /** The generic plan of a worker statement on a session with `settings`, as EXPLAIN lines. */
 async function genericPlan(
-  name: 'settle' | 'dispatch' | 'dispatchLean',
+  name: 'settle' | 'settleSucceeded' | 'dispatch' | 'dispatchLean',
   settings: Readonly<Record<string, string>>,
   on: PostgresBackend = backend,
 ): Promise<string[]> {
@@ -57,6 +57,13 @@ describe('generic plans of the worker statements on an empty jobs table', () => 
     expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
     expect(plan.filter((l) => /jobs_running_idx/.test(l))).toEqual([]);
     // The update decides against the row it writes: no separate read of the job first.
+    expect(plan.filter((l) => /Index Scan using jobs_pkey/.test(l))).toHaveLength(1);
+  });
+
+  it('settleSucceeded (a batch of plain successes) does too', async () => {
+    const plan = await genericPlan('settleSucceeded', PINNED_PLAN_SESSION_SETTINGS);
+    expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
+    expect(plan.filter((l) => /jobs_running_idx/.test(l))).toEqual([]);
     expect(plan.filter((l) => /Index Scan using jobs_pkey/.test(l))).toHaveLength(1);
   });
 

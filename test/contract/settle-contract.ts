@@ -249,6 +249,29 @@ export function defineSettleContract(t: WorkerContractContext): void {
       expect((await t.h.backend.get(lost))!.status).toBe('running');
     });
 
+    it('reports a lost job among a batch of successes only', async () => {
+      // In Postgres such a batch is written by its own statement (settleSucceeded), which must
+      // report the lost job the same way.
+      const [a, lost, b] = [await running(), await running(), await running()];
+      const ok = (jobId: string, workerId = W1): Settlement => ({
+        ...t.base,
+        workerId,
+        kind: 'succeeded',
+        jobId,
+        resultJson: '"done"',
+        resultSizeBytes: 6,
+        fallbackResultTtlMs: null,
+      });
+      expect(await t.h.backend.settle([ok(a), ok(lost, W2), ok(b)])).toEqual([
+        { jobId: a, status: 'succeeded', errorClass: null },
+        { jobId: lost, status: 'noop', errorClass: null },
+        { jobId: b, status: 'succeeded', errorClass: null },
+      ]);
+      expect((await t.h.backend.get(lost))!.status).toBe('running');
+      expect((await t.h.backend.get(b))!.result).toBe('done');
+      expect(await t.h.backend.getAttempts(lost)).toEqual([]);
+    });
+
     it('ends cancelled instead of retrying when a cancel was requested during the attempt', async () => {
       const id = await running();
       expect(await t.h.backend.writeCancelRequest(id, 'stop')).toBe(true);

@@ -51,6 +51,39 @@ export function settleParams(items: readonly Settlement[]): unknown[] {
 }
 
 /**
+ * True when `settleSucceeded` can write the batch: every item a success with no progress snapshot
+ * and no heartbeat details (what such an item leaves unchanged is then all `settle` would decide).
+ */
+export function allPlainSuccesses(items: readonly Settlement[]): boolean {
+  for (const s of items) {
+    if (s.kind !== 'succeeded' || s.progress != null || s.heartbeatDetailsJson != null) return false;
+  }
+  return true;
+}
+
+/**
+ * The `settleSucceeded` statement's parameters (settle.sql): $1 the job ids, $2–$7 one array per
+ * column, $8–$13 the same columns' values when every item agrees. Only for
+ * {@link allPlainSuccesses} batches.
+ */
+export function settleSucceededParams(items: readonly Settlement[]): unknown[] {
+  const ok = (s: Settlement) => s as Extract<Settlement, { kind: 'succeeded' }>;
+  const columns: BatchColumn[] = [
+    textColumn(items, (s) => s.workerId),
+    textColumn(items, (s) => ok(s).resultJson),
+    numberColumn(items, (s) => ok(s).fallbackResultTtlMs),
+    numberColumn(items, (s) => ok(s).resultSizeBytes),
+    dateColumn(items, (s) => s.handlerStartedAt),
+    numberColumn(items, (s) => s.durationMs),
+  ];
+  return [
+    uuidArrayLiteral(items.map((s) => s.jobId)),
+    ...columns.map((c) => c[0]),
+    ...columns.map((c) => c[1]),
+  ];
+}
+
+/**
  * Each item's result, in item order. The statement leaves out the rows of succeeded items when all
  * of them were written (its row without an id counts them): each of those ended `succeeded`, with
  * no error class. An item without a row was not written (this worker no longer owned the job).

@@ -50,7 +50,13 @@ import { enqueueMany, enqueueOne, translateUnique, type EnqueueWake } from './pg
 import { DERIVED_STATEMENTS, deriveStatement, type PgOps, type StatementName } from './pg-ops.js';
 import { openLeaderSession, subscribe } from './pg-sessions.js';
 import { refreshJobsStatistics } from './pg-statistics.js';
-import { settleParams, settleResults, type SettleRow } from './pg-settle.js';
+import {
+  allPlainSuccesses,
+  settleParams,
+  settleResults,
+  settleSucceededParams,
+  type SettleRow,
+} from './pg-settle.js';
 import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
 import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
 import * as SQL from './sql.generated.js';
@@ -402,7 +408,10 @@ export class PostgresBackend implements Backend {
 
   async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
     if (items.length === 0) return [];
-    const rows = await this.run<SettleRow>('settle', settleParams(items), this.settleDriver);
+    // A batch of plain successes (the usual one) goes through a statement with a much smaller plan.
+    const rows = allPlainSuccesses(items)
+      ? await this.run<SettleRow>('settleSucceeded', settleSucceededParams(items), this.settleDriver)
+      : await this.run<SettleRow>('settle', settleParams(items), this.settleDriver);
     const results = settleResults(items, rows);
     this.announceSettled(results);
     return results;
@@ -559,11 +568,14 @@ export class PostgresBackend implements Backend {
   }
 
   async warmUp(req: DispatchRequest): Promise<void> {
-    // The outcome write with no items: planned, and it writes nothing.
-    const settleParams = ['{}', ...Array.from({ length: 32 }, () => null)];
+    // The outcome writes with no items: planned, and they write nothing. Both run on the one settle
+    // connection, one after the other.
+    const empty = (params: number) => ['{}', ...Array.from({ length: params - 1 }, () => null)];
     await Promise.all([
       this.dispatcher.warmUp(req, this.claimConnections),
-      this.run('settle', settleParams, this.settleDriver),
+      this.run('settle', empty(33), this.settleDriver).then(() =>
+        this.run('settleSucceeded', empty(13), this.settleDriver),
+      ),
     ]);
   }
 

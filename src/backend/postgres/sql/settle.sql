@@ -190,3 +190,79 @@ WHERE u.kind <> 'succeeded'
    OR (SELECT n FROM written) < (SELECT count(*) FROM items i WHERE i.kind = 'succeeded')
 UNION ALL
 SELECT NULL, NULL, NULL, (SELECT n FROM written);
+
+-- name: settleSucceeded
+-- `settle` for a batch of successes only, none carrying a progress snapshot or heartbeat details:
+-- a busy worker's usual batch. It writes what `settle` writes for such items (the job succeeded,
+-- its result and result_expires_at, its job_attempts row, its job_events row) under the same
+-- ownership guard, and returns the same rows, with a plan a fraction of the size: no outcome to
+-- decide, and an UPDATE that sets ten columns to known values instead of computing twenty with
+-- CASE. Measured per job on the server (alternating batches of 200 with `settle`): see
+-- docs/performance.md.
+--
+-- $1 ids, $2 worker ids, $3 results (json text), $4 fallback result ttl ms, $5 result sizes,
+-- $6 handler start times, $7 durations ms; $8–$13 the same columns' values when every item agrees
+-- (batch-column.ts).
+WITH items AS (
+  SELECT t.id,
+    coalesce(t.worker_id, $8::uuid) AS worker_id,
+    coalesce(t.result, $9::text) AS result,
+    coalesce(t.ttl_ms, $10::float8) AS ttl_ms,
+    coalesce(t.result_size, $11::int) AS result_size,
+    coalesce(t.handler_started_at, $12::timestamptz) AS handler_started_at,
+    coalesce(t.duration_ms, $13::float8) AS duration_ms
+  FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::float8[], $5::int[], $6::timestamptz[], $7::float8[])
+    AS t(id, worker_id, result, ttl_ms, result_size, handler_started_at, duration_ms)
+),
+upd AS (
+  UPDATE {schema}.jobs AS j
+  SET status = 'succeeded',
+      finished_at = clock_timestamp(),
+      locked_by_worker = NULL,
+      lock_expires_at = NULL,
+      error_class = NULL,
+      error_message = NULL,
+      error_traceback = NULL,
+      result = i.result::jsonb,
+      result_size_bytes = i.result_size,
+      -- As in `settle`: the stored actor_config.result_ttl, else the actor's literal, else the
+      -- enqueue-time value.
+      result_expires_at = coalesce(
+        CASE WHEN (SELECT EXISTS (SELECT 1 FROM {schema}.actor_config WHERE result_ttl IS NOT NULL)) THEN
+          (SELECT clock_timestamp() + ac.result_ttl FROM {schema}.actor_config ac
+            WHERE ac.actor = j.actor AND ac.result_ttl IS NOT NULL)
+        END,
+        clock_timestamp() + i.ttl_ms * interval '1 millisecond',
+        j.result_expires_at)
+  FROM items i
+  -- `status::text`: see `settle` (keeps the generic plan on the primary key).
+  WHERE j.id = i.id AND j.status::text = 'running' AND j.locked_by_worker = i.worker_id
+  RETURNING j.id, j.attempt, i.worker_id, i.handler_started_at, i.duration_ms
+),
+attempts AS (
+  INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, duration_ms, outcome)
+  SELECT u.id, u.attempt, u.worker_id, u.handler_started_at, clock_timestamp(), u.duration_ms, 'succeeded'
+  FROM upd u
+),
+events AS (
+  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  SELECT u.id, 'state_change',
+         -- The same detail as `settle` writes; a first attempt's by the batch's one worker is built once.
+         CASE WHEN u.attempt = 1 AND u.worker_id = $8::uuid
+           THEN (SELECT jsonb_build_object('from_state', 'running', 'to_state', 'succeeded', 'reason', 'succeeded',
+                                           'worker_id', $8::uuid, 'attempt', 1))
+           ELSE jsonb_build_object('from_state', 'running', 'to_state', 'succeeded', 'reason', 'succeeded',
+                                   'worker_id', u.worker_id, 'attempt', u.attempt)
+         END
+  FROM upd u
+),
+written AS (
+  SELECT count(*)::int AS n FROM upd
+)
+-- The rows `settle` would return for these items: the count row, and each written item's row only
+-- when some item was not written.
+SELECT u.id, 'succeeded'::text AS status, NULL::text AS error_class, NULL::int AS succeeded
+FROM upd u
+WHERE (SELECT n FROM written) < (SELECT count(*) FROM items)
+UNION ALL
+SELECT NULL, NULL, NULL, (SELECT n FROM written);
