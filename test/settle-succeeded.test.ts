@@ -97,7 +97,12 @@ describe('settleSucceeded', () => {
     expect(
       allPlainSuccesses([
         ok,
-        { ...ok, kind: 'failed', retryDelayMs: null, error: { errorClass: 'E', message: null, traceback: null } },
+        {
+          ...ok,
+          kind: 'failed',
+          retryDelayMs: null,
+          error: { errorClass: 'E', message: null, traceback: null },
+        },
       ]),
     ).toBe(false);
   });
@@ -136,9 +141,20 @@ describe('settleSucceeded', () => {
       backend.statement('settleSucceeded'),
       settleSucceededParams(lean),
     );
-    const { rows: fullRows } = await db.driver.query<SettleRow>(backend.statement('settle'), settleParams(full));
-    expect(settleResults(lean, leanRows).map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
-    expect(settleResults(full, fullRows).map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    const { rows: fullRows } = await db.driver.query<SettleRow>(
+      backend.statement('settle'),
+      settleParams(full),
+    );
+    expect(settleResults(lean, leanRows).map((r) => r.status)).toEqual([
+      'succeeded',
+      'succeeded',
+      'succeeded',
+    ]);
+    expect(settleResults(full, fullRows).map((r) => r.status)).toEqual([
+      'succeeded',
+      'succeeded',
+      'succeeded',
+    ]);
     // Worker ids differ per item, so both statements build each event's detail row by row; the
     // worker's own batches (one worker) take the shared detail, covered by the settle contract.
     for (let i = 0; i < 3; i++) {
