@@ -21,6 +21,28 @@ export function defineSettleContract(t: WorkerContractContext): void {
       return handle.jobId;
     }
 
+    /** A success of `jobId` by `workerId`, with `resultJson` as its result. */
+    const success = (jobId: string, workerId = W1, resultJson: string | null = null): Settlement => ({
+      ...t.base,
+      workerId,
+      kind: 'succeeded',
+      jobId,
+      resultJson,
+      resultSizeBytes: resultJson === null ? null : resultJson.length,
+      fallbackResultTtlMs: null,
+    });
+
+    /** A snooze of `jobId` (a reschedule at once that gives its attempt back). */
+    const snooze = (jobId: string): Settlement => ({
+      ...t.base,
+      kind: 'reschedule',
+      jobId,
+      delayMs: 0,
+      consumeBudget: false,
+      outcome: 'snoozed',
+      error: null,
+    });
+
     it('writes success with its result, attempt row and event', async () => {
       const id = await running();
       const [res] = await t.h.backend.settle([
@@ -167,17 +189,7 @@ export function defineSettleContract(t: WorkerContractContext): void {
 
     it('snoozes without using an attempt, and RetryAfter with a budget fails once attempts run out', async () => {
       const id = await running();
-      const [s] = await t.h.backend.settle([
-        {
-          ...t.base,
-          kind: 'reschedule',
-          jobId: id,
-          delayMs: 0,
-          consumeBudget: false,
-          outcome: 'snoozed',
-          error: null,
-        },
-      ]);
+      const [s] = await t.h.backend.settle([snooze(id)]);
       expect(s?.status).toBe('pending');
       expect((await t.h.backend.get(id))!.attempt).toBe(0);
       expect((await t.h.backend.getAttempts(id))[0]).toMatchObject({ attempt: 1, outcome: 'snoozed' });
@@ -203,15 +215,7 @@ export function defineSettleContract(t: WorkerContractContext): void {
 
     it('is a no-op for a job the worker does not own', async () => {
       const id = await running();
-      const foreign: Settlement = {
-        ...t.base,
-        workerId: W2,
-        kind: 'succeeded',
-        jobId: id,
-        resultJson: null,
-        resultSizeBytes: null,
-        fallbackResultTtlMs: null,
-      };
+      const foreign = success(id, W2);
       expect(await t.h.backend.settle([foreign])).toEqual([{ jobId: id, status: 'noop', errorClass: null }]);
       expect((await t.h.backend.get(id))!.status).toBe('running');
       await t.h.backend.settle([{ ...foreign, workerId: W1 }]);
@@ -223,15 +227,7 @@ export function defineSettleContract(t: WorkerContractContext): void {
       // Postgres sends back no row for succeeded items when all of them were written; one lost
       // job among them must still come back as a no-op, and the others as succeeded.
       const [a, lost, b, retried] = [await running(), await running(), await running(), await running()];
-      const ok = (jobId: string, workerId = W1): Settlement => ({
-        ...t.base,
-        workerId,
-        kind: 'succeeded',
-        jobId,
-        resultJson: null,
-        resultSizeBytes: null,
-        fallbackResultTtlMs: null,
-      });
+      const ok = (jobId: string, workerId = W1) => success(jobId, workerId);
       const err = { errorClass: 'Boom', message: 'boom', traceback: null };
       expect(
         await t.h.backend.settle([
@@ -253,15 +249,7 @@ export function defineSettleContract(t: WorkerContractContext): void {
       // In Postgres such a batch is written by its own statement (settleSucceeded), which must
       // report the lost job the same way.
       const [a, lost, b] = [await running(), await running(), await running()];
-      const ok = (jobId: string, workerId = W1): Settlement => ({
-        ...t.base,
-        workerId,
-        kind: 'succeeded',
-        jobId,
-        resultJson: '"done"',
-        resultSizeBytes: 6,
-        fallbackResultTtlMs: null,
-      });
+      const ok = (jobId: string, workerId = W1) => success(jobId, workerId, '"done"');
       expect(await t.h.backend.settle([ok(a), ok(lost, W2), ok(b)])).toEqual([
         { jobId: a, status: 'succeeded', errorClass: null },
         { jobId: lost, status: 'noop', errorClass: null },
@@ -296,17 +284,7 @@ export function defineSettleContract(t: WorkerContractContext): void {
     it('gives a snoozed attempt back even when a cancel requested meanwhile ends the job', async () => {
       const id = await running();
       await t.h.backend.writeCancelRequest(id, null);
-      const [r] = await t.h.backend.settle([
-        {
-          ...t.base,
-          kind: 'reschedule',
-          jobId: id,
-          delayMs: 0,
-          consumeBudget: false,
-          outcome: 'snoozed',
-          error: null,
-        },
-      ]);
+      const [r] = await t.h.backend.settle([snooze(id)]);
       expect(r?.status).toBe('cancelled');
       expect((await t.h.backend.get(id))!.attempt).toBe(0);
       expect((await t.h.backend.getAttempts(id)).map((a) => a.outcome)).toEqual(['snoozed']);
