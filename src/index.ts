@@ -36,6 +36,7 @@ export { SettingsError, type SettingProblem } from './settings/settings-error.js
 export {
   JobsClient,
   MAX_BATCH_SIZE,
+  MAX_FAST_BATCH_SIZE,
   batchItem,
   DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES,
   type JobsClientOptions,

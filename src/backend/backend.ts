@@ -68,6 +68,14 @@ export interface Backend {
    * idempotency collision returns the existing row. `uniqueFor` is not applied to batches.
    */
   enqueueBatch(args: readonly EnqueueArgs[], options?: { connection?: ClientLike }): Promise<JobRow[]>;
+  /**
+   * Writes validated jobs for a bulk import (COPY on Postgres) and returns how many: all of them,
+   * or none. No conflict handling: an idempotency key already stored, or repeated in the batch,
+   * refuses the whole batch with `DuplicateIdempotencyKeyError`. The database clock decides status,
+   * run time and deadlines, as for {@link enqueueBatch}. With `connection`, inside the caller's
+   * transaction.
+   */
+  enqueueBatchFast(args: readonly EnqueueArgs[], options?: { connection?: ClientLike }): Promise<number>;
 
   /** The job, or null. */
   get(jobId: string): Promise<JobRow | null>;

@@ -23,6 +23,9 @@ import { WaitTimeoutError } from '../errors/job-errors.js';
 
 /** Largest `enqueueBatch` call. */
 export const MAX_BATCH_SIZE = 1000;
+
+/** Largest `enqueueBatchFast` call. */
+export const MAX_FAST_BATCH_SIZE = 50_000;
 /** Default byte bound of idempotency keys and scopes. */
 export const DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES = 1024;
 
@@ -192,40 +195,12 @@ export class JobsClient {
     items: readonly EnqueueItem[],
     options: { batchId?: string; connection?: EnqueueOptions['connection'] } = {},
   ): Promise<BatchHandle> {
-    if (!Array.isArray(items) || items.length === 0)
-      throw new InvalidArgumentError('enqueueBatch.items', items, 'must be a non-empty array');
-    if (items.length > MAX_BATCH_SIZE) {
-      throw new InvalidArgumentError(
-        'enqueueBatch.items',
-        items,
-        `must hold at most ${MAX_BATCH_SIZE} items (got ${items.length})`,
-      );
-    }
-    let batchId = newJobId();
-    if (options.batchId !== undefined) {
-      if (!isUuid(options.batchId))
-        throw new InvalidArgumentError('enqueueBatch.batchId', options.batchId, 'must be a UUID');
-      batchId = options.batchId.toLowerCase();
-    }
-    const refs = items.map((item, i) => {
-      if (item === null || typeof item !== 'object')
-        throw new InvalidArgumentError(`items[${i}]`, item, 'must be { actor, payload, options? }');
-      this.checkRef(item.actor, `items[${i}].actor`);
-      return item.actor as ActorRef<unknown, unknown>;
-    });
-    const jsons = await this.payloadJsons(refs, items);
+    const { batchId, refs, jsons } = await this.checkBatch('enqueueBatch', items, MAX_BATCH_SIZE, options);
     const limits = new Map<string, number | null>();
     for (const ref of refs)
       if (!limits.has(ref.name))
         limits.set(ref.name, await this.capacity.effectiveMaxPending(ref.name, ref.maxPending));
-    const args = items.map((item, i) =>
-      buildEnqueueArgs(refs[i]!, jsons[i]!, item.options ?? {}, {
-        maxPending: limits.get(refs[i]!.name) ?? null,
-        idempotencyMaxBytes: this.idempotencyMaxBytes,
-        fieldPrefix: `items[${i}].options.`,
-        batchId,
-      }),
-    );
+    const args = this.batchArgs(items, refs, jsons, batchId, limits);
     const limited = [...limits].filter(([, limit]) => limit !== null) as [string, number][];
     if (limited.length > 0) {
       const counts = await this.backend.countPendingJobs(limited.map(([a]) => a));
@@ -246,6 +221,83 @@ export class JobsClient {
         (row, i) => new JobHandle(this, row, row.id !== args[i]!.id, refs[i]!.resultSchema),
       ),
     };
+  }
+
+  /**
+   * Bulk import: up to 50,000 jobs through COPY, returning how many were written (all of them).
+   * Every payload and option is validated before anything is written. Unlike {@link enqueueBatch}
+   * it does not check `maxPending`, returns no handles, and has no conflict handling: an
+   * idempotency key already stored, or repeated in `items`, refuses the whole batch with
+   * `DuplicateIdempotencyKeyError` and nothing is written. Each job carries
+   * `metadata.batch_id` (`options.batchId`, or a new UUIDv7) to find them again with `list`.
+   * With `connection`, the jobs commit or roll back with the caller's transaction.
+   */
+  async enqueueBatchFast(
+    items: readonly EnqueueItem[],
+    options: { batchId?: string; connection?: EnqueueOptions['connection'] } = {},
+  ): Promise<number> {
+    const { batchId, refs, jsons } = await this.checkBatch(
+      'enqueueBatchFast',
+      items,
+      MAX_FAST_BATCH_SIZE,
+      options,
+    );
+    const args = this.batchArgs(items, refs, jsons, batchId, null);
+    const count = await this.backend.enqueueBatchFast(
+      args,
+      options.connection ? { connection: options.connection } : {},
+    );
+    this.logger.debug({ batchId, count }, 'batch-fast-enqueued');
+    return count;
+  }
+
+  /** The checks every batch enqueue makes before any I/O: size, batch id, actors, payloads. */
+  private async checkBatch(
+    what: string,
+    items: readonly EnqueueItem[],
+    max: number,
+    options: { batchId?: string },
+  ): Promise<{ batchId: string; refs: ActorRef<unknown, unknown>[]; jsons: string[] }> {
+    if (!Array.isArray(items) || items.length === 0)
+      throw new InvalidArgumentError(`${what}.items`, items, 'must be a non-empty array');
+    if (items.length > max) {
+      throw new InvalidArgumentError(
+        `${what}.items`,
+        items,
+        `must hold at most ${max} items (got ${items.length})`,
+      );
+    }
+    let batchId = newJobId();
+    if (options.batchId !== undefined) {
+      if (!isUuid(options.batchId))
+        throw new InvalidArgumentError(`${what}.batchId`, options.batchId, 'must be a UUID');
+      batchId = options.batchId.toLowerCase();
+    }
+    const refs = items.map((item, i) => {
+      if (item === null || typeof item !== 'object')
+        throw new InvalidArgumentError(`items[${i}]`, item, 'must be { actor, payload, options? }');
+      this.checkRef(item.actor, `items[${i}].actor`);
+      return item.actor as ActorRef<unknown, unknown>;
+    });
+    return { batchId, refs, jsons: await this.payloadJsons(refs, items) };
+  }
+
+  /** Each item's validated arguments; `limits` are the per-actor `maxPending` (null: not checked). */
+  private batchArgs(
+    items: readonly EnqueueItem[],
+    refs: readonly ActorRef<unknown, unknown>[],
+    jsons: readonly string[],
+    batchId: string,
+    limits: Map<string, number | null> | null,
+  ): EnqueueArgs[] {
+    return items.map((item, i) =>
+      buildEnqueueArgs(refs[i]!, jsons[i]!, item.options ?? {}, {
+        maxPending: limits?.get(refs[i]!.name) ?? null,
+        idempotencyMaxBytes: this.idempotencyMaxBytes,
+        fieldPrefix: `items[${i}].options.`,
+        batchId,
+      }),
+    );
   }
 
   /** A handle for an existing job, or null. Pass the actor to type the handle's result. */

@@ -248,6 +248,14 @@ export class TaskQ implements AsyncDisposable {
     return this.live().enqueueBatch(items, options);
   }
 
+  /** See {@link JobsClient.enqueueBatchFast}. */
+  async enqueueBatchFast(
+    items: readonly EnqueueItem[],
+    options?: { batchId?: string; connection?: EnqueueOptions['connection'] },
+  ): Promise<number> {
+    return this.live().enqueueBatchFast(items, options);
+  }
+
   /** See {@link JobsClient.get}. */
   async get<R = unknown>(jobId: string, ref?: ActorRef<unknown, R>): Promise<JobHandle<R> | null> {
     return this.live().get(jobId, ref);

@@ -4,6 +4,10 @@
  * an {@link Executor} or a {@link Driver}.
  */
 
+import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
+import { from as copyFrom, type CopyStreamQuery as CopyFromStream } from 'pg-copy-streams';
+
 /** Rows and affected-row count of one statement. */
 export interface QueryResult<R> {
   rows: R[];
@@ -21,6 +25,12 @@ export interface Executor {
     values?: readonly unknown[],
     name?: string,
   ): Promise<QueryResult<R>>;
+  /**
+   * Streams `data` (COPY text format: one line per row, columns separated by tabs) into `table`'s
+   * `columns` with `COPY … FROM STDIN`. Only executors that hold one connection have it (a
+   * transaction's, a caller's connection): COPY needs a connection of its own for its duration.
+   */
+  copyFrom?(table: string, columns: readonly string[], data: string): Promise<void>;
 }
 
 /** A connection held for its whole life: LISTEN subscriptions and session-level advisory locks. */
@@ -61,7 +71,28 @@ export function executorFromClient(client: ClientLike): Executor {
         const res = await client.query(text, values ? [...values] : undefined);
         return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
       },
+      copyFrom: (table, columns, data) =>
+        copyFromClient(client as unknown as CopyClient, table, columns, data),
     };
   }
   throw new TypeError('expected a connection with a query(text, values) method (pg.Client or pg.PoolClient)');
+}
+
+/** A node-postgres client (`pg.Client`, `pg.PoolClient`): its `query` also takes a stream query. */
+export interface CopyClient {
+  query<T extends CopyFromStream>(stream: T): T;
+}
+
+/** `COPY table (columns) FROM STDIN` on a node-postgres client, fed with `data` (text format). */
+export async function copyFromClient(
+  client: CopyClient,
+  table: string,
+  columns: readonly string[],
+  data: string,
+): Promise<void> {
+  const stream = client.query(copyFrom(`COPY ${table} (${columns.join(', ')}) FROM STDIN`));
+  // One write: the whole batch is already in memory, and the stream splits it into CopyData
+  // messages itself. `pipeline` reports a server error (a bad value, a dropped connection) as a
+  // rejection, after the server has answered.
+  await pipeline(Readable.from([data]), stream);
 }

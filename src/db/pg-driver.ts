@@ -1,6 +1,12 @@
 import pg from 'pg';
 
-import type { DedicatedConnection, Driver, Executor, QueryResult } from './driver.js';
+import {
+  copyFromClient,
+  type DedicatedConnection,
+  type Driver,
+  type Executor,
+  type QueryResult,
+} from './driver.js';
 
 /** How to reach a Postgres server: a connection string or node-postgres client config. */
 export type PgConnectionConfig = string | pg.ClientConfig;
@@ -135,6 +141,7 @@ export class PgDriver implements Driver {
             : await client.query(text, values ? [...values] : undefined);
           return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
         },
+        copyFrom: (table, columns, data) => copyFromClient(client, table, columns, data),
       };
       const out = await fn(tx);
       await client.query('COMMIT');

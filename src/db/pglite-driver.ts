@@ -7,7 +7,11 @@ interface PGliteLike {
   exec(text: string): Promise<{ rows: unknown[]; affectedRows?: number }[]>;
   transaction<T>(
     fn: (tx: {
-      query<R>(text: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }>;
+      query<R>(
+        text: string,
+        params?: unknown[],
+        options?: { blob?: Blob },
+      ): Promise<{ rows: R[]; affectedRows?: number }>;
     }) => Promise<T>,
   ): Promise<T>;
   listen(channel: string, cb: (payload: string) => void): Promise<(() => Promise<void>) | unknown>;
@@ -59,6 +63,12 @@ export class PgliteDriver implements Driver {
       fn({
         async query<R>(text: string, values?: readonly unknown[]): Promise<QueryResult<R>> {
           return toResult(await tx.query<R>(text, values ? [...values] : undefined));
+        },
+        // PGlite has no COPY sub-protocol: it reads COPY data from the blob of the query's options.
+        async copyFrom(table, columns, data) {
+          await tx.query(`COPY ${table} (${columns.join(', ')}) FROM '/dev/blob'`, [], {
+            blob: new Blob([data]),
+          });
         },
       }),
     );

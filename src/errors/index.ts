@@ -19,6 +19,7 @@ export {
   ResultUnavailable,
   ResultTooLarge,
   WaitTimeoutError,
+  DuplicateIdempotencyKeyError,
 } from './job-errors.js';
 export { EmptyFilterError, TaskQStateError } from './client-errors.js';
 export { ActorConfigDriftError, ActorConfigDriftList } from './actor-config-errors.js';

@@ -105,3 +105,38 @@ export class WaitTimeoutError extends TaskQError {
     this.timeoutMs = timeoutMs;
   }
 }
+
+/**
+ * `enqueueBatchFast` refused its batch: an item's idempotency key is already stored, or two items
+ * share one. That path has no conflict handling (COPY cannot skip a row), so the whole batch is
+ * refused and nothing is written; `enqueueBatch` returns the existing job instead.
+ */
+export class DuplicateIdempotencyKeyError extends TaskQError {
+  /** Actor of the item with the repeated key (null when the database did not say which). */
+  readonly actor: string | null;
+  /** The key's scope. */
+  readonly idempotencyScope: string | null;
+  /** The repeated key. */
+  readonly idempotencyKey: string | null;
+  /** `'batch'`: two items of the batch share the key; `'stored'`: a stored job already has it. */
+  readonly where: 'batch' | 'stored';
+
+  constructor(fields: {
+    actor: string | null;
+    idempotencyScope: string | null;
+    idempotencyKey: string | null;
+    where: 'batch' | 'stored';
+  }) {
+    const key = `idempotency key ${JSON.stringify(fields.idempotencyKey)} (scope ${JSON.stringify(fields.idempotencyScope)})`;
+    super(
+      'TASKQ_DUPLICATE_IDEMPOTENCY_KEY',
+      fields.where === 'batch'
+        ? `${key} appears twice in the batch; enqueueBatchFast wrote nothing (deduplicate the items, or use enqueueBatch)`
+        : `${key} is already stored; enqueueBatchFast wrote nothing (deduplicate the items, or use enqueueBatch, which returns the existing job)`,
+    );
+    this.actor = fields.actor;
+    this.idempotencyScope = fields.idempotencyScope;
+    this.idempotencyKey = fields.idempotencyKey;
+    this.where = fields.where;
+  }
+}

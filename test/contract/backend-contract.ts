@@ -16,6 +16,7 @@ import {
 } from '../../src/errors/index.js';
 import type { JobRow } from '../../src/backend/types.js';
 import { defineNulCases } from './nul-contract.js';
+import { defineFastBatchCases } from './fast-batch-contract.js';
 import { budgeted, deduped, limited, lonely, plain, sendEmail } from '../helpers/actors.js';
 
 /** What each backend's test harness provides. */
@@ -294,6 +295,14 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
 
     describe('NUL characters inside JSON payloads and metadata', () => {
       defineNulCases(() => client, count);
+    });
+
+    describe('enqueueBatchFast', () => {
+      defineFastBatchCases(
+        () => client,
+        count,
+        () => h.begin(),
+      );
     });
 
     describe('enqueueWithConn', () => {

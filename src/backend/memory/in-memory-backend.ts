@@ -44,6 +44,7 @@ import * as cancelProgress from './memory-cancel-progress.js';
 import * as listing from './memory-listing.js';
 import { newJobRow } from '../new-job-row.js';
 import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
+import { assertKeysFree, assertNoRepeatedKey } from '../repeated-key.js';
 
 /** Options of {@link InMemoryBackend}. */
 export interface InMemoryBackendOptions {
@@ -289,6 +290,20 @@ export class InMemoryBackend implements Backend {
       if (staged.length > 0) this.emitWake();
     }
     return out.map(clone);
+  }
+
+  async enqueueBatchFast(
+    list: readonly EnqueueArgs[],
+    options: { connection?: ClientLike } = {},
+  ): Promise<number> {
+    assertNoRepeatedKey(list);
+    // Postgres refuses a stored key with the unique index, before commit: check before writing.
+    const tx = options.connection instanceof MemoryTransaction ? options.connection : undefined;
+    const visible = this.visibleJobs(tx ? (this.txRows.get(tx) ?? []) : []);
+    assertKeysFree(list, (scope, key) => this.findByKey(visible, scope, key) !== undefined);
+    // No key is taken now, so the batch insert writes every item.
+    await this.enqueueBatch(list, options);
+    return list.length;
   }
 
   async get(jobId: string): Promise<JobRow | null> {

@@ -1,5 +1,7 @@
 import { executorFromClient, type ClientLike, type Driver, type Executor } from '../../db/driver.js';
 import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
+import { assertNoRepeatedKey } from '../repeated-key.js';
+import { enqueueFast } from './pg-enqueue-fast.js';
 import { SchemaNotMigratedError } from '../../errors/schema-errors.js';
 import type { Logger } from '../../obs/logger.js';
 import { silentLogger } from '../../obs/logger.js';
@@ -195,6 +197,16 @@ export class PostgresBackend implements Backend {
     if (options.connection)
       return enqueueMany(this.ops, list, executorFromClient(options.connection), 'inline');
     return this.onOwnPool((wake) => enqueueMany(this.ops, list, this.driver, wake));
+  }
+
+  async enqueueBatchFast(
+    list: readonly EnqueueArgs[],
+    options: { connection?: ClientLike } = {},
+  ): Promise<number> {
+    assertNoRepeatedKey(list);
+    if (list.length === 0) return 0;
+    if (options.connection) return enqueueFast(this.ops, list, executorFromClient(options.connection));
+    return this.driver.transaction((tx) => enqueueFast(this.ops, list, tx));
   }
 
   /**
