@@ -103,6 +103,17 @@ const PACKAGE_ERRORS: Case[] = [
     make: () => new taskq.WaitTimeoutError('job', 10),
     code: 'TASKQ_WAIT_TIMEOUT',
   },
+  {
+    cls: taskq.DuplicateIdempotencyKeyError,
+    make: () =>
+      new taskq.DuplicateIdempotencyKeyError({
+        actor: 'send_email',
+        idempotencyScope: '',
+        idempotencyKey: 'k',
+        where: 'stored',
+      }),
+    code: 'TASKQ_DUPLICATE_IDEMPOTENCY_KEY',
+  },
   { cls: taskq.EmptyFilterError, make: () => new taskq.EmptyFilterError(), code: 'TASKQ_EMPTY_FILTER' },
   {
     cls: taskq.TaskQStateError,
