@@ -174,6 +174,9 @@ export function createTaskq(variant: Variant): SystemAdapter {
     async enqueueBulk(payloads) {
       await tq!.enqueueBatch(payloads.map((p) => batchItem(noopRef, p)));
     },
+    async enqueueCopy(payloads) {
+      await tq!.enqueueBatchFast(payloads.map((p) => batchItem(noopRef, p)));
+    },
     async outstanding() {
       return tq!.countActiveJobs([BENCH_QUEUE]);
     },
