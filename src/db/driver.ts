@@ -26,11 +26,11 @@ export interface Executor {
     name?: string,
   ): Promise<QueryResult<R>>;
   /**
-   * Streams `data` (COPY text format: one line per row, columns separated by tabs) into `table`'s
-   * `columns` with `COPY … FROM STDIN`. Only executors that hold one connection have it (a
+   * Streams `data` (COPY text format: lines of tab-separated columns, in chunks of whole lines)
+   * into `table`'s `columns` with `COPY … FROM STDIN`, taking each chunk as the stream needs it. Only executors that hold one connection have it (a
    * transaction's, a caller's connection): COPY needs a connection of its own for its duration.
    */
-  copyFrom?(table: string, columns: readonly string[], data: string): Promise<void>;
+  copyFrom?(table: string, columns: readonly string[], data: Iterable<string>): Promise<void>;
 }
 
 /** A connection held for its whole life: LISTEN subscriptions and session-level advisory locks. */
@@ -88,11 +88,11 @@ export async function copyFromClient(
   client: CopyClient,
   table: string,
   columns: readonly string[],
-  data: string,
+  data: Iterable<string>,
 ): Promise<void> {
   const stream = client.query(copyFrom(`COPY ${table} (${columns.join(', ')}) FROM STDIN`));
-  // One write: the whole batch is already in memory, and the stream splits it into CopyData
-  // messages itself. `pipeline` reports a server error (a bad value, a dropped connection) as a
-  // rejection, after the server has answered.
-  await pipeline(Readable.from([data]), stream);
+  // `pipeline` pulls the chunks as the socket drains, so the server parses one chunk while the
+  // next is made, and reports a server error (a bad value, a duplicate key, a dropped connection)
+  // as a rejection, after the server has answered.
+  await pipeline(Readable.from(data, { objectMode: false }), stream);
 }

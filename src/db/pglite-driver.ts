@@ -67,7 +67,7 @@ export class PgliteDriver implements Driver {
         // PGlite has no COPY sub-protocol: it reads COPY data from the blob of the query's options.
         async copyFrom(table, columns, data) {
           await tx.query(`COPY ${table} (${columns.join(', ')}) FROM '/dev/blob'`, [], {
-            blob: new Blob([data]),
+            blob: new Blob([...data]),
           });
         },
       }),
