@@ -36,7 +36,7 @@ import type {
   SettleResult,
   WorkerRegistration,
 } from '../worker-types.js';
-import { MemoryTransaction } from './memory-transaction.js';
+import { MemoryTransaction, transactionOf } from './memory-transaction.js';
 import * as maintenance from './memory-maintenance.js';
 import * as dispatch from './memory-dispatch.js';
 import type { MemoryState } from './memory-state.js';
@@ -222,12 +222,8 @@ export class InMemoryBackend implements Backend {
     return clone(out.insert);
   }
 
-  async enqueueWithConn(conn: ClientLike, args: EnqueueArgs): Promise<JobRow> {
-    if (!(conn instanceof MemoryTransaction)) {
-      throw new TypeError(
-        'InMemoryBackend.enqueueWithConn needs a MemoryTransaction from backend.beginTransaction()',
-      );
-    }
+  async enqueueWithConn(caller: ClientLike, args: EnqueueArgs): Promise<JobRow> {
+    const conn = transactionOf(caller, 'enqueueWithConn')!;
     const buffered = this.txRows.get(conn) ?? [];
     const out = this.gateAndBuild(args, this.visibleJobs(buffered));
     if ('existing' in out) return clone(out.existing);
@@ -250,12 +246,7 @@ export class InMemoryBackend implements Backend {
     list: readonly EnqueueArgs[],
     options: { connection?: ClientLike } = {},
   ): Promise<JobRow[]> {
-    if (options.connection !== undefined && !(options.connection instanceof MemoryTransaction)) {
-      throw new TypeError(
-        'InMemoryBackend.enqueueBatch needs a MemoryTransaction from backend.beginTransaction()',
-      );
-    }
-    const tx = options.connection as MemoryTransaction | undefined;
+    const tx = transactionOf(options.connection, 'enqueueBatch');
     const staged: JobRow[] = [];
     const base = this.visibleJobs(tx ? (this.txRows.get(tx) ?? []) : []);
     const now = this.clock.now();
@@ -296,12 +287,12 @@ export class InMemoryBackend implements Backend {
     list: readonly EnqueueArgs[],
     options: { connection?: ClientLike } = {},
   ): Promise<number> {
+    // Postgres's unique index refuses a repeated or stored key; checked here before writing, after
+    // which no key is taken and the batch insert writes every item.
     assertNoRepeatedKey(list);
-    // Postgres refuses a stored key with the unique index, before commit: check before writing.
-    const tx = options.connection instanceof MemoryTransaction ? options.connection : undefined;
+    const tx = transactionOf(options.connection, 'enqueueBatchFast');
     const visible = this.visibleJobs(tx ? (this.txRows.get(tx) ?? []) : []);
     assertKeysFree(list, (scope, key) => this.findByKey(visible, scope, key) !== undefined);
-    // No key is taken now, so the batch insert writes every item.
     await this.enqueueBatch(list, options);
     return list.length;
   }

@@ -40,3 +40,12 @@ export class MemoryTransaction implements ClientLike {
     this.pending = [];
   }
 }
+
+/** The caller's transaction of an enqueue with `connection` (none without); anything else is refused. */
+export function transactionOf(conn: ClientLike | undefined, method: string): MemoryTransaction | undefined {
+  if (conn !== undefined && !(conn instanceof MemoryTransaction))
+    throw new TypeError(
+      `InMemoryBackend.${method} needs a MemoryTransaction from backend.beginTransaction()`,
+    );
+  return conn;
+}
