@@ -26,6 +26,7 @@ export const MAX_BATCH_SIZE = 1000;
 
 /** Largest `enqueueBatchFast` call. */
 export const MAX_FAST_BATCH_SIZE = 50_000;
+
 /** Default byte bound of idempotency keys and scopes. */
 export const DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES = 1024;
 
