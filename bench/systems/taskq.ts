@@ -2,7 +2,7 @@
  * TaskQ, driven from the source (`src/`). Two configurations compared with the peers:
  * - `taskq`: worker defaults (adaptive prefetch, dispatcher pool 4) with only
  *   `maxConcurrency` set; NOTIFY on.
- * - `taskq-tuned`: a deeper local queue (`prefetch` = max(4 × concurrency, 200)), the counterpart of
+ * - `taskq-tuned`: a deeper local queue (`prefetch` = max(4 × concurrency, 1000)), the counterpart of
  *   graphile-worker's `localQueue`.
  * And three TaskQ-only feature configurations (worker defaults; the actor differs):
  * - `taskq-rl-open`: a Redis token bucket that never binds (its overhead per job);
@@ -120,14 +120,14 @@ const SYSTEM_ID: Record<Variant, string> = {
 
 const TITLE: Record<Variant, string> = {
   default: 'TaskQ (defaults)',
-  tuned: 'TaskQ (prefetch 4×c)',
+  tuned: 'TaskQ (prefetch 1,000)',
   'rl-open': 'TaskQ, Redis token bucket (not binding)',
   'rl-binding': `TaskQ, Redis token bucket ${BINDING_RATE}/s, burst ${BINDING_BURST}`,
   reservation: `TaskQ, keyed reservation (${RESERVATION_KEYS} keys × 1 slot)`,
 };
 
 function workerOverrides(variant: Variant, concurrency: number): Partial<WorkerSettingsInput> {
-  return variant === 'tuned' ? { prefetch: Math.max(4 * concurrency, 200) } : {};
+  return variant === 'tuned' ? { prefetch: Math.max(4 * concurrency, 1000) } : {};
 }
 
 export function createTaskq(variant: Variant): SystemAdapter {
@@ -145,8 +145,8 @@ export function createTaskq(variant: Variant): SystemAdapter {
       variant === 'rl-open' || variant === 'rl-binding' || variant === 'reservation'
         ? `Worker defaults with maxConcurrency c; the actor declares ${TITLE[variant]}${variant === 'reservation' ? ' (Postgres-backed)' : `; redisUrl redis://${REDIS_HOST}:${REDIS_PORT}/${REDIS_DB}`}; watchdog off.`
         : variant === 'tuned'
-          ? 'Worker: maxConcurrency c, prefetch max(4c, 200); everything else default (dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.'
-          : 'Worker: maxConcurrency c; everything else default (adaptive prefetch, at most 200; dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.',
+          ? 'Worker: maxConcurrency c, prefetch max(4c, 1000); everything else default (dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.'
+          : 'Worker: maxConcurrency c; everything else default (adaptive prefetch, at most 500; dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.',
     async setup() {
       schema = `bench_tq_${uniqueSuffix()}`;
       noopRef = benchActor(variant, schema, () => undefined);

@@ -28,11 +28,14 @@ export interface ProducerOptions {
 /** Adaptive prefetch: the local queue holds about this much work (at the recent average duration). */
 export const ADAPTIVE_QUEUE_MS = 50;
 /**
- * Adaptive prefetch never exceeds this many jobs: beyond it claims are already large enough that
- * throughput stops growing (measured: 200 and 1000 alike at c=50), while memory does (181 against
- * 281 MB peak RSS).
+ * Adaptive prefetch never exceeds this many jobs (it binds only for jobs shorter than
+ * `50 ms × maxConcurrency ÷ 500`). Larger claims mean fewer claim statements and fewer claims
+ * contending at the head of the dispatch index: against a cap of 200, no-op jobs ran 11–21 % faster
+ * at c=10 and 8–34 % with 2 and 4 worker processes (Postgres CPU per job 13–20 % lower), level at
+ * c=50, in four alternating benchmark runs; beyond ~500 the worker's own CPU per job grows (claimed
+ * rows live long enough to reach the old generation) and peak RSS with it (185 → 211 MB at c=50).
  */
-export const ADAPTIVE_PREFETCH_MAX = 200;
+export const ADAPTIVE_PREFETCH_MAX = 500;
 
 /**
  * Most claims in flight at once. A claim's time grows with its size (the rows are updated, logged
