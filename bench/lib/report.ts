@@ -77,7 +77,7 @@ export function renderMarkdown(r: Report): string {
   );
   out.push('');
   out.push(
-    `Rounds: ${r.options.rounds} per measurement (scale and memory: 1), systems alternating in rotated order. ` +
+    `Rounds: ${r.options.rounds} per measurement, systems alternating in rotated order. ` +
       `Cells: median (min–max) over rounds. "TaskQ ÷ this" divides the median of TaskQ with its defaults by the row's median: ` +
       `for throughput above 1× favours TaskQ, for latency, ms/job and MB below 1× does. Run took ${Math.round(r.durationS)} s.`,
   );

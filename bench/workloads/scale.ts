@@ -3,10 +3,13 @@
  * backlog of the benchmark queue, half terminal history), vacuumed and analysed; then:
  * - enqueue cost: single enqueues and bulk calls into the filled table (ms per job);
  * - drain cost: one worker process at c=10 drains the backlog; ms per job between the 20 % and
- *   100 % marks of `drainJobs` handler starts (warm-up excluded; both marks seen with the same lag);
+ *   100 % marks of `drainJobs` handler starts (warm-up excluded; both marks seen with the same lag;
+ *   6,000 jobs in a full run: a window of ~0.35 s, where 4,000 gave ~0.25 s and readings that
+ *   moved 2× from one run to the next);
  * - TaskQ only: the dispatch and settle statements called directly, batches of 10 (ms per job), and
  *   the dispatch statement again on sessions with `jit = off` (a diagnostic of the JIT cost).
- * Runs for systems that can be filled with SQL: TaskQ and graphile-worker.
+ * Runs for systems that can be filled with SQL: TaskQ and graphile-worker. Each round fills every
+ * system's table afresh, systems alternating in rotated order as in the other workloads.
  */
 import { nowMs } from '../lib/common.js';
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
@@ -30,10 +33,10 @@ export function sizeLabel(rows: number): string {
 
 export async function runScale(ctx: BenchContext): Promise<void> {
   const sizes = ctx.opts.quick ? [10_000] : [10_000, 100_000, 1_000_000];
-  const drainJobs = ctx.opts.quick ? 2000 : 4000;
-  // One fill per size and system (a 1M-row fill takes 10–20 s); the drain window and the direct
-  // probe are two independent readings of the same cost.
-  const rounds = 1;
+  // The 10k-row table holds 5,000 pending jobs plus the 5,200 the enqueue probes add: enough for
+  // the drain (and what its worker has claimed ahead when it stops) and the 3,000 the probes claim.
+  const drainJobs = ctx.opts.quick ? 2000 : 6000;
+  const rounds = ctx.opts.rounds;
   const systems = ctx.systems.filter((id) => id === 'taskq' || id === 'graphile' || id === 'graphile-tuned');
   if (systems.length === 0) return;
   for (const rows of sizes) {
