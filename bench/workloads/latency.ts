@@ -6,6 +6,8 @@
  *   workload's median at c=10 in this run, else a short calibration), issued open-loop every 2 ms
  *   (the jobs due since the previous tick go in one call: single enqueue for one job, bulk for more).
  * The enqueue call's start time travels in the payload; the handler records its own start time.
+ * Under load the enqueue calls' own durations are reported too (p50 / p99 of the calls made after
+ * the warm-up): the latency includes them, and on a machine this size they are much of its tail.
  * `--load-rate n` offers every system the same n jobs/s instead (its own case in the report).
  */
 import { nowMs, sleep, type BenchPayload } from '../lib/common.js';
@@ -23,17 +25,24 @@ const P = (p: number): MetricSpec => ({
   ratio: p !== 95,
 });
 const OFFERED: MetricSpec = { metric: 'offered load (jobs/s)', unit: 'jobs/s', better: 'higher' };
+const CALL = (p: number): MetricSpec => ({ metric: `enqueue call p${p} (ms)`, unit: 'ms', better: 'lower' });
 export const LATENCY_CASES = { idle: 'idle worker', load: 'under 50 % load' };
 /** The case name of a run with `--load-rate`: the same absolute load for every system. */
 const fixedLoadCase = (rate: number): string => `under a fixed ${rate} jobs/s`;
 
+/**
+ * Offers `rate` jobs/s for `durationMs`. Returns the jobs sent and the durations of the enqueue
+ * calls that started after `warmupMs`.
+ */
 async function offeredLoad(
   sys: SystemAdapter,
   rate: number,
   durationMs: number,
+  warmupMs: number,
   firstIndex: number,
-): Promise<number> {
+): Promise<{ sent: number; callMs: number[] }> {
   const start = nowMs();
+  const callMs: number[] = [];
   let sent = 0;
   const inflight = new Set<Promise<void>>();
   while (nowMs() - start < durationMs) {
@@ -44,14 +53,17 @@ async function offeredLoad(
       const payloads: BenchPayload[] = Array.from({ length: n }, (_, k) => ({ i: firstIndex + sent + k, t }));
       sent += n;
       const p: Promise<void> = (n === 1 ? sys.enqueueOne(payloads[0]!) : sys.enqueueBulk(payloads)).finally(
-        () => inflight.delete(p),
+        () => {
+          inflight.delete(p);
+          if (t - start >= warmupMs) callMs.push(nowMs() - t);
+        },
       );
       inflight.add(p);
     }
     await sleep(2);
   }
   await Promise.all(inflight);
-  return sent;
+  return { sent, callMs };
 }
 
 export async function runLatency(ctx: BenchContext): Promise<void> {
@@ -68,6 +80,7 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
           let loadStart = 0;
           let rate = 0;
           let backlogNote: string | undefined;
+          let callMs: number[] = [];
           try {
             await sleep(300); // let the worker settle into its idle wait
             // Idle: one job at a time; the next goes in 10 ms after the previous one started (or
@@ -96,7 +109,9 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
             }
             await sleep(200);
             loadStart = nowMs() + warmupMs;
-            sent += await offeredLoad(sys, rate, loadMs, 2_000_000);
+            const offered = await offeredLoad(sys, rate, loadMs, warmupMs, 2_000_000);
+            sent += offered.sent;
+            callMs = offered.callMs;
             if (!(await fleet.waitForCount(sent, Date.now() + 15_000)))
               backlogNote = `round ${round + 1}: ${sent - fleet.count} jobs had not started 15 s after the load stopped (tail latencies understated)`;
           } finally {
@@ -119,9 +134,13 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
                 ctx.results.record('latency', loadCase, P(p), id, percentile(load, p), backlogNote);
             }
             if (rate > 0) ctx.results.record('latency', loadCase, OFFERED, id, rate);
+            if (callMs.length)
+              for (const p of [50, 99])
+                ctx.results.record('latency', loadCase, CALL(p), id, percentile(callMs, p));
             ctx.log(
               `  latency ${id} round ${round + 1}: idle p50 ${percentile(idle, 50).toFixed(1)} / p99 ${percentile(idle, 99).toFixed(1)} ms; ` +
-                `at ${rate.toFixed(0)}/s p50 ${percentile(load, 50).toFixed(1)} / p99 ${percentile(load, 99).toFixed(1)} ms (${load.length} samples)`,
+                `at ${rate.toFixed(0)}/s p50 ${percentile(load, 50).toFixed(1)} / p99 ${percentile(load, 99).toFixed(1)} ms (${load.length} samples; ` +
+                `enqueue calls p50 ${percentile(callMs, 50).toFixed(1)} / p99 ${percentile(callMs, 99).toFixed(1)} ms)`,
             );
           }
         });
