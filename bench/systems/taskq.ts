@@ -22,6 +22,7 @@ import type { Logger } from '../../src/obs/logger.js';
 import type { WorkerSettingsInput } from '../../src/settings/load-worker-settings.js';
 import { keyedReservation } from '../../src/ratelimit/keyed-refs.js';
 import { TokenBucket } from '../../src/ratelimit/token-bucket.js';
+import { ADAPTIVE_PREFETCH_MAX } from '../../src/worker/producer.js';
 import { Worker } from '../../src/worker/worker.js';
 import {
   BENCH_QUEUE,
@@ -146,7 +147,7 @@ export function createTaskq(variant: Variant): SystemAdapter {
         ? `Worker defaults with maxConcurrency c; the actor declares ${TITLE[variant]}${variant === 'reservation' ? ' (Postgres-backed)' : `; redisUrl redis://${REDIS_HOST}:${REDIS_PORT}/${REDIS_DB}`}; watchdog off.`
         : variant === 'tuned'
           ? 'Worker: maxConcurrency c, prefetch max(4c, 1000); everything else default (dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.'
-          : 'Worker: maxConcurrency c; everything else default (adaptive prefetch, at most 500; dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.',
+          : `Worker: maxConcurrency c; everything else default (adaptive prefetch, at most ${ADAPTIVE_PREFETCH_MAX}; dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.`,
     async setup() {
       schema = `bench_tq_${uniqueSuffix()}`;
       noopRef = benchActor(variant, schema, () => undefined);
