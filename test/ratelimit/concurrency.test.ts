@@ -107,6 +107,13 @@ describe('postgres: a reservation under 20 concurrent acquirers', () => {
         acquisitions++;
         maxHolders = Math.max(maxHolders, holders);
         expect(holders).toBeLessThanOrEqual(slots);
+        // Until every slot has been seen held at once, a holder keeps its slot (up to 300 ms) so the
+        // others get the chance to fill the rest: on a slow machine short random holds alone could
+        // finish before the third acquirer's round trip, and the test would prove less than it says.
+        const heldAt = performance.now();
+        while (maxHolders < slots && performance.now() - heldAt < 300) {
+          await new Promise((r) => setTimeout(r, 2));
+        }
         await new Promise((r) => setTimeout(r, Math.random() * 5));
         holders--; // counted out before the row is freed: the count can only under-report
         expect(await res.release(lease, worker, ctx)).toBe(true);
