@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   boolColumn,
   dateColumn,
+  jsonColumn,
   numberColumn,
   textArrayLiteral,
   textColumn,
@@ -37,6 +38,47 @@ describe('batch columns', () => {
     expect(textArrayLiteral(['NULL', '', 'a,b', '{x}', 'say "hi"', 'c:\\dir', 'é'])).toBe(
       '{"NULL","","a,b","{x}","say \\"hi\\"","c:\\\\dir","é"}',
     );
+  });
+
+  it('escapes the same way with and without NULLs among the elements (one pass or one per value)', () => {
+    const values = ['say "hi"', 'c:\\dir', '{"i":1}', '', 'a,b'];
+    const withNull = textArrayLiteral([...values, null]);
+    expect(withNull).toBe(`${textArrayLiteral(values).slice(0, -1)},NULL}`);
+    expect(textArrayLiteral(values)).toBe('{"say \\"hi\\"","c:\\\\dir","{\\"i\\":1}","","a,b"}');
+  });
+
+  it('keeps a value holding NUL as one element (the server refuses it), never splitting it in two', () => {
+    expect(textArrayLiteral(['a\u0000b', 'c'])).toBe('{"a\u0000b","c"}');
+  });
+
+  it('serialises JSON objects and arrays per item, equal ones once, and never confuses different ones', () => {
+    let calls = 0;
+    const meta = [
+      { batch_id: 'b1' },
+      { batch_id: 'b1' },
+      { batch_id: 'b1', singleton: true },
+      { batch_id: 'b2' },
+      { batch_id: 'b2', nested: { x: 1 } },
+      { batch_id: 'b2', nested: { x: 2 } },
+      {},
+      [],
+      ['b2'],
+      { 0: 'b2' },
+    ];
+    const column = jsonColumn(meta, (m) => {
+      calls++;
+      return m;
+    });
+    expect(calls).toBe(meta.length);
+    expect(column[1]).toBeNull();
+    const parsed = (column[0] as string)
+      .slice(2, -2)
+      .split('","')
+      .map((t) => JSON.parse(t.replaceAll('\\"', '"').replaceAll('\\\\', '\\')) as unknown);
+    expect(parsed).toEqual(meta);
+    // Equal values in distinct objects collapse to one parameter, as any shared value does.
+    expect(jsonColumn([{ a: 1 }, { a: 1 }, { a: 1 }], (m) => m)).toEqual([null, '{"a":1}']);
+    expect(jsonColumn([[], []], (m) => m)).toEqual([null, '[]']);
   });
 
   it('compares instants, not Date objects, and sends them as UTC text', () => {

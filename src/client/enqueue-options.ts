@@ -95,10 +95,21 @@ export interface BuildContext {
   /** Ambient trace ids, used when the options carry none. */
   traceId?: string | null;
   spanId?: string | null;
-  /** Field prefix for error messages (e.g. `items[3].`). */
+  /** Field prefix for error messages (default `enqueue.`). */
   fieldPrefix?: string;
+  /**
+   * The item's position in a batch: error fields are then `items[i].options.<name>`. A number,
+   * not a prefix string, so that a batch of 1,000 valid items builds no field names at all.
+   */
+  itemIndex?: number;
   /** Stamped into metadata.batch_id by batch enqueues. */
   batchId?: string | null;
+}
+
+/** The name of option `name` in an error message: `enqueue.<name>`, or `items[i].options.<name>`. */
+function fieldName(ctx: BuildContext, name: string): string {
+  if (ctx.itemIndex !== undefined) return `items[${ctx.itemIndex}].options.${name}`;
+  return `${ctx.fieldPrefix ?? 'enqueue.'}${name}`;
 }
 
 /**
@@ -111,56 +122,67 @@ export function buildEnqueueArgs(
   opts: EnqueueOptions,
   ctx: BuildContext,
 ): EnqueueArgs {
-  // Field names are built only for options that are present (a batch of 1,000 items without
-  // options would otherwise build ten strings per item that no error ever uses).
-  const f = (name: string): string => `${ctx.fieldPrefix ?? 'enqueue.'}${name}`;
+  // Field names are built only for options that are present, by `fieldName` (a batch of 1,000
+  // items without options would otherwise build ten strings, or a closure, per item that no error
+  // ever uses).
   if (opts === null || typeof opts !== 'object')
-    throw new InvalidArgumentError(f('options'), opts, 'must be an object');
+    throw new InvalidArgumentError(fieldName(ctx, 'options'), opts, 'must be an object');
   for (const key of Object.keys(opts)) {
     if (!ENQUEUE_OPTION_KEYS.has(key))
       throw new InvalidArgumentError(
-        f(key),
+        fieldName(ctx, key),
         (opts as Record<string, unknown>)[key],
         'is not an enqueue option',
       );
   }
-  const queue = opts.queue === undefined ? ref.queue : checkQueueName(opts.queue, f('queue'));
+  const queue = opts.queue === undefined ? ref.queue : checkQueueName(opts.queue, fieldName(ctx, 'queue'));
   const scheduledAt =
-    opts.scheduledAt === undefined ? null : optionalDate(opts.scheduledAt, f('scheduledAt'));
-  const delayMs = opts.delay === undefined ? null : toMsOrNull(opts.delay, f('delay'), 'nonNegative');
+    opts.scheduledAt === undefined ? null : optionalDate(opts.scheduledAt, fieldName(ctx, 'scheduledAt'));
+  const delayMs =
+    opts.delay === undefined ? null : toMsOrNull(opts.delay, fieldName(ctx, 'delay'), 'nonNegative');
   if (scheduledAt !== null && delayMs !== null) {
-    throw new InvalidArgumentError(f('delay'), opts.delay, 'scheduledAt and delay are mutually exclusive');
+    throw new InvalidArgumentError(
+      fieldName(ctx, 'delay'),
+      opts.delay,
+      'scheduledAt and delay are mutually exclusive',
+    );
   }
   const priority =
     opts.priority === undefined
       ? ref.priority
-      : checkInt(opts.priority, f('priority'), -2_147_483_648, 2_147_483_647);
+      : checkInt(opts.priority, fieldName(ctx, 'priority'), -2_147_483_648, 2_147_483_647);
   const metadata =
-    opts.metadata === undefined || opts.metadata === null ? {} : checkedMetadata(opts.metadata, f);
+    opts.metadata === undefined || opts.metadata === null ? {} : checkedMetadata(opts.metadata, ctx);
   if (ref.singleton) metadata.singleton = true;
   if (ctx.batchId) metadata.batch_id = ctx.batchId;
-  const tags = opts.tags === undefined || opts.tags === null ? [] : checkedTags(opts.tags, f);
+  const tags = opts.tags === undefined || opts.tags === null ? [] : checkedTags(opts.tags, ctx);
   const idempotencyKey =
     opts.idempotencyKey === undefined
       ? null
-      : optionalText(opts.idempotencyKey, f('idempotencyKey'), ctx.idempotencyMaxBytes, true);
+      : optionalText(opts.idempotencyKey, fieldName(ctx, 'idempotencyKey'), ctx.idempotencyMaxBytes, true);
   let idempotencyScope = '';
   if (opts.idempotencyScope !== undefined && opts.idempotencyScope !== null) {
-    idempotencyScope = checkText(opts.idempotencyScope, f('idempotencyScope'), {
+    idempotencyScope = checkText(opts.idempotencyScope, fieldName(ctx, 'idempotencyScope'), {
       allowEmpty: true,
       maxBytes: ctx.idempotencyMaxBytes,
     });
   }
   const scheduleToClose =
-    opts.scheduleToClose === undefined ? null : optionalDate(opts.scheduleToClose, f('scheduleToClose'));
+    opts.scheduleToClose === undefined
+      ? null
+      : optionalDate(opts.scheduleToClose, fieldName(ctx, 'scheduleToClose'));
   return {
     id: newJobId(),
     actor: ref.name,
     queue,
     identityKey:
-      opts.identityKey === undefined ? null : optionalText(opts.identityKey, f('identityKey'), KEY_MAX_BYTES),
+      opts.identityKey === undefined
+        ? null
+        : optionalText(opts.identityKey, fieldName(ctx, 'identityKey'), KEY_MAX_BYTES),
     fairnessKey:
-      opts.fairnessKey === undefined ? null : optionalText(opts.fairnessKey, f('fairnessKey'), KEY_MAX_BYTES),
+      opts.fairnessKey === undefined
+        ? null
+        : optionalText(opts.fairnessKey, fieldName(ctx, 'fairnessKey'), KEY_MAX_BYTES),
     payloadJson,
     payloadSchemaVer: ref.payloadSchemaVersion,
     priority,
@@ -171,20 +193,23 @@ export function buildEnqueueArgs(
     scheduleToClose,
     scheduleToCloseIntervalMs: ref.retry.timeBudgetMs,
     startToCloseMs:
-      (opts.startToClose === undefined ? null : toMsOrNull(opts.startToClose, f('startToClose'))) ??
-      ref.startToCloseMs,
+      (opts.startToClose === undefined
+        ? null
+        : toMsOrNull(opts.startToClose, fieldName(ctx, 'startToClose'))) ?? ref.startToCloseMs,
     heartbeatTimeoutMs:
       (opts.heartbeatTimeout === undefined
         ? null
-        : toMsOrNull(opts.heartbeatTimeout, f('heartbeatTimeout'))) ?? ref.heartbeatTimeoutMs,
+        : toMsOrNull(opts.heartbeatTimeout, fieldName(ctx, 'heartbeatTimeout'))) ?? ref.heartbeatTimeoutMs,
     idempotencyKey,
     idempotencyScope,
     traceId:
-      (opts.traceId === undefined ? null : optionalText(opts.traceId, f('traceId'), 128)) ??
+      (opts.traceId === undefined ? null : optionalText(opts.traceId, fieldName(ctx, 'traceId'), 128)) ??
       ctx.traceId ??
       null,
     spanId:
-      (opts.spanId === undefined ? null : optionalText(opts.spanId, f('spanId'), 128)) ?? ctx.spanId ?? null,
+      (opts.spanId === undefined ? null : optionalText(opts.spanId, fieldName(ctx, 'spanId'), 128)) ??
+      ctx.spanId ??
+      null,
     metadata,
     tags,
     maxPending: ctx.maxPending,
@@ -195,13 +220,13 @@ export function buildEnqueueArgs(
 }
 
 /** The caller's metadata as a JSON copy: a plain object, no reserved key, serialisable, no NUL. */
-function checkedMetadata(metadata: unknown, f: (name: string) => string): Record<string, unknown> {
+function checkedMetadata(metadata: unknown, ctx: BuildContext): Record<string, unknown> {
   if (!isPlainObject(metadata))
-    throw new InvalidArgumentError(f('metadata'), metadata, 'must be a plain object');
+    throw new InvalidArgumentError(fieldName(ctx, 'metadata'), metadata, 'must be a plain object');
   for (const key of RESERVED_METADATA_KEYS) {
     if (key in metadata) {
       throw new InvalidArgumentError(
-        f(`metadata.${key}`),
+        fieldName(ctx, `metadata.${key}`),
         metadata[key],
         `is reserved for TaskQ (${key === 'singleton' ? 'set singleton on the actor' : 'use enqueueBatch'})`,
       );
@@ -211,17 +236,18 @@ function checkedMetadata(metadata: unknown, f: (name: string) => string): Record
   try {
     copy = JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>;
   } catch {
-    throw new InvalidArgumentError(f('metadata'), metadata, 'must be JSON-serialisable');
+    throw new InvalidArgumentError(fieldName(ctx, 'metadata'), metadata, 'must be JSON-serialisable');
   }
   // jsonb cannot hold \u0000: refuse it here, naming where it is, instead of a driver error.
-  checkJsonNoNul(copy, f('metadata'), metadata);
+  checkJsonNoNul(copy, fieldName(ctx, 'metadata'), metadata);
   return copy;
 }
 
 /** The caller's tags, each checked. */
-function checkedTags(tags: unknown, f: (name: string) => string): string[] {
-  if (!Array.isArray(tags)) throw new InvalidArgumentError(f('tags'), tags, 'must be an array of strings');
+function checkedTags(tags: unknown, ctx: BuildContext): string[] {
+  if (!Array.isArray(tags))
+    throw new InvalidArgumentError(fieldName(ctx, 'tags'), tags, 'must be an array of strings');
   if (tags.length > MAX_TAGS)
-    throw new InvalidArgumentError(f('tags'), tags, `must hold at most ${MAX_TAGS} tags`);
-  return tags.map((t, i) => checkText(t, f(`tags[${i}]`), { maxBytes: TAG_MAX_BYTES }));
+    throw new InvalidArgumentError(fieldName(ctx, 'tags'), tags, `must hold at most ${MAX_TAGS} tags`);
+  return tags.map((t, i) => checkText(t, fieldName(ctx, `tags[${i}]`), { maxBytes: TAG_MAX_BYTES }));
 }

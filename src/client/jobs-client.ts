@@ -295,7 +295,7 @@ export class JobsClient {
       buildEnqueueArgs(refs[i]!, jsons[i]!, item.options ?? {}, {
         maxPending: limits?.get(refs[i]!.name) ?? null,
         idempotencyMaxBytes: this.idempotencyMaxBytes,
-        fieldPrefix: `items[${i}].options.`,
+        itemIndex: i,
         batchId,
       }),
     );

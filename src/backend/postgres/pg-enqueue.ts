@@ -4,7 +4,14 @@ import type { EnqueueArgs, JobRow } from '../types.js';
 import type { PgOps } from './pg-ops.js';
 import { toJobRow } from './row-mapper.js';
 import { newJobRow } from '../new-job-row.js';
-import { dateColumn, numberColumn, textColumn, uuidArrayLiteral, type BatchColumn } from './batch-column.js';
+import {
+  dateColumn,
+  jsonColumn,
+  numberColumn,
+  textColumn,
+  uuidArrayLiteral,
+  type BatchColumn,
+} from './batch-column.js';
 
 type Raw = Record<string, unknown>;
 
@@ -198,8 +205,8 @@ export async function enqueueMany(
     textColumn(list, (a) => a.idempotencyScope),
     textColumn(list, (a) => a.traceId),
     textColumn(list, (a) => a.spanId),
-    textColumn(list, (a) => JSON.stringify(a.metadata)),
-    textColumn(list, (a) => JSON.stringify(a.tags)),
+    jsonColumn(list, (a) => a.metadata),
+    jsonColumn(list, (a) => a.tags),
   ];
   const delay = numberColumn(list, (a) => a.scheduledDelayMs);
   let rows: Raw[];
