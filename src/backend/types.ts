@@ -197,7 +197,7 @@ export interface AttemptRow {
   workerId: string | null;
   startedAt: Date | null;
   finishedAt: Date;
-  /** Wall time of the attempt in milliseconds, when known. */
+  /** Wall time of the attempt in milliseconds (to the microsecond), when known. */
   durationMs: number | null;
   outcome: AttemptOutcome;
   errorClass: string | null;

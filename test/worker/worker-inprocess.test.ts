@@ -83,7 +83,13 @@ describe('Worker (in-process, real Postgres)', () => {
   it('retries transient failures until they succeed', async () => {
     const h = await tq.enqueue(flaky, {});
     expect(await h.wait({ timeout: '10s' })).toBe('third time lucky');
-    expect((await h.attempts()).map((a) => a.outcome)).toEqual(['failed', 'failed', 'succeeded']);
+    const attempts = await h.attempts();
+    expect(attempts.map((a) => a.outcome)).toEqual(['failed', 'failed', 'succeeded']);
+    // Durations are recorded to the microsecond, on the failure and the success paths alike.
+    for (const a of attempts) {
+      expect(a.durationMs).toBeGreaterThanOrEqual(0);
+      expect(Math.round(a.durationMs! * 1000) / 1000).toBe(a.durationMs);
+    }
   });
 
   it('fails for good after maxAttempts and wait() throws JobFailed with the row', async () => {
