@@ -95,11 +95,10 @@ export interface BuildContext {
   /** Ambient trace ids, used when the options carry none. */
   traceId?: string | null;
   spanId?: string | null;
-  /** Field prefix for error messages (default `enqueue.`). */
-  fieldPrefix?: string;
   /**
-   * The item's position in a batch: error fields are then `items[i].options.<name>`. A number,
-   * not a prefix string, so that a batch of 1,000 valid items builds no field names at all.
+   * The item's position in a batch: error fields are then `items[i].options.<name>` instead of
+   * `enqueue.<name>`. A number, not a prefix string, so that a batch of 1,000 valid items builds
+   * no field names at all.
    */
   itemIndex?: number;
   /** Stamped into metadata.batch_id by batch enqueues. */
@@ -108,8 +107,7 @@ export interface BuildContext {
 
 /** The name of option `name` in an error message: `enqueue.<name>`, or `items[i].options.<name>`. */
 function fieldName(ctx: BuildContext, name: string): string {
-  if (ctx.itemIndex !== undefined) return `items[${ctx.itemIndex}].options.${name}`;
-  return `${ctx.fieldPrefix ?? 'enqueue.'}${name}`;
+  return ctx.itemIndex === undefined ? `enqueue.${name}` : `items[${ctx.itemIndex}].options.${name}`;
 }
 
 /**
@@ -122,9 +120,7 @@ export function buildEnqueueArgs(
   opts: EnqueueOptions,
   ctx: BuildContext,
 ): EnqueueArgs {
-  // Field names are built only for options that are present, by `fieldName` (a batch of 1,000
-  // items without options would otherwise build ten strings, or a closure, per item that no error
-  // ever uses).
+  // Field names are built by `fieldName` only for options that are present.
   if (opts === null || typeof opts !== 'object')
     throw new InvalidArgumentError(fieldName(ctx, 'options'), opts, 'must be an object');
   for (const key of Object.keys(opts)) {
