@@ -1,7 +1,7 @@
 import type { AnyActor } from '../actor.js';
 import type { JobContext } from '../context.js';
 import type { ClaimedJob, JobRow } from '../backend/types.js';
-import type { Settlement, SettleResult } from '../backend/worker-types.js';
+import type { ProgressSnapshot, Settlement, SettleResult } from '../backend/worker-types.js';
 import { TaskQError } from '../errors/taskq-error.js';
 import { LazyChildLogger } from '../obs/lazy-child-logger.js';
 import type { Logger } from '../obs/logger.js';
@@ -416,7 +416,7 @@ export class JobRunner {
     if (!actor) {
       // Dispatch only claims registered actors; this guards a mismatch between claim and registry.
       this.freeSlot(job);
-      await this.finish(
+      return this.finish(
         job,
         log,
         {
@@ -434,7 +434,6 @@ export class JobRunner {
         null,
         null,
       );
-      return;
     }
     let payload: unknown;
     try {
@@ -447,8 +446,7 @@ export class JobRunner {
         : row.payload;
     } catch (err) {
       this.freeSlot(job);
-      await this.finish(job, log, this.outcomes.failure(actor, row, err, timing()), err, actor);
-      return;
+      return this.finish(job, log, this.outcomes.failure(actor, row, err, timing()), err, actor);
     }
 
     if (this.limits?.applies(row.queue, actor)) {
@@ -465,8 +463,7 @@ export class JobRunner {
           this.limits.deniesActorWide(row.queue, actor, err.bucketName)
         )
           this.onActorDenied(actor.name, refused.delayMs);
-        await this.finish(job, log, refused, err, actor);
-        return;
+        return this.finish(job, log, refused, err, actor);
       }
     }
 
@@ -583,8 +580,10 @@ export class JobRunner {
         .catch(() => log.warn({ graceMs: this.settings.cleanupGracePeriodMs }, 'handler-orphaned'))
         .finally(() => this.freeSlot(job));
     }
-    if (!job.settled) await this.finish(job, log, outcome, thrown, actor);
-    else this.disown(job);
+    // Returned, not awaited: this frame (every local of the run) is let go while the outcome
+    // waits for its batched write, which is what a busy worker's young generation held on to.
+    if (!job.settled) return this.finish(job, log, outcome, thrown, actor);
+    this.disown(job);
   }
 
   /**
@@ -594,7 +593,7 @@ export class JobRunner {
    * fallback, say) reschedules it after the default back-off, also without using an attempt, and
    * records the error on the attempt.
    */
-  private async finish(
+  private finish(
     job: ActiveJob,
     log: Logger,
     outcome: Settlement,
@@ -603,19 +602,44 @@ export class JobRunner {
   ): Promise<void> {
     job.settled = true;
     const tracked = this.tracker.end(job.row.id);
-    let result: SettleResult;
-    try {
-      // Set on the outcome itself (made for this job alone): a spread copy cost ~0.4 kB per job.
-      outcome.progress = tracked.progress;
-      outcome.heartbeatDetailsJson = tracked.heartbeatDetailsJson;
-      result = await this.completer.settle(outcome);
-    } catch (err) {
-      log.error({ err }, 'settle-gave-up');
-      return;
-    } finally {
-      // Written (or given up): the job is no longer this worker's to renew.
-      if (this.active.get(job.row.id) === job) this.disown(job);
-    }
+    // Set on the outcome itself (made for this job alone): a spread copy cost ~0.4 kB per job.
+    outcome.progress = tracked.progress;
+    outcome.heartbeatDetailsJson = tracked.heartbeatDetailsJson;
+    // A continuation rather than an `await` in an async function: a busy worker has a few hundred
+    // outcomes waiting for their batched write at any time, and what waits with each is only what
+    // this closure holds, not a suspended frame.
+    return this.completer.settle(outcome).then(
+      (result) => {
+        // Written: the job is no longer this worker's to renew.
+        this.disownIfCurrent(job);
+        return this.afterWrite(job, log, outcome, thrown, actor, tracked.progress, result);
+      },
+      (err: unknown) => {
+        log.error({ err }, 'settle-gave-up');
+        // Given up: the job is no longer this worker's to renew either.
+        this.disownIfCurrent(job);
+      },
+    );
+  }
+
+  private disownIfCurrent(job: ActiveJob): void {
+    if (this.active.get(job.row.id) === job) this.disown(job);
+  }
+
+  /**
+   * What follows a written outcome: a warning when the job was no longer ours, the terminal
+   * progress event, the promoter's nudge, and the hooks and error reporter (which read the stored
+   * row). A plain success with no hook and no publisher returns at once without a promise.
+   */
+  private afterWrite(
+    job: ActiveJob,
+    log: Logger,
+    outcome: Settlement,
+    thrown: unknown,
+    actor: AnyActor | null,
+    progress: ProgressSnapshot | null,
+    result: SettleResult,
+  ): Promise<void> | undefined {
     if (result.status === 'noop') {
       log.warn({ kind: outcome.kind }, 'settle-noop-not-owner');
       return;
@@ -623,7 +647,7 @@ export class JobRunner {
     log.debug({ status: result.status, kind: outcome.kind }, 'job-settled');
     if (isTerminal(result.status) && this.publisher?.publishTerminal) {
       // After the write: a stream that sees this event reads the final row.
-      const final = tracked.progress ?? { seq: job.row.progressSeq, state: job.row.progressState };
+      const final = progress ?? { seq: job.row.progressSeq, state: job.row.progressState };
       try {
         this.publisher.publishTerminal(job.row.id, job.row.actor, result.status, final.seq, final.state);
       } catch (err) {
@@ -635,6 +659,18 @@ export class JobRunner {
     const needsRow =
       (result.status === 'succeeded' && actor.onSuccess !== null) || result.status === 'failed';
     if (!needsRow) return;
+    return this.runHooks(job, log, outcome, thrown, actor, result);
+  }
+
+  /** The success hook, or the exhausted-retries hook and the error reporter, with the stored row. */
+  private async runHooks(
+    job: ActiveJob,
+    log: Logger,
+    outcome: Settlement,
+    thrown: unknown,
+    actor: AnyActor,
+    result: SettleResult,
+  ): Promise<void> {
     // Hooks and the reporter see the row as stored (read only on these paths, not per job).
     const row = await readStoredRow(this.readRow, job.row.id, log);
     if (row === null) return;
