@@ -178,6 +178,39 @@ describe('settleSucceeded', () => {
     expect(await written(ids[1]!)).toEqual(await written(ids[3]!));
   });
 
+  it('stores each handler start to the millisecond, shared by the batch or not, through both statements', async () => {
+    // Sent as epoch milliseconds (a number per item, or one for the batch when all agree).
+    const ids: string[] = [];
+    for (let i = 0; i < 8; i++) ids.push((await client.enqueue(job, { i })).jobId);
+    expect(await claim(8, W1)).toEqual(ids);
+    const at = (ms: number) => new Date(Date.UTC(2026, 10, 30, 23, 59, 59) + ms);
+    const starts = [at(1), at(999), at(1), at(999)];
+    const withStart = (id: string, d: Date): Settlement => ({
+      ...success(id, W1, null, null),
+      handlerStartedAt: d,
+    });
+    await db.driver.query(
+      backend.statement('settleSucceeded'),
+      settleSucceededParams(ids.slice(0, 4).map((id, i) => withStart(id, starts[i]!))),
+    );
+    await db.driver.query(
+      backend.statement('settle'),
+      settleParams(ids.slice(4, 8).map((id, i) => withStart(id, starts[i]!))),
+    );
+    const shared = [await client.enqueue(job, {}), await client.enqueue(job, {})].map((h) => h.jobId);
+    await claim(2, W1);
+    await db.driver.query(
+      backend.statement('settleSucceeded'),
+      settleSucceededParams([withStart(shared[0]!, at(123))]),
+    );
+    await db.driver.query(backend.statement('settle'), settleParams([withStart(shared[1]!, at(123))]));
+    const startOf = async (id: string) =>
+      ((await written(id)).attempts[0] as { started_at: Date }).started_at;
+    for (let i = 0; i < 8; i++)
+      expect((await startOf(ids[i]!)).toISOString()).toBe(starts[i % 4]!.toISOString());
+    for (const id of shared) expect((await startOf(id)).toISOString()).toBe(at(123).toISOString());
+  });
+
   it('takes a stored actor_config.result_ttl over the literal, as settle does', async () => {
     await db.pool.query(
       `INSERT INTO "${db.schema}".actor_config (actor, queue, result_ttl) VALUES ('job', 'q', interval '90 seconds')`,

@@ -2,7 +2,6 @@ import type { JobStatus } from '../types.js';
 import type { Settlement, SettleResult } from '../worker-types.js';
 import {
   boolColumn,
-  dateColumn,
   numberColumn,
   textColumn,
   uuidArrayLiteral,
@@ -15,6 +14,11 @@ export interface SettleRow {
   status: JobStatus | null;
   error_class: string | null;
   succeeded: number | null;
+}
+
+/** A handler start as epoch milliseconds (settle.sql turns it back into a timestamp). */
+function epochMs(d: Date | null): number | null {
+  return d === null ? null : d.getTime();
 }
 
 /**
@@ -39,7 +43,7 @@ export function settleParams(items: readonly Settlement[]): unknown[] {
     textColumn(items, (s) => err(s)?.traceback ?? null),
     numberColumn(items, (s) => s.progress?.seq ?? null),
     textColumn(items, (s) => (s.progress ? JSON.stringify(s.progress.state) : null)),
-    dateColumn(items, (s) => s.handlerStartedAt),
+    numberColumn(items, (s) => epochMs(s.handlerStartedAt)),
     numberColumn(items, (s) => s.durationMs),
     textColumn(items, (s) => s.heartbeatDetailsJson ?? null),
   ];
@@ -73,7 +77,7 @@ export function settleSucceededParams(items: readonly Settlement[]): unknown[] {
     textColumn(items, (s) => ok(s).resultJson),
     numberColumn(items, (s) => ok(s).fallbackResultTtlMs),
     numberColumn(items, (s) => ok(s).resultSizeBytes),
-    dateColumn(items, (s) => s.handlerStartedAt),
+    numberColumn(items, (s) => epochMs(s.handlerStartedAt)),
     numberColumn(items, (s) => s.durationMs),
   ];
   return [

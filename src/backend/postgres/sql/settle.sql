@@ -17,8 +17,8 @@
 --
 -- $1 ids, $2 worker ids, $3 kinds, $4 results (json text), $5 fallback result ttl ms, $6 result sizes,
 -- $7 delays ms, $8 consume budget, $9 attempt outcomes, $10 error classes, $11 error messages,
--- $12 error tracebacks, $13 progress seqs, $14 progress states (json text), $15 handler start times,
--- $16 durations ms, $17 heartbeat details (json text)
+-- $12 error tracebacks, $13 progress seqs, $14 progress states (json text), $15 handler start times
+-- (epoch ms), $16 durations ms, $17 heartbeat details (json text)
 -- No NOTIFY here: the caller announces finished jobs (done channel) and re-pended ones (wake
 -- channel) with the `announce` statement after this one commits. Postgres serialises the commits
 -- of all transactions that NOTIFY, WAL flush included, behind one lock; a NOTIFY in a transaction
@@ -40,15 +40,16 @@ WITH items AS (
     coalesce(t.error_traceback, $28::text) AS error_traceback,
     coalesce(t.progress_seq, $29::int) AS progress_seq,
     coalesce(t.progress_state, $30::text) AS progress_state,
-    coalesce(t.handler_started_at, $31::timestamptz) AS handler_started_at,
+    -- Sent as epoch milliseconds: a number is cheaper to make and to read than timestamp text.
+    to_timestamp(coalesce(t.handler_started_ms, $31::float8) / 1000) AS handler_started_at,
     coalesce(t.duration_ms, $32::float8) AS duration_ms,
     coalesce(t.heartbeat_details, $33::text) AS heartbeat_details
   FROM unnest(
     $1::uuid[], $2::uuid[], $3::text[], $4::text[], $5::float8[], $6::int[], $7::float8[], $8::bool[],
-    $9::text[], $10::text[], $11::text[], $12::text[], $13::int[], $14::text[], $15::timestamptz[], $16::float8[],
+    $9::text[], $10::text[], $11::text[], $12::text[], $13::int[], $14::text[], $15::float8[], $16::float8[],
     $17::text[]
   ) AS t(id, worker_id, kind, result, ttl_ms, result_size, delay_ms, consume_budget, outcome, error_class,
-         error_message, error_traceback, progress_seq, progress_state, handler_started_at, duration_ms, heartbeat_details)
+         error_message, error_traceback, progress_seq, progress_state, handler_started_ms, duration_ms, heartbeat_details)
 ),
 -- What each outcome decides on its own, before the job row is read (the rest is decided in `upd`,
 -- against the row it updates: one read of each job, not one to decide and one to write).
@@ -201,18 +202,18 @@ SELECT NULL, NULL, NULL, (SELECT n FROM written);
 -- docs/performance.md.
 --
 -- $1 ids, $2 worker ids, $3 results (json text), $4 fallback result ttl ms, $5 result sizes,
--- $6 handler start times, $7 durations ms; $8–$13 the same columns' values when every item agrees
--- (batch-column.ts).
+-- $6 handler start times (epoch ms), $7 durations ms; $8–$13 the same columns' values when every
+-- item agrees (batch-column.ts).
 WITH items AS (
   SELECT t.id,
     coalesce(t.worker_id, $8::uuid) AS worker_id,
     coalesce(t.result, $9::text) AS result,
     coalesce(t.ttl_ms, $10::float8) AS ttl_ms,
     coalesce(t.result_size, $11::int) AS result_size,
-    coalesce(t.handler_started_at, $12::timestamptz) AS handler_started_at,
+    to_timestamp(coalesce(t.handler_started_ms, $12::float8) / 1000) AS handler_started_at,
     coalesce(t.duration_ms, $13::float8) AS duration_ms
-  FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::float8[], $5::int[], $6::timestamptz[], $7::float8[])
-    AS t(id, worker_id, result, ttl_ms, result_size, handler_started_at, duration_ms)
+  FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::float8[], $5::int[], $6::float8[], $7::float8[])
+    AS t(id, worker_id, result, ttl_ms, result_size, handler_started_ms, duration_ms)
 ),
 upd AS (
   UPDATE {schema}.jobs AS j
