@@ -1,12 +1,6 @@
 import type { JobStatus } from '../types.js';
 import type { Settlement, SettleResult } from '../worker-types.js';
-import {
-  boolColumn,
-  numberColumn,
-  textColumn,
-  uuidArrayLiteral,
-  type BatchColumn,
-} from './batch-column.js';
+import { boolColumn, numberColumn, textColumn, uuidArrayLiteral, type BatchColumn } from './batch-column.js';
 
 /** A row of the settle statement (settle.sql): an item's stored outcome, or (id null) the count row. */
 export interface SettleRow {
