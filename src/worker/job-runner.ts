@@ -622,6 +622,7 @@ export class JobRunner {
     );
   }
 
+  /** Lets the job go, unless it was let go already or a later claim of the same job took its place. */
   private disownIfCurrent(job: ActiveJob): void {
     if (this.active.get(job.row.id) === job) this.disown(job);
   }
