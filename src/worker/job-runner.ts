@@ -1,27 +1,26 @@
 import type { AnyActor } from '../actor.js';
 import type { JobContext } from '../context.js';
 import type { ClaimedJob, JobRow } from '../backend/types.js';
-import type { ProgressSnapshot, Settlement, SettleResult } from '../backend/worker-types.js';
+import type { Settlement } from '../backend/worker-types.js';
 import { TaskQError } from '../errors/taskq-error.js';
 import { LazyChildLogger } from '../obs/lazy-child-logger.js';
 import type { Logger } from '../obs/logger.js';
 import { CancelRequested, StartToCloseTimeout, WorkerShutdown } from '../retry/control-flow.js';
 import { validateSchema } from '../schema-validation.js';
 import type { Completer } from './completer.js';
-import { reportSafely, type ErrorReporter } from './error-reporter.js';
-import { readStoredRow } from './stored-row.js';
+import type { ErrorReporter } from './error-reporter.js';
 import { LazyAbort } from './lazy-abort.js';
 import { RunContext } from './run-context.js';
 import { withTimeout } from './sleep.js';
 import type { ProgressTracker } from './progress-tracker.js';
 import type { ThreadPool } from './threads/thread-pool.js';
 import type { ProgressPublisher, ProgressUpdate } from '../progress/progress-event.js';
-import { isTerminal } from '../backend/state-machine.js';
 import { HeartbeatTimeout } from '../errors/progress-errors.js';
 import { ReservationUnavailable } from '../ratelimit/errors.js';
 import type { AcquiredResource } from '../ratelimit/handles.js';
 import type { RateLimitGate } from './rate-limit-gate.js';
 import { AttemptOutcomes, type AttemptOutcomeSettings } from './attempt-outcomes.js';
+import { OutcomeAftermath } from './outcome-aftermath.js';
 
 export { RESERVATION_DENIAL_MAX_DELAY_MS, denialDelayMs } from './attempt-outcomes.js';
 
@@ -113,17 +112,14 @@ export class JobRunner {
   private readonly settings: RunnerSettings;
   private readonly completer: Completer;
   private readonly logger: Logger;
-  private readonly reporter: ErrorReporter;
   private readonly tracker: ProgressTracker;
   private readonly onCapacity: () => void;
   private readonly onActorDenied: (actor: string, retryInMs: number) => void;
   private readonly onActorAdmitted: (actor: string) => void;
-  private readonly onRescheduled: () => void;
-  private readonly readRow: (jobId: string) => Promise<JobRow | null>;
   private readonly threads: ThreadPool | null;
-  private readonly publisher: ProgressPublisher | null;
   private readonly limits: RateLimitGate | null;
   private readonly outcomes: AttemptOutcomes;
+  private readonly aftermath: OutcomeAftermath;
   private readonly releases = new Set<Promise<void>>();
   private handlerMsEwma: number | null = null;
   /** Handlers orphaned by abandonment so far (metric). */
@@ -135,17 +131,19 @@ export class JobRunner {
     this.settings = deps.settings;
     this.completer = deps.completer;
     this.logger = deps.logger;
-    this.reporter = deps.reporter;
     this.tracker = deps.tracker;
     this.onCapacity = deps.onCapacity;
     this.onActorDenied = deps.onActorDenied ?? (() => undefined);
     this.onActorAdmitted = deps.onActorAdmitted ?? (() => undefined);
-    this.onRescheduled = deps.onRescheduled ?? (() => undefined);
-    this.readRow = deps.readRow;
     this.threads = deps.threads ?? null;
-    this.publisher = deps.publisher ?? null;
     this.limits = deps.limits ?? null;
     this.outcomes = new AttemptOutcomes(this.workerId, this.settings, this.logger);
+    this.aftermath = new OutcomeAftermath({
+      reporter: deps.reporter,
+      readRow: deps.readRow,
+      publisher: deps.publisher ?? null,
+      onRescheduled: deps.onRescheduled ?? (() => undefined),
+    });
   }
 
   /** True while the job's handler runs here and its outcome is not yet written. */
@@ -587,11 +585,8 @@ export class JobRunner {
   }
 
   /**
-   * The limits refused the job before its handler ran. A denial reschedules it after the
-   * primitive's hint without using an attempt (`rate_limit_denied` / `reservation_denied`); a bad
-   * key payload fails it like any invalid payload; a store error (Redis down without the Postgres
-   * fallback, say) reschedules it after the default back-off, also without using an attempt, and
-   * records the error on the attempt.
+   * Hands the attempt's outcome (with the job's last progress and heartbeat details) to the
+   * completer; once it is written or given up, lets the job go and runs the write's aftermath.
    */
   private finish(
     job: ActiveJob,
@@ -612,7 +607,7 @@ export class JobRunner {
       (result) => {
         // Written: the job is no longer this worker's to renew.
         this.disownIfCurrent(job);
-        return this.afterWrite(job, log, outcome, thrown, actor, tracked.progress, result);
+        return this.aftermath.afterWrite(job.row, log, outcome, thrown, actor, tracked.progress, result);
       },
       (err: unknown) => {
         log.error({ err }, 'settle-gave-up');
@@ -626,71 +621,6 @@ export class JobRunner {
   private disownIfCurrent(job: ActiveJob): void {
     if (this.active.get(job.row.id) === job) this.disown(job);
   }
-
-  /**
-   * What follows a written outcome: a warning when the job was no longer ours, the terminal
-   * progress event, the promoter's nudge, and the hooks and error reporter (which read the stored
-   * row). A plain success with no hook and no publisher returns at once without a promise.
-   */
-  private afterWrite(
-    job: ActiveJob,
-    log: Logger,
-    outcome: Settlement,
-    thrown: unknown,
-    actor: AnyActor | null,
-    progress: ProgressSnapshot | null,
-    result: SettleResult,
-  ): Promise<void> | undefined {
-    if (result.status === 'noop') {
-      log.warn({ kind: outcome.kind }, 'settle-noop-not-owner');
-      return;
-    }
-    log.debug({ status: result.status, kind: outcome.kind }, 'job-settled');
-    if (isTerminal(result.status) && this.publisher?.publishTerminal) {
-      // After the write: a stream that sees this event reads the final row.
-      const final = progress ?? { seq: job.row.progressSeq, state: job.row.progressState };
-      try {
-        this.publisher.publishTerminal(job.row.id, job.row.actor, result.status, final.seq, final.state);
-      } catch (err) {
-        log.warn({ err }, 'progress-publish-failed');
-      }
-    }
-    if (result.status === 'scheduled') this.onRescheduled();
-    if (!actor) return;
-    const needsRow =
-      (result.status === 'succeeded' && actor.onSuccess !== null) || result.status === 'failed';
-    if (!needsRow) return;
-    return this.runHooks(job, log, outcome, thrown, actor, result);
-  }
-
-  /** The success hook, or the exhausted-retries hook and the error reporter, with the stored row. */
-  private async runHooks(
-    job: ActiveJob,
-    log: Logger,
-    outcome: Settlement,
-    thrown: unknown,
-    actor: AnyActor,
-    result: SettleResult,
-  ): Promise<void> {
-    // Hooks and the reporter see the row as stored (read only on these paths, not per job).
-    const row = await readStoredRow(this.readRow, job.row.id, log);
-    if (row === null) return;
-    if (result.status === 'succeeded' && actor.onSuccess && outcome.kind === 'succeeded') {
-      const value: unknown = outcome.resultJson === null ? undefined : JSON.parse(outcome.resultJson);
-      await runHook(() => actor.onSuccess!(row, value), actor.onSuccessTimeoutMs, log, 'on-success');
-    }
-    if (result.status === 'failed') {
-      const error = thrown ?? new Error(result.errorClass ?? 'failed');
-      if (actor.onRetryExhausted)
-        await runHook(
-          () => actor.onRetryExhausted!(row, error),
-          actor.onRetryExhaustedTimeoutMs,
-          log,
-          'on-retry-exhausted',
-        );
-      await reportSafely(this.reporter, row, error, log);
-    }
-  }
 }
 
 /** Rejects when the job's signal aborts with a StartToCloseTimeout (other aborts are the handler's to honour). */
@@ -700,16 +630,4 @@ function abortedOnTimeout(aborted: Promise<never>): Promise<never> {
     // Cancels and shutdown aborts: wait for the handler itself (cooperative), i.e. never settle here.
     return new Promise<never>(() => undefined);
   });
-}
-
-async function runHook(fn: () => unknown, timeoutMs: number, log: Logger, name: string): Promise<void> {
-  try {
-    await withTimeout(
-      Promise.resolve().then(fn),
-      timeoutMs,
-      () => new Error(`${name} hook timed out after ${timeoutMs} ms`),
-    );
-  } catch (err) {
-    log.warn({ err, hook: name }, 'hook-failed');
-  }
 }
