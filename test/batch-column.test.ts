@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   boolColumn,
   dateColumn,
+  epochMsColumn,
   jsonColumn,
   numberColumn,
   textArrayLiteral,
@@ -21,6 +22,16 @@ describe('batch columns', () => {
     expect(numberColumn([{ a: 1 }, { a: null }, { a: 2.5 }], (i) => i.a)).toEqual(['{1,NULL,2.5}', null]);
     expect(boolColumn([{ a: true }, { a: false }, { a: null }], (i) => i.a)).toEqual(['{t,f,NULL}', null]);
     expect(boolColumn([{ a: true }, { a: true }], (i) => i.a)).toEqual([null, true]);
+  });
+
+  it('sends instants as epoch milliseconds for an epoch column: one number shared, or an array', () => {
+    const a = new Date('2026-11-30T23:59:59.001Z');
+    const b = new Date('2026-11-30T23:59:59.999Z');
+    expect(epochMsColumn([{ d: a }, { d: new Date(a.getTime()) }], (i) => i.d)).toEqual([null, a.getTime()]);
+    expect(epochMsColumn([{ d: a }, { d: null }, { d: b }], (i) => i.d)).toEqual([
+      `{${a.getTime()},NULL,${b.getTime()}}`,
+      null,
+    ]);
   });
 
   it('keeps every item in order when the first difference comes late, calling the getter once per item', () => {

@@ -62,6 +62,19 @@ export function boolColumn<I>(items: readonly I[], f: (item: I) => boolean | nul
   return column(items, f, (values) => plainArrayLiteral(values, (v) => (v ? 't' : 'f')));
 }
 
+/**
+ * A timestamp column sent as epoch milliseconds (`float8`; the statement turns it back with
+ * `to_timestamp(v / 1000)`): cheaper to make and to parse than {@link dateColumn}'s text, for
+ * columns written once per job. `null` items are SQL NULL.
+ */
+export function epochMsColumn<I>(items: readonly I[], f: (item: I) => Date | null): BatchColumn {
+  return column(
+    items,
+    (item) => f(item)?.getTime() ?? null,
+    (values) => plainArrayLiteral(values, String),
+  );
+}
+
 /** A timestamp column; `null` items are SQL NULL. Instants are sent as ISO-8601 UTC text. */
 export function dateColumn<I>(items: readonly I[], f: (item: I) => Date | null): BatchColumn {
   return column(items, (item) => f(item)?.toISOString() ?? null, textArrayLiteral);

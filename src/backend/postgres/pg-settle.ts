@@ -1,6 +1,13 @@
 import type { JobStatus } from '../types.js';
 import type { Settlement, SettleResult } from '../worker-types.js';
-import { boolColumn, numberColumn, textColumn, uuidArrayLiteral, type BatchColumn } from './batch-column.js';
+import {
+  boolColumn,
+  epochMsColumn,
+  numberColumn,
+  textColumn,
+  uuidArrayLiteral,
+  type BatchColumn,
+} from './batch-column.js';
 
 /** A row of the settle statement (settle.sql): an item's stored outcome, or (id null) the count row. */
 export interface SettleRow {
@@ -8,11 +15,6 @@ export interface SettleRow {
   status: JobStatus | null;
   error_class: string | null;
   succeeded: number | null;
-}
-
-/** A handler start as epoch milliseconds (settle.sql turns it back into a timestamp). */
-function epochMs(d: Date | null): number | null {
-  return d === null ? null : d.getTime();
 }
 
 /**
@@ -37,7 +39,7 @@ export function settleParams(items: readonly Settlement[]): unknown[] {
     textColumn(items, (s) => err(s)?.traceback ?? null),
     numberColumn(items, (s) => s.progress?.seq ?? null),
     textColumn(items, (s) => (s.progress ? JSON.stringify(s.progress.state) : null)),
-    numberColumn(items, (s) => epochMs(s.handlerStartedAt)),
+    epochMsColumn(items, (s) => s.handlerStartedAt),
     numberColumn(items, (s) => s.durationMs),
     textColumn(items, (s) => s.heartbeatDetailsJson ?? null),
   ];
@@ -71,7 +73,7 @@ export function settleSucceededParams(items: readonly Settlement[]): unknown[] {
     textColumn(items, (s) => ok(s).resultJson),
     numberColumn(items, (s) => ok(s).fallbackResultTtlMs),
     numberColumn(items, (s) => ok(s).resultSizeBytes),
-    numberColumn(items, (s) => epochMs(s.handlerStartedAt)),
+    epochMsColumn(items, (s) => s.handlerStartedAt),
     numberColumn(items, (s) => s.durationMs),
   ];
   return [
