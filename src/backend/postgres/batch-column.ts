@@ -68,11 +68,7 @@ export function boolColumn<I>(items: readonly I[], f: (item: I) => boolean | nul
  * columns written once per job. `null` items are SQL NULL.
  */
 export function epochMsColumn<I>(items: readonly I[], f: (item: I) => Date | null): BatchColumn {
-  return column(
-    items,
-    (item) => f(item)?.getTime() ?? null,
-    (values) => plainArrayLiteral(values, String),
-  );
+  return numberColumn(items, (item) => f(item)?.getTime() ?? null);
 }
 
 /** A timestamp column; `null` items are SQL NULL. Instants are sent as ISO-8601 UTC text. */
