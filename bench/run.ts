@@ -11,6 +11,10 @@
  *                         measured throughput); reported as its own case, not against the targets
  *   --out <dir>           results directory (default bench/results)
  *
+ * TaskQ runs from its compiled package (`dist/`, rebuilt first when `src/` is newer), as the peers run
+ * from theirs; `BENCH_TASKQ_FROM=src` runs its sources through tsx instead (see
+ * systems/taskq-package.ts).
+ *
  * Writes <out>/<timestamp>.json and <out>/latest.md and prints the markdown. Exits 1 only when the
  * harness itself breaks or TaskQ (defaults) failed a measurement; a failing or unavailable peer is
  * reported and the run goes on.
@@ -31,6 +35,7 @@ import { Results } from './lib/results.js';
 import { median } from './lib/stats.js';
 import { checkTargets } from './lib/targets.js';
 import { createSystem, isSystemId, SYSTEM_IDS, type SystemId } from './systems/index.js';
+import { ensureTaskqBuild, taskqSource } from './systems/taskq-package.js';
 import type { SystemAdapter } from './systems/types.js';
 import { runEnqueue } from './workloads/enqueue.js';
 import { runLatency } from './workloads/latency.js';
@@ -157,6 +162,9 @@ async function main(): Promise<void> {
   };
   mkdirSync(opts.out, { recursive: true });
 
+  // TaskQ runs from its compiled package, as users run it; build it first if src/ changed since.
+  log(ensureTaskqBuild());
+
   // Services and peers: whatever is missing is reported, the rest runs.
   let pgInfo = 'PostgreSQL unavailable';
   let pgError: string | null = null;
@@ -199,6 +207,7 @@ async function main(): Promise<void> {
     postgres: pgInfo,
     redis: redisInfo,
     commit: process.env.BENCH_COMMIT ?? commit(),
+    taskqFrom: taskqSource() === 'dist' ? 'dist/ (its compiled package)' : 'src/ through tsx',
     loadAvg: { min: 0, median: 0, max: 0, samples: [] },
   };
   log(`bench ${opts.quick ? '--quick' : 'full'}: rounds ${opts.rounds}, systems ${available.join(', ')}`);

@@ -12,6 +12,8 @@ export interface Environment {
   postgres: string;
   redis: string;
   commit: string;
+  /** Which TaskQ code ran: its compiled package (`dist/`, the default) or its sources through tsx. */
+  taskqFrom: string;
   /** 1-minute load average sampled every 10 s during the run (other work on the machine shows here). */
   loadAvg: { min: number; median: number; max: number; samples: number[] };
 }
@@ -73,7 +75,7 @@ export function renderMarkdown(r: Report): string {
   out.push(`# TaskQ benchmark results (${r.options.quick ? 'quick' : 'full'} run)`);
   out.push('');
   out.push(
-    `${r.env.date} · ${r.env.cpu}, ${r.env.cores} cores, ${r.env.memoryGiB} GiB · Node ${r.env.node} · ${r.env.postgres} · Redis ${r.env.redis} · TaskQ at ${r.env.commit} · 1-min load average during the run: median ${r.env.loadAvg.median.toFixed(1)}, min ${r.env.loadAvg.min.toFixed(1)}, max ${r.env.loadAvg.max.toFixed(1)} (2 cores; above ~2 other work competed with the benchmark)`,
+    `${r.env.date} · ${r.env.cpu}, ${r.env.cores} cores, ${r.env.memoryGiB} GiB · Node ${r.env.node} · ${r.env.postgres} · Redis ${r.env.redis} · TaskQ at ${r.env.commit}, run from ${r.env.taskqFrom} · 1-min load average during the run: median ${r.env.loadAvg.median.toFixed(1)}, min ${r.env.loadAvg.min.toFixed(1)}, max ${r.env.loadAvg.max.toFixed(1)} (2 cores; above ~2 other work competed with the benchmark)`,
   );
   out.push('');
   out.push(

@@ -1,5 +1,6 @@
 /**
- * TaskQ, driven from the source (`src/`). Two configurations compared with the peers:
+ * TaskQ, loaded from its compiled package (`dist/`, see taskq-package.ts). Two configurations compared
+ * with the peers:
  * - `taskq`: worker defaults (adaptive prefetch, dispatcher pool 4) with only
  *   `maxConcurrency` set; NOTIFY on.
  * - `taskq-tuned`: a deeper local queue (`prefetch` = max(4 × concurrency, 1000)), the counterpart of
@@ -13,17 +14,9 @@ import { randomUUID } from 'node:crypto';
 
 import pg from 'pg';
 
-import { actor } from '../../src/actor.js';
-import { batchItem } from '../../src/client/jobs-client.js';
-import { TaskQ } from '../../src/client/taskq.js';
-import { PgDriver } from '../../src/db/pg-driver.js';
-import { Migrator } from '../../src/migrations/migrator.js';
+import type { TaskQ as TaskQInstance } from '../../src/client/taskq.js';
 import type { Logger } from '../../src/obs/logger.js';
 import type { WorkerSettingsInput } from '../../src/settings/load-worker-settings.js';
-import { keyedReservation } from '../../src/ratelimit/keyed-refs.js';
-import { TokenBucket } from '../../src/ratelimit/token-bucket.js';
-import { ADAPTIVE_PREFETCH_MAX } from '../../src/worker/producer.js';
-import { Worker } from '../../src/worker/worker.js';
 import {
   BENCH_QUEUE,
   BENCH_TASK,
@@ -34,6 +27,7 @@ import {
   uniqueSuffix,
   type BenchPayload,
 } from '../lib/common.js';
+import { loadTaskq, type TaskqPackage } from './taskq-package.js';
 import type { FillSpec, SystemAdapter, WorkerSpec, WorkerStarter } from './types.js';
 
 export type Variant = 'default' | 'tuned' | 'rl-open' | 'rl-binding' | 'reservation';
@@ -60,7 +54,14 @@ const payloadSchema = {
  * The benchmark actor of a variant. `namespace` makes the token bucket's name unique per run (its
  * state lives in Redis, which TaskQ runs do not flush).
  */
-function benchActor(variant: Variant, namespace: string, handler: (p: BenchPayload) => void) {
+function benchActor(
+  { main, ratelimit }: TaskqPackage,
+  variant: Variant,
+  namespace: string,
+  handler: (p: BenchPayload) => void,
+) {
+  const { actor } = main;
+  const { TokenBucket, keyedReservation } = ratelimit;
   const run = async (p: BenchPayload) => {
     handler(p);
     return undefined;
@@ -131,11 +132,14 @@ function workerOverrides(variant: Variant, concurrency: number): Partial<WorkerS
   return variant === 'tuned' ? { prefetch: Math.max(4 * concurrency, 1000) } : {};
 }
 
-export function createTaskq(variant: Variant): SystemAdapter {
+export async function createTaskq(variant: Variant): Promise<SystemAdapter> {
+  const pkg = await loadTaskq();
+  const { TaskQ, PgDriver, Migrator, batchItem } = pkg.main;
+  const { ADAPTIVE_PREFETCH_MAX } = pkg.producer;
   let schema = '';
-  let tq: TaskQ | null = null;
+  let tq: TaskQInstance | null = null;
   let pool: pg.Pool | null = null;
-  let noopRef = benchActor(variant, '', () => undefined);
+  let noopRef = benchActor(pkg, variant, '', () => undefined);
   const id = SYSTEM_ID[variant];
   return {
     id,
@@ -150,7 +154,7 @@ export function createTaskq(variant: Variant): SystemAdapter {
           : `Worker: maxConcurrency c; everything else default (adaptive prefetch, at most ${ADAPTIVE_PREFETCH_MAX}; dispatcherPoolSize 4, NOTIFY on, oversample 2); watchdog off. Client: TaskQ.open, pool 5.`,
     async setup() {
       schema = `bench_tq_${uniqueSuffix()}`;
-      noopRef = benchActor(variant, schema, () => undefined);
+      noopRef = benchActor(pkg, variant, schema, () => undefined);
       const driver = new PgDriver({ connection: PG_DSN, maxPoolSize: 2 });
       try {
         await new Migrator(driver, { schema }).up();
@@ -286,9 +290,12 @@ function safeJson(obj: object): string {
   }
 }
 
-export function taskqWorkerStarter(variant: Variant): WorkerStarter {
+/** Loads the package first, so that the worker process has imported it before the harness says go. */
+export async function taskqWorkerStarter(variant: Variant): Promise<WorkerStarter> {
+  const pkg = await loadTaskq();
+  const { Worker } = pkg.worker;
   return async (spec, hooks) => {
-    const noop = benchActor(variant, spec.namespace, (p) => hooks.onJob(p));
+    const noop = benchActor(pkg, variant, spec.namespace, (p) => hooks.onJob(p));
     const worker = new Worker({
       actors: [noop],
       settings: {
