@@ -30,15 +30,15 @@ export function isKnownSystem(id: string): id is SystemId {
 export async function createSystem(id: SystemId): Promise<SystemAdapter> {
   switch (id) {
     case 'taskq':
-      return await (await import('./taskq.js')).createTaskq('default');
+      return (await import('./taskq.js')).createTaskq('default');
     case 'taskq-tuned':
-      return await (await import('./taskq.js')).createTaskq('tuned');
+      return (await import('./taskq.js')).createTaskq('tuned');
     case 'taskq-rl-open':
-      return await (await import('./taskq.js')).createTaskq('rl-open');
+      return (await import('./taskq.js')).createTaskq('rl-open');
     case 'taskq-rl-binding':
-      return await (await import('./taskq.js')).createTaskq('rl-binding');
+      return (await import('./taskq.js')).createTaskq('rl-binding');
     case 'taskq-reservation':
-      return await (await import('./taskq.js')).createTaskq('reservation');
+      return (await import('./taskq.js')).createTaskq('reservation');
     case 'graphile':
       return (await import('./graphile.js')).createGraphile('default');
     case 'graphile-tuned':
@@ -55,15 +55,15 @@ export async function createSystem(id: SystemId): Promise<SystemAdapter> {
 export async function loadWorkerStarter(id: SystemId): Promise<WorkerStarter> {
   switch (id) {
     case 'taskq':
-      return await (await import('./taskq.js')).taskqWorkerStarter('default');
+      return (await import('./taskq.js')).taskqWorkerStarter('default');
     case 'taskq-tuned':
-      return await (await import('./taskq.js')).taskqWorkerStarter('tuned');
+      return (await import('./taskq.js')).taskqWorkerStarter('tuned');
     case 'taskq-rl-open':
-      return await (await import('./taskq.js')).taskqWorkerStarter('rl-open');
+      return (await import('./taskq.js')).taskqWorkerStarter('rl-open');
     case 'taskq-rl-binding':
-      return await (await import('./taskq.js')).taskqWorkerStarter('rl-binding');
+      return (await import('./taskq.js')).taskqWorkerStarter('rl-binding');
     case 'taskq-reservation':
-      return await (await import('./taskq.js')).taskqWorkerStarter('reservation');
+      return (await import('./taskq.js')).taskqWorkerStarter('reservation');
     case 'graphile':
       return (await import('./graphile.js')).graphileWorkerStarter('default');
     case 'graphile-tuned':
