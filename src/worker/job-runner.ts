@@ -6,7 +6,7 @@ import { TaskQError } from '../errors/taskq-error.js';
 import { LazyChildLogger } from '../obs/lazy-child-logger.js';
 import type { Logger } from '../obs/logger.js';
 import { CancelRequested, StartToCloseTimeout, WorkerShutdown } from '../retry/control-flow.js';
-import { validateSchema } from '../schema-validation.js';
+import { checkSchema } from '../schema-validation.js';
 import type { Completer } from './completer.js';
 import type { ErrorReporter } from './error-reporter.js';
 import { LazyAbort } from './lazy-abort.js';
@@ -269,9 +269,14 @@ export class JobRunner {
       job.started = true;
       job.holdsSlot = true;
       this.holders.add(job);
-      void this.execute(job).catch((err: unknown) =>
-        this.logger.error({ err, jobId: job.row.id }, 'job-runner-crashed'),
-      );
+      let run: Promise<void>;
+      try {
+        run = this.execute(job);
+      } catch (err) {
+        // `execute` is not async: what it throws before its first promise is a crash all the same.
+        run = Promise.reject(err);
+      }
+      void run.catch((err: unknown) => this.logger.error({ err, jobId: job.row.id }, 'job-runner-crashed'));
     }
   }
 
@@ -394,7 +399,13 @@ export class JobRunner {
     this.onCapacity();
   }
 
-  private async execute(job: ActiveJob): Promise<void> {
+  /**
+   * Runs one job: payload validation, limits, the handler, its outcome. Not an `async` function: the
+   * common job (a synchronous or no payload schema, no limits, no timeout, not in a thread) runs on
+   * promise continuations alone ({@link runPlain}). An async function keeps one suspended frame per
+   * job, sized for every local of every branch, which a busy worker allocated for each job it ran.
+   */
+  private execute(job: ActiveJob): Promise<void> {
     const row = job.row;
     const log = new LazyChildLogger(this.logger, {
       jobId: row.id,
@@ -403,14 +414,7 @@ export class JobRunner {
       attempt: row.attempt,
     });
     const actor = this.actors.get(row.actor);
-    const startedAt = new Date();
-    const t0 = performance.now();
-    // The duration is kept to the microsecond: the digits below it are timer noise, and a double
-    // with all seventeen of them cost the outcome write ~1 µs per job to turn into text.
-    const timing = (): { handlerStartedAt: Date; durationMs: number } => ({
-      handlerStartedAt: startedAt,
-      durationMs: Math.round((performance.now() - t0) * 1000) / 1000,
-    });
+    const clock: RunClock = { startedAt: new Date(), t0: performance.now() };
     if (!actor) {
       // Dispatch only claims registered actors; this guards a mismatch between claim and registry.
       this.freeSlot(job);
@@ -421,7 +425,7 @@ export class JobRunner {
           kind: 'failed',
           jobId: row.id,
           workerId: this.workerId,
-          ...timing(),
+          ...timing(clock),
           retryDelayMs: null,
           error: {
             errorClass: 'UnknownActor',
@@ -433,44 +437,146 @@ export class JobRunner {
         null,
       );
     }
+    if (!actor.payloadSchema) return this.admit(job, actor, row.payload, log, clock);
+    const invalid = (err: unknown): Promise<void> => {
+      this.freeSlot(job);
+      return this.finish(job, log, this.outcomes.failure(actor, row, err, timing(clock)), err, actor);
+    };
     let payload: unknown;
     try {
-      payload = actor.payloadSchema
-        ? await validateSchema(actor.payloadSchema, row.payload, {
-            actor: actor.name,
-            what: 'payload',
-            payloadSchemaVer: row.payloadSchemaVer,
-          })
-        : row.payload;
+      payload = checkSchema(actor.payloadSchema, row.payload, {
+        actor: actor.name,
+        what: 'payload',
+        payloadSchemaVer: row.payloadSchemaVer,
+      });
+    } catch (err) {
+      return invalid(err);
+    }
+    if (payload instanceof Promise)
+      return payload.then((p: unknown) => this.admit(job, actor, p, log, clock), invalid);
+    return this.admit(job, actor, payload, log, clock);
+  }
+
+  /** Acquires the job's limits when any apply, then runs its handler. */
+  private admit(
+    job: ActiveJob,
+    actor: AnyActor,
+    payload: unknown,
+    log: Logger,
+    clock: RunClock,
+  ): Promise<void> {
+    if (this.limits?.applies(job.row.queue, actor)) return this.runLimited(job, actor, payload, log, clock);
+    return this.run(job, actor, payload, log, clock);
+  }
+
+  private async runLimited(
+    job: ActiveJob,
+    actor: AnyActor,
+    payload: unknown,
+    log: Logger,
+    clock: RunClock,
+  ): Promise<void> {
+    const row = job.row;
+    const limits = this.limits!;
+    try {
+      job.limits = await limits.acquire(row, actor);
+      this.onActorAdmitted(actor.name);
     } catch (err) {
       this.freeSlot(job);
-      return this.finish(job, log, this.outcomes.failure(actor, row, err, timing()), err, actor);
+      const refused = this.outcomes.refusedByLimits(actor, row, err, timing(clock));
+      // A limit every job of the actor shares: its other jobs would be denied too for now.
+      if (
+        refused.kind === 'reschedule' &&
+        err instanceof ReservationUnavailable &&
+        limits.deniesActorWide(row.queue, actor, err.bucketName)
+      )
+        this.onActorDenied(actor.name, refused.delayMs);
+      return this.finish(job, log, refused, err, actor);
     }
+    return this.run(job, actor, payload, log, clock);
+  }
 
-    if (this.limits?.applies(row.queue, actor)) {
-      try {
-        job.limits = await this.limits.acquire(row, actor);
-        this.onActorAdmitted(actor.name);
-      } catch (err) {
-        this.freeSlot(job);
-        const refused = this.outcomes.refusedByLimits(actor, row, err, timing());
-        // A limit every job of the actor shares: its other jobs would be denied too for now.
-        if (
-          refused.kind === 'reschedule' &&
-          err instanceof ReservationUnavailable &&
-          this.limits.deniesActorWide(row.queue, actor, err.bucketName)
-        )
-          this.onActorDenied(actor.name, refused.delayMs);
-        return this.finish(job, log, refused, err, actor);
-      }
-    }
-
-    this.tracker.begin(row);
-    const tracker = this.tracker;
-    const abort = job.abort;
-    const ctx: JobContext = new RunContext(row, this.workerId, payload, log, abort, tracker);
+  /** Runs the handler: under supervision when it has a timeout or runs in a thread, plainly otherwise. */
+  private run(
+    job: ActiveJob,
+    actor: AnyActor,
+    payload: unknown,
+    log: Logger,
+    clock: RunClock,
+  ): Promise<void> {
+    const row = job.row;
     const startToCloseMs = row.startToCloseMs ?? actor.startToCloseMs ?? this.settings.defaultStartToCloseMs;
     const heartbeatTimeoutMs = row.heartbeatTimeoutMs ?? actor.heartbeatTimeoutMs;
+    this.tracker.begin(row);
+    const ctx: JobContext = new RunContext(row, this.workerId, payload, log, job.abort, this.tracker);
+    if (startToCloseMs === null && heartbeatTimeoutMs === null && !(actor.thread && this.threads))
+      return this.runPlain(job, actor, payload, ctx, log, clock);
+    return this.runSupervised(job, actor, payload, ctx, log, clock, startToCloseMs, heartbeatTimeoutMs);
+  }
+
+  /**
+   * The handler with no timeout, in this thread: awaited (a cancel is the handler's to honour), its
+   * outcome made from what it returned or threw.
+   */
+  private runPlain(
+    job: ActiveJob,
+    actor: AnyActor,
+    payload: unknown,
+    ctx: JobContext,
+    log: Logger,
+    clock: RunClock,
+  ): Promise<void> {
+    const row = job.row;
+    const failed = (err: unknown): Promise<void> =>
+      this.ran(job, log, this.outcomes.ofError(actor, row, err, job.abort, timing(clock)), err, actor, clock);
+    return Promise.resolve()
+      .then(() => actor.handler(payload, ctx))
+      .then((value: unknown) => {
+        let returned: ReturnType<AttemptOutcomes['ofReturn']>;
+        try {
+          returned = this.outcomes.ofReturn(actor, row, value, timing(clock));
+        } catch (err) {
+          return failed(err);
+        }
+        if (returned instanceof Promise)
+          return returned.then((s) => this.ran(job, log, s.outcome, s.error, actor, clock), failed);
+        return this.ran(job, log, returned.outcome, returned.error, actor, clock);
+      }, failed);
+  }
+
+  /** After a plain run: frees the slot and hands the outcome on (unless the job was given up meanwhile). */
+  private ran(
+    job: ActiveJob,
+    log: Logger,
+    outcome: Settlement,
+    thrown: unknown,
+    actor: AnyActor,
+    clock: RunClock,
+  ): Promise<void> {
+    this.observeDuration(performance.now() - clock.t0);
+    this.freeSlot(job);
+    if (!job.settled) return this.finish(job, log, outcome, thrown, actor);
+    this.disown(job);
+    return Promise.resolve();
+  }
+
+  /**
+   * The handler with a timeout (`startToClose`, `heartbeatTimeout`) or in a worker thread: raced
+   * against the timeout, and kept track of when it outlives it.
+   */
+  private async runSupervised(
+    job: ActiveJob,
+    actor: AnyActor,
+    payload: unknown,
+    ctx: JobContext,
+    log: Logger,
+    clock: RunClock,
+    startToCloseMs: number | null,
+    heartbeatTimeoutMs: number | null,
+  ): Promise<void> {
+    const row = job.row;
+    const tracker = this.tracker;
+    const abort = job.abort;
     let handler: Promise<unknown>;
     if (actor.thread && this.threads) {
       // Thread isolation: the handler runs in a worker thread, which phase 2 can terminate.
@@ -558,18 +664,18 @@ export class JobRunner {
       // A handler that honours the signal settles through its own promise; one that ignores a
       // timeout is not awaited past it (its slot stays held until it settles, see below).
       const value = aborted ? await Promise.race([handler, abortedOnTimeout(aborted)]) : await handler;
-      const returned = this.outcomes.ofReturn(actor, row, value, timing());
+      const returned = this.outcomes.ofReturn(actor, row, value, timing(clock));
       const settled = returned instanceof Promise ? await returned : returned;
       outcome = settled.outcome;
       thrown = settled.error;
     } catch (err) {
       thrown = err;
-      outcome = this.outcomes.ofError(actor, row, err, abort, timing());
+      outcome = this.outcomes.ofError(actor, row, err, abort, timing(clock));
     } finally {
       clearTimeout(timer);
       clearInterval(beatTimer);
     }
-    this.observeDuration(performance.now() - t0);
+    this.observeDuration(performance.now() - clock.t0);
     if (!timed) handlerSettled = true; // awaited above, whichever way it ended
     if (handlerSettled) this.freeSlot(job);
     else {
@@ -630,4 +736,22 @@ function abortedOnTimeout(aborted: Promise<never>): Promise<never> {
     // Cancels and shutdown aborts: wait for the handler itself (cooperative), i.e. never settle here.
     return new Promise<never>(() => undefined);
   });
+}
+
+/** When a handler's run started: the wall clock for its attempt row, a monotonic one for its duration. */
+interface RunClock {
+  startedAt: Date;
+  t0: number;
+}
+
+/**
+ * The attempt's start and duration. The duration is kept to the microsecond: the digits below it
+ * are timer noise, and a double with all seventeen of them cost the outcome write ~1 µs per job to
+ * turn into text.
+ */
+function timing(clock: RunClock): { handlerStartedAt: Date; durationMs: number } {
+  return {
+    handlerStartedAt: clock.startedAt,
+    durationMs: Math.round((performance.now() - clock.t0) * 1000) / 1000,
+  };
 }

@@ -47,6 +47,8 @@ import {
   retryAfterFree,
   deadlined,
   validatedCalls,
+  asyncValidated,
+  asyncValidatedCalls,
   abortReasons,
   shortLimit,
   longLimit,
@@ -372,6 +374,25 @@ describe('payload validation at dispatch', () => {
     expect(row.errorMessage).not.toContain('not a number');
     expect(outcomes(await h!.attempts())).toEqual([[1, 'failed']]);
     expect(validatedCalls).toBe(0);
+  });
+
+  it("an asynchronous validator's output reaches the handler; a payload it rejects fails the job", async () => {
+    const ok = await tq.enqueue(asyncValidated, { n: 21 });
+    expect(await ok.wait({ timeout: '10s' })).toBe(42);
+
+    const id = newJobId();
+    await db.pool.query(
+      `INSERT INTO "${db.schema}".jobs (id, actor, queue, payload, status, max_attempts, retry_kind, scheduled_at)
+       VALUES ($1, 'async_validated', $2, $3::jsonb, 'pending', 5, 'transient', clock_timestamp())`,
+      [id, QUEUE, JSON.stringify({ n: 1.5 })],
+    );
+    await db.pool.query('SELECT pg_notify($1, $2)', [wakeChannel(db.schema), '']);
+    const bad = await tq.get(id);
+    const row = await failure(bad!);
+    expect(row).toMatchObject({ status: 'failed', attempt: 1, errorClass: 'PayloadValidationError' });
+    expect(row.errorMessage).toContain('n: n must be an integer');
+    expect(outcomes(await bad!.attempts())).toEqual([[1, 'failed']]);
+    expect(asyncValidatedCalls).toBe(1);
   });
 });
 
