@@ -469,6 +469,7 @@ export class JobRunner {
     return this.run(job, actor, payload, log, clock);
   }
 
+  /** Acquires the limits (an async step of its own: only jobs with limits pay for it), then runs. */
   private async runLimited(
     job: ActiveJob,
     actor: AnyActor,
