@@ -5,17 +5,17 @@ import type { Settlement } from '../backend/worker-types.js';
 import { TaskQError } from '../errors/taskq-error.js';
 import { LazyChildLogger } from '../obs/lazy-child-logger.js';
 import type { Logger } from '../obs/logger.js';
-import { CancelRequested, StartToCloseTimeout, WorkerShutdown } from '../retry/control-flow.js';
+import { CancelRequested, WorkerShutdown } from '../retry/control-flow.js';
 import { checkSchema } from '../schema-validation.js';
 import type { Completer } from './completer.js';
 import type { ErrorReporter } from './error-reporter.js';
 import { LazyAbort } from './lazy-abort.js';
 import { RunContext } from './run-context.js';
 import { withTimeout } from './sleep.js';
+import { startThreadHandler, superviseTimeouts } from './handler-supervision.js';
 import type { ProgressTracker } from './progress-tracker.js';
 import type { ThreadPool } from './threads/thread-pool.js';
-import type { ProgressPublisher, ProgressUpdate } from '../progress/progress-event.js';
-import { HeartbeatTimeout } from '../errors/progress-errors.js';
+import type { ProgressPublisher } from '../progress/progress-event.js';
 import { ReservationUnavailable } from '../ratelimit/errors.js';
 import type { AcquiredResource } from '../ratelimit/handles.js';
 import type { RateLimitGate } from './rate-limit-gate.js';
@@ -576,95 +576,37 @@ export class JobRunner {
     heartbeatTimeoutMs: number | null,
   ): Promise<void> {
     const row = job.row;
-    const tracker = this.tracker;
     const abort = job.abort;
     let handler: Promise<unknown>;
     if (actor.thread && this.threads) {
       // Thread isolation: the handler runs in a worker thread, which phase 2 can terminate.
-      const run = this.threads.run(
-        {
-          module: actor.thread.module,
-          exportName: actor.thread.exportName,
-          payload,
-          ctx: {
-            jobId: row.id,
-            actor: row.actor,
-            queue: row.queue,
-            attempt: row.attempt,
-            workerId: this.workerId,
-            heartbeatDetails: ctx.heartbeatDetails,
-          },
-        },
-        {
-          onProgress: (update) => {
-            try {
-              tracker.report(row.id, update as ProgressUpdate);
-            } catch (err) {
-              log.warn({ err }, 'thread-progress-rejected');
-            }
-          },
-          onHeartbeat: (details, hasDetails) => {
-            try {
-              tracker.heartbeat(row.id, hasDetails ? details : undefined);
-            } catch (err) {
-              log.warn({ err }, 'thread-heartbeat-rejected');
-            }
-          },
-        },
-      );
+      const run = startThreadHandler(this.threads, actor.thread, {
+        row,
+        payload,
+        ctx,
+        workerId: this.workerId,
+        tracker: this.tracker,
+        log,
+        abort,
+      });
       job.terminate = run.terminate;
-      const forward = (): void =>
-        run.abort(String((abort.reason as Error | undefined)?.message ?? 'aborted'));
-      if (abort.aborted) forward();
-      else abort.signal.addEventListener('abort', forward, { once: true });
       handler = run.result;
     } else {
       handler = Promise.resolve().then(() => actor.handler(payload, ctx));
     }
     // Without a timeout the handler is simply awaited (a cancel is the handler's to honour); the
     // race against the signal, and the watch for a handler that outlives it, exist only with one.
-    const timed = startToCloseMs !== null || heartbeatTimeoutMs !== null;
-    let handlerSettled = false;
-    const handlerDone = timed
-      ? handler.then(
-          () => {
-            handlerSettled = true;
-          },
-          () => {
-            handlerSettled = true;
-          },
-        )
-      : handler;
-    let timer: NodeJS.Timeout | undefined;
-    const aborted = timed
-      ? new Promise<never>((_, reject) => {
-          const onAbort = (): void => reject(abort.reason);
-          if (abort.aborted) onAbort();
-          else abort.signal.addEventListener('abort', onAbort, { once: true });
-        })
-      : null;
-    aborted?.catch(() => undefined);
-    if (startToCloseMs !== null) {
-      timer = setTimeout(() => abort.abort(new StartToCloseTimeout(startToCloseMs)), startToCloseMs);
-    }
-    let beatTimer: NodeJS.Timeout | undefined;
-    if (heartbeatTimeoutMs !== null) {
-      // Temporal-style: no heartbeat (or progress) within the timeout fails the attempt (retryable).
-      beatTimer = setInterval(
-        () => {
-          if (tracker.sinceLastBeat(row.id) > heartbeatTimeoutMs && !abort.aborted)
-            abort.abort(new HeartbeatTimeout(heartbeatTimeoutMs));
-        },
-        Math.max(10, Math.min(heartbeatTimeoutMs / 4, 1000)),
-      );
-    }
+    const timed =
+      startToCloseMs !== null || heartbeatTimeoutMs !== null
+        ? superviseTimeouts(handler, abort, this.tracker, row.id, startToCloseMs, heartbeatTimeoutMs)
+        : null;
 
     let outcome: Settlement;
     let thrown: unknown = null;
     try {
       // A handler that honours the signal settles through its own promise; one that ignores a
       // timeout is not awaited past it (its slot stays held until it settles, see below).
-      const value = aborted ? await Promise.race([handler, abortedOnTimeout(aborted)]) : await handler;
+      const value = timed ? await timed.value : await handler;
       const returned = this.outcomes.ofReturn(actor, row, value, timing(clock));
       const settled = returned instanceof Promise ? await returned : returned;
       outcome = settled.outcome;
@@ -673,15 +615,14 @@ export class JobRunner {
       thrown = err;
       outcome = this.outcomes.ofError(actor, row, err, abort, timing(clock));
     } finally {
-      clearTimeout(timer);
-      clearInterval(beatTimer);
+      timed?.stop();
     }
     this.observeDuration(performance.now() - clock.t0);
-    if (!timed) handlerSettled = true; // awaited above, whichever way it ended
-    if (handlerSettled) this.freeSlot(job);
+    // Without a timeout the handler was awaited above, whichever way it ended.
+    if (!timed || timed.settled) this.freeSlot(job);
     else {
       // Given up on (timeout): keep the slot until the handler settles or the cleanup grace passes.
-      void withTimeout(handlerDone, this.settings.cleanupGracePeriodMs, () => new Error('grace'))
+      void withTimeout(timed.done, this.settings.cleanupGracePeriodMs, () => new Error('grace'))
         .catch(() => log.warn({ graceMs: this.settings.cleanupGracePeriodMs }, 'handler-orphaned'))
         .finally(() => this.freeSlot(job));
     }
@@ -728,15 +669,6 @@ export class JobRunner {
   private disownIfCurrent(job: ActiveJob): void {
     if (this.active.get(job.row.id) === job) this.disown(job);
   }
-}
-
-/** Rejects when the job's signal aborts with a StartToCloseTimeout (other aborts are the handler's to honour). */
-function abortedOnTimeout(aborted: Promise<never>): Promise<never> {
-  return aborted.catch((reason: unknown) => {
-    if (reason instanceof StartToCloseTimeout || reason instanceof HeartbeatTimeout) throw reason;
-    // Cancels and shutdown aborts: wait for the handler itself (cooperative), i.e. never settle here.
-    return new Promise<never>(() => undefined);
-  });
 }
 
 /** When a handler's run started: the wall clock for its attempt row, a monotonic one for its duration. */
