@@ -13,6 +13,18 @@ interface Pending {
 export const MAX_SETTLE_BATCH = 500;
 
 /**
+ * A worker stops claiming while this many outcomes wait to be written: one full write queued behind
+ * the one in flight. More would not make the next write larger (it takes at most
+ * {@link MAX_SETTLE_BATCH}); it would only keep finished jobs in memory longer — long enough, at a
+ * few thousand, to outlive the young generation and be promoted, so that the garbage collector
+ * copied them and full collections freed them. Against the earlier bound of
+ * `max(1000, 4 × (maxConcurrency + largest prefetch))`, in alternating in-process drains of 40,000
+ * no-op jobs (4 pairs each): worker CPU per job −18 % at c=10 and −25 % at c=50, throughput +5 % and
+ * +14 %; peak RSS over 100,000 jobs at c=50 181–185 → 153–174 MB.
+ */
+export const MAX_SETTLE_BACKLOG = MAX_SETTLE_BATCH;
+
+/**
  * Writes attempt outcomes in batches. Outcomes that arrive while a write is in flight are written
  * together by the next statement, so a busy worker writes many jobs per round trip and an idle one
  * writes each job at once (no added delay). A failed write is retried with backoff; the ownership

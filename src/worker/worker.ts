@@ -14,13 +14,13 @@ import { createLogger } from '../obs/logger.js';
 import { loadWorkerSettings, type WorkerSettingsInput } from '../settings/load-worker-settings.js';
 import type { WorkerSettings } from '../settings/worker-settings.js';
 import { ActorConfigDriftList } from '../errors/actor-config-errors.js';
-import { Completer } from './completer.js';
+import { Completer, MAX_SETTLE_BACKLOG } from './completer.js';
 import { DrainMonitor } from './drain-monitor.js';
 import { NullErrorReporter, type ErrorReporter } from './error-reporter.js';
 import { Heartbeat } from './heartbeat.js';
 import { JobRunner } from './job-runner.js';
 import { NotifyListener } from './notify-listener.js';
-import { ADAPTIVE_PREFETCH_MAX, MAX_CLAIMS_IN_FLIGHT, Producer } from './producer.js';
+import { MAX_CLAIMS_IN_FLIGHT, Producer } from './producer.js';
 import { ProgressFlusher, ProgressTracker } from './progress-tracker.js';
 import { CancelController } from './cancel-controller.js';
 import { ThreadPool } from './threads/thread-pool.js';
@@ -388,7 +388,7 @@ export class Worker {
         actors: [...this.actors.values()].map((a) => ({ name: a.name, maxConcurrent: a.maxConcurrent })),
         maxConcurrency: s.maxConcurrency,
         prefetch: s.prefetch ?? 'adaptive',
-        maxSettleBacklog: Math.max(1000, 4 * (s.maxConcurrency + (s.prefetch ?? ADAPTIVE_PREFETCH_MAX))),
+        maxSettleBacklog: MAX_SETTLE_BACKLOG,
         settleBacklog: () => this.completer.backlog,
         leaseMs: s.lockLeaseMs,
         oversample: s.dispatchOversample,

@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { Backend } from '../../src/backend/backend.js';
 import type { JobRow } from '../../src/backend/types.js';
 import { silentLogger } from '../../src/obs/logger.js';
+import { MAX_SETTLE_BACKLOG, MAX_SETTLE_BATCH } from '../../src/worker/completer.js';
 import type { JobRunner } from '../../src/worker/job-runner.js';
 import { MAX_ACTOR_PAUSE_MS, Producer, type ProducerOptions } from '../../src/worker/producer.js';
 
@@ -114,6 +115,28 @@ describe('claim batching', () => {
     const { producer, limits } = setup(0, state);
     await producer.runOnce();
     expect(limits).toEqual([1]);
+  });
+
+  it('stops claiming while a full outcome write waits behind the one in flight (MAX_SETTLE_BACKLOG)', async () => {
+    let backlog = MAX_SETTLE_BACKLOG;
+    const limits: number[] = [];
+    const backend = {
+      dispatchBatch: async (req: { limit: number }) => {
+        limits.push(req.limit);
+        return [] as JobRow[];
+      },
+    } as unknown as Backend;
+    const producer = makeProducer(backend, fakeRunner({ running: 0, buffered: 0 }), {
+      maxSettleBacklog: MAX_SETTLE_BACKLOG,
+      settleBacklog: () => backlog,
+    });
+    expect(MAX_SETTLE_BACKLOG).toBe(MAX_SETTLE_BATCH);
+    expect(producer.freeCapacity()).toBe(0);
+    await producer.runOnce();
+    expect(limits).toEqual([]); // every slot idle, but the database is a full write behind
+    backlog = MAX_SETTLE_BACKLOG - 1;
+    await producer.runOnce();
+    expect(limits).toEqual([10]);
   });
 });
 
