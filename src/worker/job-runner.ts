@@ -236,7 +236,8 @@ export class JobRunner {
   }
 
   private checkIdle(): void {
-    if (this.inFlight === 0 && this.idleWaiters.length > 0) {
+    // Waiters first: `inFlight` walks the running jobs, and this runs for every job written.
+    if (this.idleWaiters.length > 0 && this.inFlight === 0) {
       const waiters = this.idleWaiters;
       this.idleWaiters = [];
       for (const w of waiters) w();
