@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
 
-import type * as IORedis from 'ioredis';
 import type { Redis } from 'ioredis';
 
 import type { JobStatus } from '../backend/types.js';
@@ -191,7 +190,7 @@ let redisClass: typeof Redis | null = null;
  * milliseconds at start, in every worker and client process.
  */
 function loadRedisClass(): typeof Redis {
-  redisClass ??= (createRequire(import.meta.url)('ioredis') as typeof IORedis).Redis;
+  redisClass ??= (createRequire(import.meta.url)('ioredis') as { Redis: typeof Redis }).Redis;
   return redisClass;
 }
 
