@@ -222,7 +222,7 @@ describe('concurrent lean claims', () => {
 });
 
 describe('warm-up', () => {
-  it('opens every claim connection and the outcome connection, planning their statements, and claims nothing', async () => {
+  it('opens every claim connection and both outcome connections, planning their statements, and claims nothing', async () => {
     const claim = new PgDriver({
       connection: TEST_DSN,
       maxPoolSize: 2,
@@ -230,7 +230,7 @@ describe('warm-up', () => {
     });
     const settle = new PgDriver({
       connection: TEST_DSN,
-      maxPoolSize: 1,
+      maxPoolSize: 2,
       sessionSettings: PINNED_PLAN_SESSION_SETTINGS,
     });
     const warmed = new PostgresBackend(db.driver, {
@@ -238,12 +238,25 @@ describe('warm-up', () => {
       claimDriver: claim,
       claimConnections: 2,
       settleDriver: settle,
+      settleConnections: 2,
     });
     try {
       const job = await client.enqueue(alpha, {});
       await warmed.warmUp(request());
       expect(claim.pool.totalCount).toBe(2);
-      expect(settle.pool.totalCount).toBe(1);
+      expect(settle.pool.totalCount).toBe(2);
+      // Each outcome connection has planned both outcome statements (two connections, two each).
+      const held = await Promise.all([settle.pool.connect(), settle.pool.connect()]);
+      try {
+        for (const c of held) {
+          const names = await c.query<{ name: string }>(
+            `SELECT name FROM pg_prepared_statements ORDER BY name`,
+          );
+          expect(names.rows.map((r) => r.name.split('_')[1]).sort()).toEqual(['settle', 'settleSucceeded']);
+        }
+      } finally {
+        for (const c of held) c.release();
+      }
       expect((await backend.get(job.jobId))?.status).toBe('pending');
       const prepared = await claim.pool.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE '%dispatchLean%'`,

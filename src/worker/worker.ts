@@ -14,7 +14,7 @@ import { createLogger } from '../obs/logger.js';
 import { loadWorkerSettings, type WorkerSettingsInput } from '../settings/load-worker-settings.js';
 import type { WorkerSettings } from '../settings/worker-settings.js';
 import { ActorConfigDriftList } from '../errors/actor-config-errors.js';
-import { Completer, MAX_SETTLE_BACKLOG } from './completer.js';
+import { Completer, MAX_SETTLE_BACKLOG, MAX_SETTLE_WRITES_IN_FLIGHT } from './completer.js';
 import { DrainMonitor } from './drain-monitor.js';
 import { NullErrorReporter, type ErrorReporter } from './error-reporter.js';
 import { Heartbeat } from './heartbeat.js';
@@ -218,7 +218,7 @@ export class Worker {
     });
     // Claims and outcome writes run on connections of their own, each statement planned once (see
     // PINNED_PLAN_SESSION_SETTINGS): one per claim in flight (the second is opened only when a
-    // second claim overlaps the first), one for the completer (it writes one batch at a time).
+    // second claim overlaps the first), and one per outcome write in flight (likewise).
     const claim = new PgDriver({
       connection: dsn,
       maxPoolSize: MAX_CLAIMS_IN_FLIGHT,
@@ -228,7 +228,7 @@ export class Worker {
     });
     const settle = new PgDriver({
       connection: dsn,
-      maxPoolSize: 1,
+      maxPoolSize: MAX_SETTLE_WRITES_IN_FLIGHT,
       applicationName: 'taskq-settle',
       statementTimeoutMs: s.dispatcherCommandTimeoutMs,
       sessionSettings: PINNED_PLAN_SESSION_SETTINGS,
@@ -240,6 +240,7 @@ export class Worker {
       claimDriver: claim,
       claimConnections: MAX_CLAIMS_IN_FLIGHT,
       settleDriver: settle,
+      settleConnections: MAX_SETTLE_WRITES_IN_FLIGHT,
     });
     this.heartbeatBackend = new PostgresBackend(hb, { schema: s.schema, logger: this.logger });
   }

@@ -83,6 +83,8 @@ export interface PostgresBackendOptions {
   settleDriver?: Driver;
   /** Connections of `claimDriver` that `warmUp` opens (its pool size). Default 1. */
   claimConnections?: number;
+  /** Connections of `settleDriver` that `warmUp` opens (its pool size). Default 1. */
+  settleConnections?: number;
 }
 
 /**
@@ -112,6 +114,7 @@ export class PostgresBackend implements Backend {
   private readonly claimDriver: Driver;
   private readonly claimConnections: number;
   private readonly settleDriver: Driver;
+  private readonly settleConnections: number;
   protected readonly logger: Logger;
   private readonly sql: Record<StatementName, string>;
   private readonly quoted: string;
@@ -130,6 +133,7 @@ export class PostgresBackend implements Backend {
     this.claimDriver = options.claimDriver ?? driver;
     this.claimConnections = options.claimConnections ?? 1;
     this.settleDriver = options.settleDriver ?? driver;
+    this.settleConnections = options.settleConnections ?? 1;
     this.schema = validateSchemaName(options.schema ?? 'taskq');
     this.quoted = quoteSchema(this.schema);
     this.logger = options.logger ?? silentLogger;
@@ -580,14 +584,17 @@ export class PostgresBackend implements Backend {
   }
 
   async warmUp(req: DispatchRequest): Promise<void> {
-    // The outcome writes with no items: planned, and they write nothing. Both run on the one settle
-    // connection, one after the other.
+    // The outcome writes with no items: planned, and they write nothing. Each settle connection runs
+    // both, in a transaction that holds it (the chains run at once, so each gets its own).
     const empty = (params: number) => ['{}', ...Array.from({ length: params - 1 }, () => null)];
+    const warmSettle = () =>
+      this.settleDriver.transaction(async (tx) => {
+        await this.run('settle', empty(33), tx);
+        await this.run('settleSucceeded', empty(13), tx);
+      });
     await Promise.all([
       this.dispatcher.warmUp(req, this.claimConnections),
-      this.run('settle', empty(33), this.settleDriver).then(() =>
-        this.run('settleSucceeded', empty(13), this.settleDriver),
-      ),
+      ...Array.from({ length: this.settleConnections }, warmSettle),
     ]);
   }
 
