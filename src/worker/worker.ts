@@ -217,8 +217,8 @@ export class Worker {
       sessionSettings: WORKER_SESSION_SETTINGS,
     });
     // Claims and outcome writes run on connections of their own, each statement planned once (see
-    // PINNED_PLAN_SESSION_SETTINGS): one per claim in flight (the second is opened only when a
-    // second claim overlaps the first), and one per outcome write in flight (likewise).
+    // PINNED_PLAN_SESSION_SETTINGS): one per claim in flight and one per outcome write in flight,
+    // all opened and planned by the backend's warmUp before the first claim.
     const claim = new PgDriver({
       connection: dsn,
       maxPoolSize: MAX_CLAIMS_IN_FLIGHT,
