@@ -21,8 +21,10 @@ export interface WorkerSettings extends TaskQSettings {
   /**
    * `TASKQ_PREFETCH`: jobs claimed ahead of free slots and held in the worker's local queue, so a
    * finishing handler's slot is refilled without waiting for a claim round trip. Buffered jobs are
-   * re-pended (attempt given back) at shutdown. Default null = equal to `maxConcurrency`; 0 = claim
-   * only for free slots. Not in the reference: TaskQ for TypeScript's throughput setting.
+   * re-pended (attempt given back) at shutdown. Default null = adaptive: about 50 ms of work at the
+   * handlers' recent average duration, at most 1,000 jobs (`ADAPTIVE_PREFETCH_MAX`), and
+   * `maxConcurrency` until a handler has finished; 0 = claim only for free slots. Not in the
+   * reference: TaskQ for TypeScript's throughput setting.
    */
   prefetch: number | null;
   /** `TASKQ_HEARTBEAT_INTERVAL`: lease renewal cadence. Default 10 s; at least 500 ms. */

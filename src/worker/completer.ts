@@ -9,15 +9,24 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
-/** Most settlements written by one statement. */
-export const MAX_SETTLE_BATCH = 500;
+/**
+ * Most settlements written by one statement. It moves with the adaptive prefetch's cap
+ * (`ADAPTIVE_PREFETCH_MAX` in producer.ts), and for the same reason: one outcome write per claim.
+ * From 500 to 1,000 together with that cap, in 3 alternating pairs of `npm run bench -- --only
+ * processing` runs: TaskQ's mean ratio to graphile-worker's tuned configuration 0.90 → 0.96 at c=10,
+ * 0.89 → 0.96 at c=50, 0.64 → 0.77 and 0.68 → 0.72 with 2 and 4 processes; Postgres CPU per job
+ * ~7 % lower in in-process drains, peak RSS at c=50 unchanged (172 MB). Either change alone gained
+ * nothing: claims of 1,000 behind writes of 500 left the two cores idle a quarter of a drain.
+ */
+export const MAX_SETTLE_BATCH = 1000;
 
 /**
  * A worker stops claiming while this many outcomes wait to be written: one full write queued behind
  * the writes in flight. More would not make the next write larger (it takes at most
  * {@link MAX_SETTLE_BATCH}); it would only keep finished jobs in memory longer — long enough, at a
  * few thousand, to outlive the young generation and be promoted, so that the garbage collector
- * copied them and full collections freed them. Against the earlier bound of
+ * copied them and full collections freed them. (Measured when a write took 500; at 1,000 the worker's
+CPU per job did not grow.) Against the earlier bound of
  * `max(1000, 4 × (maxConcurrency + largest prefetch))`, in alternating in-process drains of 40,000
  * no-op jobs (4 pairs each): worker CPU per job −18 % at c=10 and −25 % at c=50, throughput +5 % and
  * +14 %; peak RSS over 100,000 jobs at c=50 181–185 → 153–174 MB.

@@ -29,14 +29,15 @@ export interface ProducerOptions {
 export const ADAPTIVE_QUEUE_MS = 50;
 /**
  * Adaptive prefetch never exceeds this many jobs (it binds only for jobs shorter than
- * `50 ms × maxConcurrency ÷ 500`). Larger claims mean fewer claim statements and fewer claims
- * contending at the head of the dispatch index: against a cap of 200, no-op jobs ran 11–21 % faster
- * at c=10 and 8–34 % with 2 and 4 worker processes (Postgres CPU per job 13–20 % lower), level at
- * c=50, in four alternating benchmark runs. The price: the worker's own CPU per job grows a little
- * with the claim size (not profiled), and so does peak RSS (185 → 211 MB at c=50 from 200 to 500;
- * 1,000 gained nothing more).
+ * `50 ms × maxConcurrency ÷ 1000`). Larger claims mean fewer claim statements and fewer claims
+ * contending at the head of the dispatch index: against a cap of 200, a cap of 500 ran no-op jobs
+ * 11–21 % faster at c=10 and 8–34 % with 2 and 4 worker processes (Postgres CPU per job 13–20 %
+ * lower), level at c=50, in four alternating benchmark runs. From 500 to 1,000 it gained only with
+ * outcome writes of as many jobs (`MAX_SETTLE_BATCH`, completer.ts, where the measurements are): a
+ * claim of 1,000 behind writes of 500 waited for two of them, and the cores sat idle. The price:
+ * peak RSS (185 → 211 MB at c=50 from 200 to 500; unchanged from 500 to 1,000).
  */
-export const ADAPTIVE_PREFETCH_MAX = 500;
+export const ADAPTIVE_PREFETCH_MAX = 1000;
 
 /**
  * Most claims in flight at once. A claim's time grows with its size (the rows are updated, logged

@@ -126,7 +126,9 @@ describe('Completer', () => {
     const all = Array.from({ length: MAX_SETTLE_BATCH + 1 }, (_, i) => completer.settle(outcome(i)));
     await turn();
     expect(b.sizes).toEqual([MAX_SETTLE_BATCH]);
-    const more = Array.from({ length: MAX_SETTLE_BATCH }, (_, i) => completer.settle(outcome(i + 1000)));
+    const more = Array.from({ length: MAX_SETTLE_BATCH }, (_, i) =>
+      completer.settle(outcome(i + MAX_SETTLE_BATCH + 1)),
+    );
     await turn();
     await turn();
     expect(b.inFlight).toBe(2);

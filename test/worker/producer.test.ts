@@ -83,7 +83,7 @@ function setup(
 describe('adaptive prefetch', () => {
   it.each([
     [null, 10], // nothing observed yet: maxConcurrency
-    [0.01, 500], // very short jobs: capped at ADAPTIVE_PREFETCH_MAX
+    [0.01, 1000], // very short jobs: capped at ADAPTIVE_PREFETCH_MAX
     [5, 100], // 50 ms of work at 5 ms a job, 10 at a time
     [100, 5],
     [10_000, 0], // long jobs: nothing held back from other workers
