@@ -40,22 +40,27 @@ export const ADAPTIVE_QUEUE_MS = 50;
 export const ADAPTIVE_PREFETCH_MAX = 1000;
 
 /**
- * Most claims in flight at once. A claim's time grows with its size (the rows are updated, logged
- * and read back), so one claim at a time caps a worker at about one claim's rows per claim time
- * however idle the database is; a second claim overlaps the first. Only when no actor declares
- * `maxConcurrent`: each claim in flight counts as a producer in that limit's over-admission bound.
+ * Most claims in flight at once: one. A worker used to start a second claim beside the first once a
+ * quarter of its capacity was free, so that claim time (which grows with the claim's size) did not
+ * cap it. With claims of up to 1,000 jobs ({@link ADAPTIVE_PREFETCH_MAX}) the overlap cost more
+ * than it gave: the second claim walked past every row the first held locked (`SKIP LOCKED` still
+ * visits them) and the two contended at the head of the dispatch index. With one claim, in
+ * in-process drains of 40,000 no-op jobs, worker and Postgres CPU per job were ~10 % and ~4 % lower;
+ * in 4 alternating pairs of `npm run bench -- --only processing` runs, TaskQ's mean ratio to
+ * graphile-worker's tuned configuration went from 0.93 to 1.03 at c=10 (ahead in every pair), 0.68
+ * to 0.75 with 2 processes and 0.74 to 0.82 with 4, and from 1.05 to 0.98 at c=50 (behind in three
+ * pairs of four). A worker also holds one Postgres connection fewer.
  */
-export const MAX_CLAIMS_IN_FLIGHT = 2;
+export const MAX_CLAIMS_IN_FLIGHT = 1;
 
 /** Longest a denial pauses claims for an actor (`Producer.pauseActor`). */
 export const MAX_ACTOR_PAUSE_MS = 5_000;
 
 /**
- * Claims jobs up to the worker's free capacity and hands them to the runner. It claims again at
- * once after a full batch, and otherwise sleeps until a NOTIFY wake-up, a freed slot, or the poll
- * period. While there is a backlog, a second claim may start while one is in flight, once a quarter
- * of the local capacity is free beyond what the first asked for ({@link MAX_CLAIMS_IN_FLIGHT});
- * otherwise wake-ups that arrive during a claim coalesce into the next one.
+ * Claims jobs up to the worker's free capacity and hands them to the runner, one claim at a time
+ * ({@link MAX_CLAIMS_IN_FLIGHT}). It claims again at once after a full batch, and otherwise sleeps
+ * until a NOTIFY wake-up, a freed slot, or the poll period; wake-ups that arrive during a claim
+ * coalesce into the next one.
  *
  * Claims are batched: a claim costs a few milliseconds whatever its size, so while handlers still
  * have claimed jobs waiting, the producer waits until half of the local capacity
@@ -76,10 +81,6 @@ export class Producer {
   private reserved = 0;
   /** Wake-ups received so far: one that arrives during a claim may not be in that claim's snapshot. */
   private wakeUps = 0;
-  /** The last claim to finish got at least half of what it asked for: a backlog to overlap claims on. */
-  private backlogSeen = false;
-  /** Overlapping claims are allowed: no actor of this worker declares `maxConcurrent`. */
-  private readonly mayOverlap: boolean;
   /** Actors not to claim for until the given `performance.now()` time (a limit that denies them all). */
   private readonly pausedUntil = new Map<string, number>();
   /** Most jobs per claim for actors a shared limit denied lately (growing by one per admitted job). */
@@ -90,9 +91,7 @@ export class Producer {
     private readonly runner: JobRunner,
     private readonly options: ProducerOptions,
     private readonly logger: Logger,
-  ) {
-    this.mayOverlap = options.actors.every((a) => a.maxConcurrent === null);
-  }
+  ) {}
 
   start(): void {
     this.loopPromise ??= this.loop();
@@ -265,18 +264,9 @@ export class Producer {
     return rows.length;
   }
 
-  /** True when another claim may start now (see {@link MAX_CLAIMS_IN_FLIGHT}). */
+  /** True when a claim may start now (see {@link MAX_CLAIMS_IN_FLIGHT}). */
   private mayStartClaim(free: number): boolean {
-    if (this.inFlight.size === 0) return this.worthClaiming(free);
-    // Only while there is a backlog (the last claim came back well filled): when jobs trickle in, a wake-up
-    // waits for the claim in flight, so that each claim carries more jobs for its fixed cost.
-    // Overlapping claims are smaller: a quarter of the local capacity is enough to start one.
-    return (
-      this.inFlight.size < MAX_CLAIMS_IN_FLIGHT &&
-      this.backlogSeen &&
-      this.mayOverlap &&
-      free >= Math.max(1, Math.floor((this.options.maxConcurrency + this.prefetch()) / 4))
-    );
+    return this.inFlight.size < MAX_CLAIMS_IN_FLIGHT && this.worthClaiming(free);
   }
 
   /**
@@ -291,9 +281,6 @@ export class Producer {
       .then(
         (claimed) => {
           this.errorStreak = 0;
-          // A claim that got at least half of what it asked for found a backlog (two overlapping
-          // claims share the head of the queue, so neither need come back quite full).
-          this.backlogSeen = claimed > 0 && claimed * 2 >= free;
           return claimed > 0 && claimed === free;
         },
         (err: unknown) => {

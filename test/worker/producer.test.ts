@@ -1,7 +1,7 @@
 /**
  * The producer's claim sizing, without a database: adaptive prefetch from the handlers' average
  * duration, claims batched to half of the local capacity unless a slot would sit idle, and actors
- * left out of claims while a limit denies all their jobs, and a second claim overlapping the first.
+ * left out of claims while a limit denies all their jobs, and one claim in flight at a time.
  */
 import { describe, expect, it } from 'vitest';
 
@@ -225,7 +225,7 @@ describe('claims in flight', () => {
 
   const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
 
-  it('with a backlog, starts a second claim for a quarter of the capacity while the first is still running', async () => {
+  it('never starts a second claim while one is in flight, however much capacity frees', async () => {
     const { producer, state, limits, release } = overlapping(null);
     producer.start();
     await settle();
@@ -234,22 +234,21 @@ describe('claims in flight', () => {
     producer.notify();
     await settle();
     expect(limits).toEqual([20]); // in flight: its 20 jobs count as held
-    release(true); // it came back full: a backlog; the next claim starts at once
+    release(true); // it came back full: there may be more, so the next claim starts at once
     await settle();
     expect(limits).toEqual([20, 20]);
-    state.buffered = 0; // 10 more free while that claim runs
+    state.buffered = -10; // 20 more free while that claim runs: no second claim beside it
     producer.notify();
     await settle();
-    expect(limits).toEqual([20, 20, 10]);
-    state.buffered = -10; // more room still: no third claim while two are in flight
-    producer.notify();
+    expect(limits).toEqual([20, 20]);
+    release(); // it found nothing, but a wake-up came meanwhile: claim what is free now
     await settle();
-    expect(limits).toEqual([20, 20, 10]);
+    expect(limits).toEqual([20, 20, 40]);
     release();
     await producer.stop();
   });
 
-  it('without a backlog, a wake-up during a claim waits for it (jobs that trickle in share one claim)', async () => {
+  it('a wake-up during a claim waits for it: jobs that trickle in share the next claim', async () => {
     const { producer, state, limits, release } = overlapping(null);
     producer.start();
     state.buffered = 10;
@@ -261,7 +260,7 @@ describe('claims in flight', () => {
     producer.notify(); // a new job
     await settle();
     expect(limits).toEqual([20, 30]);
-    state.buffered = -20; // room for a second claim (30 free): only the missing backlog holds it back
+    state.buffered = -20; // 30 more free
     producer.notify(); // another, while the claim for the first runs
     await settle();
     expect(limits).toEqual([20, 30]);
@@ -272,7 +271,7 @@ describe('claims in flight', () => {
     await producer.stop();
   });
 
-  it('keeps one claim in flight when an actor declares maxConcurrent (its over-admission bound)', async () => {
+  it('holds to one claim in flight when an actor declares maxConcurrent too (its over-admission bound)', async () => {
     const { producer, state, limits, release } = overlapping(5);
     producer.start();
     state.buffered = 10;
@@ -282,9 +281,7 @@ describe('claims in flight', () => {
     producer.notify();
     await settle();
     expect(limits).toEqual([20]);
-    release(); // the claim found nothing: the producer waits for a wake-up
-    await settle();
-    producer.notify();
+    release(); // the claim found nothing; the wake-up during it starts the next one
     await settle();
     expect(limits).toEqual([20, 30]); // the next claim takes all that is free
     release();
