@@ -25,11 +25,11 @@ export const MAX_SETTLE_BATCH = 1000;
  * the writes in flight. More would not make the next write larger (it takes at most
  * {@link MAX_SETTLE_BATCH}); it would only keep finished jobs in memory longer — long enough, at a
  * few thousand, to outlive the young generation and be promoted, so that the garbage collector
- * copied them and full collections freed them. (Measured when a write took 500; at 1,000 the worker's
-CPU per job did not grow.) Against the earlier bound of
+ * copied them and full collections freed them. Against the earlier bound of
  * `max(1000, 4 × (maxConcurrency + largest prefetch))`, in alternating in-process drains of 40,000
  * no-op jobs (4 pairs each): worker CPU per job −18 % at c=10 and −25 % at c=50, throughput +5 % and
- * +14 %; peak RSS over 100,000 jobs at c=50 181–185 → 153–174 MB.
+ * +14 %; peak RSS over 100,000 jobs at c=50 181–185 → 153–174 MB. (Measured when a write took
+ * 500 outcomes; at 1,000 the worker's CPU per job did not grow.)
  */
 export const MAX_SETTLE_BACKLOG = MAX_SETTLE_BATCH;
 
