@@ -38,12 +38,12 @@ export const MAX_SETTLE_BACKLOG = MAX_SETTLE_BATCH;
  * {@link SECOND_WRITE_MIN} outcomes wait for it. Why: with one write at a time, a single busy worker
  * left the machine's two cores idle for about a fifth of a drain (`/proc/stat`, in-process drains of
  * 40,000 no-op jobs) — a write spends part of its time waiting, not computing, not least for its
- * commit's WAL flush (a few hundred kilobytes for a full batch) — and with two, 11–15 %. In 3
+ * commit's WAL flush (a few hundred kilobytes for 500 outcomes) — and with two, 11–15 %. In 3
  * alternating pairs of `npm run bench -- --only processing` runs, TaskQ's mean ratio to
  * graphile-worker's tuned configuration went from 0.82 to 0.97 at c=10 and from 0.87 to 0.98 at
  * c=50, level with 2 and 4 worker processes (0.68 → 0.69, 0.72 → 0.73).
  * Starting the second write at half a batch instead gained less with one process and lost with
- * several (0.64 / 0.68).
+ * several (0.64 / 0.68). (Measured with batches of 500 and two claims in flight.)
  */
 export const MAX_SETTLE_WRITES_IN_FLIGHT = 2;
 

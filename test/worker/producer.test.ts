@@ -197,7 +197,7 @@ describe('actors paused by a denial', () => {
 
 describe('claims in flight', () => {
   /** A producer whose claims stay in flight until `release()`; `limits` records each claim's size. */
-  function overlapping(maxConcurrent: number | null) {
+  function heldClaims(maxConcurrent: number | null) {
     const state = { running: 10, buffered: 30 };
     const limits: number[] = [];
     const pending: ((full: boolean) => void)[] = [];
@@ -213,7 +213,7 @@ describe('claims in flight', () => {
     } as unknown as Backend;
     const producer = makeProducer(backend, fakeRunner(state), {
       actors: [{ name: 'a', maxConcurrent }],
-      prefetch: 30, // capacity 40: a first claim from 20 free, an overlapping one from 10
+      prefetch: 30, // capacity 40: a claim once 20 are free (half of it)
       pollIntervalMs: () => 60_000,
     });
     /** Finishes the claims in flight: with every job they asked for (`full`), or with none. */
@@ -226,7 +226,7 @@ describe('claims in flight', () => {
   const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
 
   it('never starts a second claim while one is in flight, however much capacity frees', async () => {
-    const { producer, state, limits, release } = overlapping(null);
+    const { producer, state, limits, release } = heldClaims(null);
     producer.start();
     await settle();
     expect(limits).toEqual([]); // nothing free: capacity 40 held
@@ -249,7 +249,7 @@ describe('claims in flight', () => {
   });
 
   it('a wake-up during a claim waits for it: jobs that trickle in share the next claim', async () => {
-    const { producer, state, limits, release } = overlapping(null);
+    const { producer, state, limits, release } = heldClaims(null);
     producer.start();
     state.buffered = 10;
     producer.notify();
@@ -272,7 +272,7 @@ describe('claims in flight', () => {
   });
 
   it('holds to one claim in flight when an actor declares maxConcurrent too (its over-admission bound)', async () => {
-    const { producer, state, limits, release } = overlapping(5);
+    const { producer, state, limits, release } = heldClaims(5);
     producer.start();
     state.buffered = 10;
     producer.notify();
