@@ -1,6 +1,7 @@
 /**
  * Cost per job as the jobs table grows. For each size the table is filled with SQL (half pending
- * backlog of the benchmark queue, half terminal history), vacuumed and analysed; then:
+ * backlog of the benchmark queue, half terminal history), vacuumed and analysed, and the server
+ * checkpointed (see {@link checkpoint}); then:
  * - enqueue cost: single enqueues and bulk calls into the filled table (ms per job);
  * - drain cost: one worker process at c=10 drains the backlog; ms per job between the 20 % and
  *   100 % marks of `drainJobs` handler starts (warm-up excluded; both marks seen with the same lag;
@@ -11,7 +12,9 @@
  * Runs for systems that can be filled with SQL: TaskQ and graphile-worker. Each round fills every
  * system's table afresh, systems alternating in rotated order as in the other workloads.
  */
-import { nowMs } from '../lib/common.js';
+import pg from 'pg';
+
+import { nowMs, PG_DSN } from '../lib/common.js';
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
 import { Fleet } from '../lib/fleet.js';
 import type { MetricSpec } from '../lib/results.js';
@@ -26,6 +29,22 @@ export const SCALE_METRICS = {
   bulk: ms('bulk enqueue (ms/job)'),
   fill: { metric: 'fill + VACUUM ANALYZE (s)', unit: 's', better: 'lower' } as MetricSpec,
 };
+
+/**
+ * A `CHECKPOINT` between the fill and the measurements. A fill of 1M rows writes ~0.5 GB of WAL,
+ * more than half of the server's `max_wal_size`: without it, the checkpoints that WAL forces ran
+ * during the next measurements (in a full run, back to back every 12–18 s through the 1M-row
+ * phase), and whichever system was measured then paid for another system's fill.
+ */
+async function checkpoint(): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_DSN });
+  await client.connect();
+  try {
+    await client.query('CHECKPOINT');
+  } finally {
+    await client.end();
+  }
+}
 
 export function sizeLabel(rows: number): string {
   return rows >= 1_000_000 ? `${rows / 1_000_000}M rows` : `${rows / 1000}k rows`;
@@ -49,6 +68,7 @@ export async function runScale(ctx: BenchContext): Promise<void> {
             let t = nowMs();
             await sys.fill({ rows, pending: Math.floor(rows / 2) });
             ctx.results.record('scale', label, SCALE_METRICS.fill, id, (nowMs() - t) / 1000);
+            await checkpoint();
 
             const single = 200;
             t = nowMs();

@@ -194,7 +194,15 @@ function loadRedisClass(): typeof Redis {
   return redisClass;
 }
 
-/** Builds a TaskQ-owned ioredis client that fails commands at once while disconnected (no offline queue). */
+/**
+ * Builds a TaskQ-owned ioredis client that fails commands at once while disconnected (no offline
+ * queue) and pipelines automatically: the commands issued in one turn of the event loop go out in
+ * one socket write. A busy worker issues several per job (a rate limit's script, the lifecycle
+ * events on the job's and the schema's progress channels), and one write each cost a system call
+ * and a wake-up of the Redis server: in alternating in-process drains of 20,000 jobs of an actor
+ * with a token bucket that never binds (3 pairs, c=10), Redis's CPU per job fell from 36–41 to
+ * 18 µs and the drain went from 6.6–6.9k to 7.3–7.4k jobs/s.
+ */
 export function createOwnedRedis(
   url: unknown,
   field: string,
@@ -208,6 +216,7 @@ export function createOwnedRedis(
     lazyConnect: extra.lazyConnect ?? false,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
+    enableAutoPipelining: true,
   });
 }
 
