@@ -495,6 +495,55 @@ describe('RedisProgressPublisher', () => {
     expect(pub.stats.failed).toBe(102);
   });
 
+  it('counts an event once per event, whatever its channels did, and survives a client that throws', async () => {
+    const jobId = newJobId();
+    const event = {
+      v: 1 as const,
+      kind: 'progress' as const,
+      jobId,
+      actor: 'steps',
+      ts: new Date().toISOString(),
+      seq: 1,
+      status: 'running' as const,
+      terminal: false,
+    };
+    // A client you pass in that throws at once (as ioredis does after `quit()`).
+    const throwing = {
+      publish: () => {
+        throw new Error('Connection is closed.');
+      },
+    };
+    const broken = new RedisProgressPublisher({ redis: throwing as never, schema: db.schema });
+    expect(() => broken.publish(event)).not.toThrow();
+    expect(broken.stats).toEqual({ published: 0, failed: 1, pending: 0 });
+    // One channel answers, the other fails: the event failed, counted once.
+    let calls = 0;
+    const halfBroken = {
+      publish: (_c: string, _m: string, cb: (err: Error | null, n?: number) => void) => {
+        const ok = calls++ % 2 === 0;
+        setImmediate(() => (ok ? cb(null, 0) : cb(new Error('LOADING'))));
+      },
+    };
+    const half = new RedisProgressPublisher({ redis: halfBroken as never, schema: db.schema });
+    half.publish(event);
+    half.publish({ ...event, seq: 2 });
+    expect(half.stats.pending).toBe(2);
+    await half.close();
+    expect(half.stats).toEqual({ published: 0, failed: 2, pending: 0 });
+    // Only the job's channel (no global one): one answer completes the event.
+    const single = new RedisProgressPublisher({
+      redis: {
+        publish: (_c: string, _m: string, cb: (err: null, n: number) => void) =>
+          setImmediate(() => cb(null, 1)),
+      } as never,
+      schema: db.schema,
+      publishGlobal: false,
+    });
+    single.publish(event);
+    await single.close();
+    expect(single.stats).toEqual({ published: 1, failed: 0, pending: 0 });
+  });
+
   it('a worker with an unreachable TASKQ_REDIS_URL still runs jobs; streams fall back to Postgres', async () => {
     const w = new Worker({
       actors: [stepsElsewhere],
