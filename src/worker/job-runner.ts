@@ -481,7 +481,7 @@ export class JobRunner {
     const row = job.row;
     const limits = this.limits!;
     try {
-      job.limits = await limits.acquire(row, actor);
+      job.limits = await limits.acquire(row, actor, job.abort);
       this.onActorAdmitted(actor.name);
     } catch (err) {
       this.freeSlot(job);

@@ -5,7 +5,7 @@
  * clearly; slots are freed when handlers end and renewed by the heartbeat; the in-memory backend
  * gets the same gate.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -127,6 +127,60 @@ describe('a rate-limited actor', () => {
       for (const h of handles) expect(await h.wait({ timeout: '20s' })).toBe(1);
       expect(peak).toBe(2);
       await waitFor(async () => (await slots.peek({ driver: db.driver, schema: db.schema })).heldCount === 0);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('parks a job denied a slot its worker holds until that slot is freed, instead of rescheduling it', async () => {
+    const slot = new ConcurrencyReservation(`parked-${run}`, { slots: 1, lease: '30s' });
+    const order: string[] = [];
+    const serial = actor(
+      { name: 'rl_parked', queue: QUEUE, reservations: [slot] },
+      async (p: { n: number }) => {
+        order.push(`start ${p.n}`);
+        // Shorter than the local retry's waits (25 + 75 + 150 ms): a released slot must wake the
+        // parked job, not the end of a wait.
+        await new Promise((r) => setTimeout(r, 40));
+        order.push(`end ${p.n}`);
+      },
+    );
+    const handles = await Promise.all([0, 1].map((n) => tq.enqueue(serial, { n })));
+    const worker = new Worker({ actors: [serial], settings: baseSettings() });
+    await worker.start();
+    try {
+      for (const h of handles) await h.wait({ timeout: '10s' });
+      // One at a time, and no job went back to the queue: one attempt row each, and it succeeded.
+      expect(order).toEqual([
+        order[0],
+        order[0]!.replace('start', 'end'),
+        order[2],
+        order[2]!.replace('start', 'end'),
+      ]);
+      expect(order[0]).not.toBe(order[2]);
+      for (const h of handles) expect((await h.attempts()).map((a) => a.outcome)).toEqual(['succeeded']);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('reschedules a job whose slot is still held once the local retry is spent', async () => {
+    const slot = new ConcurrencyReservation(`held-${run}`, { slots: 1, lease: '30s' });
+    const blocked = actor({ name: 'rl_held', queue: QUEUE, reservations: [slot] }, async () => 'ran');
+    const registry = new RateLimitRegistry();
+    registry.register(slot);
+    const worker = new Worker({ actors: [blocked], settings: baseSettings(), rateLimitRegistry: registry });
+    await worker.start();
+    // Another holder (not this worker: its release would never be seen here) keeps the only slot.
+    await slot.acquire(randomUUID(), randomUUID(), { driver: db.driver, schema: db.schema });
+    try {
+      const h = await tq.enqueue(blocked, {});
+      await waitFor(async () => (await tq.getRow(h.jobId))!.status === 'scheduled', 10_000);
+      const [denied] = await h.attempts();
+      expect(denied!.outcome).toBe('reservation_denied');
+      // The attempt lasted about the local retry's waits (25 + 75 + 150 ms), not much longer.
+      expect(denied!.durationMs).toBeGreaterThanOrEqual(200);
+      expect(denied!.durationMs).toBeLessThan(5_000);
     } finally {
       await worker.stop();
     }
