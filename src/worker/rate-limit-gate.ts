@@ -211,6 +211,8 @@ export class RateLimitGate {
         )
           throw err;
         await this.registry.waitForRelease(err.bucketName, Math.min(wait, err.retryAfterMs), abort?.signal);
+        // Cancelled or shutting down while parked: no further try (it could start the handler).
+        if (abort?.aborted) throw err;
       }
     }
   }
