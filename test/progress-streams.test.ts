@@ -20,7 +20,7 @@ import { silentLogger } from '../src/obs/logger.js';
 import { JobNotificationFanout } from '../src/progress/job-notification-fanout.js';
 import { progressGlobalChannel, progressJobChannel } from '../src/progress/progress-channels.js';
 import type { JobEvent, ProgressEvent } from '../src/progress/progress-event.js';
-import { RedisProgressPublisher } from '../src/progress/redis-progress-publisher.js';
+import { MAX_EVENTS_PER_CALL, RedisProgressPublisher } from '../src/progress/redis-progress-publisher.js';
 import { Worker } from '../src/worker/worker.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from './helpers/db.js';
 import { waitFor } from './helpers/wait.js';
@@ -515,6 +515,9 @@ describe('RedisProgressPublisher', () => {
     };
     const broken = new RedisProgressPublisher({ redis: throwing as never, schema: db.schema });
     expect(() => broken.publish(event)).not.toThrow();
+    // Sent at the end of this turn of the event loop.
+    expect(broken.stats).toEqual({ published: 0, failed: 0, pending: 1 });
+    await new Promise((resolve) => setImmediate(resolve));
     expect(broken.stats).toEqual({ published: 0, failed: 1, pending: 0 });
     // One channel answers, the other fails: the event failed, counted once.
     let calls = 0;
@@ -542,6 +545,86 @@ describe('RedisProgressPublisher', () => {
     single.publish(event);
     await single.close();
     expect(single.stats).toEqual({ published: 1, failed: 0, pending: 0 });
+  });
+
+  it('sends the events of one turn together, in order, split into script calls of MAX_EVENTS_PER_CALL', async () => {
+    const sub = redis.duplicate();
+    const global: string[] = [];
+    const perJob = new Map<string, number>();
+    sub.on('message', (channel: string, message: string) => {
+      if (channel === progressGlobalChannel(db.schema)) global.push(message);
+      else perJob.set(channel, (perJob.get(channel) ?? 0) + 1);
+    });
+    const jobIds = Array.from({ length: 3 }, () => newJobId());
+    await sub.subscribe(
+      progressGlobalChannel(db.schema),
+      ...jobIds.map((id) => progressJobChannel(db.schema, id)),
+    );
+    const pub = new RedisProgressPublisher({ redisUrl: REDIS_URL, schema: db.schema });
+    const count = MAX_EVENTS_PER_CALL * 2 + 7;
+    const sent = (seq: number) => ({
+      v: 1 as const,
+      kind: 'progress' as const,
+      jobId: jobIds[seq % 3]!,
+      actor: 'steps',
+      ts: new Date().toISOString(),
+      seq,
+      status: 'running' as const,
+      terminal: false,
+    });
+    // Wait for the connection, so that every event of the burst is sent rather than refused.
+    await waitFor(async () => {
+      pub.publish(sent(0));
+      return global.length > 0;
+    }, 10_000);
+    await waitFor(() => pub.stats.pending === 0, 10_000, 'the probes to be answered');
+    const stats0 = pub.stats;
+    for (let seq = 1; seq <= count; seq++) pub.publish(sent(seq));
+    expect(pub.stats.pending).toBe(count);
+    const burst = () => global.map((m) => (JSON.parse(m) as ProgressEvent).seq).filter((seq) => seq > 0);
+    await waitFor(() => burst().length === count, 10_000, 'every event on the global channel');
+    await pub.close();
+    sub.disconnect();
+    expect(burst()).toEqual(Array.from({ length: count }, (_, i) => i + 1));
+    const jobTotal = [...perJob.values()].reduce((a, b) => a + b, 0);
+    expect(jobTotal).toBe(global.length);
+    expect(pub.stats).toEqual({ failed: stats0.failed, pending: 0, published: stats0.published + count });
+  });
+
+  it('counts every event of a failed script call as failed, once', async () => {
+    const warnings: object[] = [];
+    const logger = { ...silentLogger, warn: (o: object) => void warnings.push(o) };
+    const scripted: Record<string, unknown> = {
+      publish: () => {
+        throw new Error('not used for a batch');
+      },
+      defineCommand(name: string) {
+        scripted[name] = (...args: unknown[]) => {
+          const cb = args.at(-1) as (err: Error) => void;
+          setImmediate(() => cb(new Error('BUSY Redis is busy running a script')));
+        };
+      },
+    };
+    const pub = new RedisProgressPublisher({
+      redis: scripted as never,
+      schema: db.schema,
+      logger: { ...logger, child: () => logger },
+    });
+    const jobId = newJobId();
+    for (let seq = 1; seq <= 5; seq++)
+      pub.publish({
+        v: 1,
+        kind: 'progress',
+        jobId,
+        actor: 'a',
+        ts: '',
+        seq,
+        status: 'running',
+        terminal: false,
+      });
+    await pub.close();
+    expect(pub.stats).toEqual({ published: 0, failed: 5, pending: 0 });
+    expect(warnings).toEqual([expect.objectContaining({ events: 5, failed: 5, jobId })]);
   });
 
   it('a worker with an unreachable TASKQ_REDIS_URL still runs jobs; streams fall back to Postgres', async () => {

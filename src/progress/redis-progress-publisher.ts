@@ -10,7 +10,16 @@ import { validateSchemaName } from '../schema-name.js';
 import { buildProgressEvent, encodeProgressEvent } from './progress-event-codec.js';
 import { progressGlobalChannel, progressJobChannel } from './progress-channels.js';
 import type { ProgressEvent, ProgressPublisher } from './progress-event.js';
+import * as LUA from './lua.generated.js';
 import { RateLimitedWarning } from './rate-limited-warning.js';
+
+/** The name `publish-many.lua` is defined under on the client. */
+const PUBLISH_MANY = 'taskqPublishProgressMany';
+
+/** Events per script call: a larger flush is split, so that no one call holds Redis for long. */
+export const MAX_EVENTS_PER_CALL = 500;
+
+type PublishManyFn = (...args: (string | ((err?: unknown) => void))[]) => unknown;
 
 /** Options of {@link RedisProgressPublisher}. Give exactly one of `redisUrl` and `redis`. */
 export interface RedisProgressPublisherOptions {
@@ -18,7 +27,10 @@ export interface RedisProgressPublisherOptions {
   schema: string;
   /** `redis://` or `rediss://` URL; the publisher builds and owns the client (closed by `close()`). */
   redisUrl?: string;
-  /** Your own ioredis client; the publisher never closes it. */
+  /**
+   * Your own ioredis client; the publisher never closes it. It defines one script command on it,
+   * `taskqPublishProgressMany` (a client without `defineCommand` gets plain PUBLISHes).
+   */
   redis?: Redis;
   /** Also publish to the schema-wide channel `taskq:{schema}:progress`. Default true. */
   publishGlobal?: boolean;
@@ -45,6 +57,10 @@ export interface ProgressPublisherStats {
  * `taskq:{schema}:progress:{jobId}` and, when `publishGlobal` is on, to `taskq:{schema}:progress`.
  * The payload is the event as JSON (absent fields left out).
  *
+ * Events published in one turn of the event loop go out together, at the end of that turn: one
+ * `publish-many.lua` script call per up to {@link MAX_EVENTS_PER_CALL} events (a lone event, or a
+ * client you pass in without `defineCommand`, by plain PUBLISHes). Order is kept.
+ *
  * Fire-and-forget: `publish()` returns at once and never throws. A failed publish is counted and
  * logged (`progress-publish-failed`, at most once per `warnIntervalMs`); Postgres stays the durable
  * record of progress. While Redis is unreachable an owned client fails publishes at once instead
@@ -59,8 +75,12 @@ export class RedisProgressPublisher implements ProgressPublisher {
   private readonly closeTimeoutMs: number;
   private readonly failures: RateLimitedWarning;
   private readonly connectionErrors: RateLimitedWarning;
-  /** Events sent and not yet answered on every channel. */
+  /** Events queued or sent and not yet answered on every channel. */
   private inFlight = 0;
+  /** Events waiting for the flush: job id, then encoded event, per event. */
+  private queued: string[] = [];
+  private flushScheduled = false;
+  private scriptDefined = false;
   /** Resolves `close()`'s wait once `inFlight` drops to zero. */
   private onIdle: (() => void) | null = null;
   private published = 0;
@@ -118,34 +138,82 @@ export class RedisProgressPublisher implements ProgressPublisher {
     try {
       payload = encodeProgressEvent(event);
     } catch (err) {
-      this.fail(err, event.jobId);
+      this.fail(err, event.jobId, 1);
       return;
     }
-    // Callbacks, not promises: a busy worker publishes every job's terminal event, and a chain of
-    // promises per event (one per command, their join, its settlement) was a measurable share of
-    // its CPU. An event counts as published once every channel has taken it.
-    const jobId = event.jobId;
+    // Queued for this turn of the event loop: a worker publishes the terminal events of a whole
+    // outcome write at once (hundreds), and one command per channel per event was most of what a
+    // Redis URL cost it (each ioredis command allocates a command object, its promise and its
+    // reply). The flush sends them in one script call.
+    this.inFlight++;
+    this.queued.push(event.jobId, payload);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flush);
+    }
+  }
+
+  /** Sends the queued events: one script call per {@link MAX_EVENTS_PER_CALL}, or plain PUBLISHes. */
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    const queued = this.queued;
+    this.queued = [];
+    const events = queued.length / 2;
+    if (events === 1 || typeof this.redis.defineCommand !== 'function') {
+      for (let i = 0; i < queued.length; i += 2) this.publishEach(queued[i]!, queued[i + 1]!);
+      return;
+    }
+    if (!this.scriptDefined) {
+      this.redis.defineCommand(PUBLISH_MANY, { numberOfKeys: 0, lua: LUA.publishMany });
+      this.scriptDefined = true;
+    }
+    const global = this.publishGlobal ? progressGlobalChannel(this.schema) : '';
+    for (let from = 0; from < queued.length; from += 2 * MAX_EVENTS_PER_CALL) {
+      const to = Math.min(queued.length, from + 2 * MAX_EVENTS_PER_CALL);
+      const args: string[] = [global];
+      for (let i = from; i < to; i += 2)
+        args.push(progressJobChannel(this.schema, queued[i]!), queued[i + 1]!);
+      const n = (to - from) / 2;
+      const done = (err?: unknown): void => this.settled(n, err, queued[from]!);
+      try {
+        (this.redis as unknown as Record<string, PublishManyFn>)[PUBLISH_MANY]!.call(
+          this.redis,
+          ...args,
+          done,
+        );
+      } catch (err) {
+        // A caller's client may throw synchronously (e.g. after `quit()`); never let it reach the handler.
+        done(err);
+      }
+    }
+  };
+
+  /** One event by one PUBLISH per channel (a lone event, or a client without scripts). */
+  private publishEach(jobId: string, payload: string): void {
+    // Callbacks, not promises: an event counts as published once every channel has taken it.
     let left = this.publishGlobal ? 2 : 1;
     let error: unknown = null;
     const done = (err?: unknown): void => {
       if (err && error === null) error = err;
-      if (--left > 0) return;
-      this.inFlight--;
-      if (error === null) this.published++;
-      else this.fail(error, jobId);
-      if (this.inFlight === 0) this.onIdle?.();
+      if (--left === 0) this.settled(1, error, jobId);
     };
     const send = (channel: string): void => {
       try {
         this.redis.publish(channel, payload, done);
       } catch (err) {
-        // A caller's client may throw synchronously (e.g. after `quit()`); never let it reach the handler.
         done(err);
       }
     };
-    this.inFlight++;
     send(progressJobChannel(this.schema, jobId));
     if (this.publishGlobal) send(progressGlobalChannel(this.schema));
+  }
+
+  /** Counts `n` events answered (published, or failed with `err`). */
+  private settled(n: number, err: unknown, firstJobId: string): void {
+    this.inFlight -= n;
+    if (!err) this.published += n;
+    else this.fail(err, firstJobId, n);
+    if (this.inFlight === 0) this.onIdle?.();
   }
 
   publishTerminal(
@@ -182,11 +250,12 @@ export class RedisProgressPublisher implements ProgressPublisher {
     if (this.owned) await closeOwnedRedis(this.redis);
   }
 
-  private fail(err: unknown, jobId: string): void {
-    this.failed++;
+  private fail(err: unknown, jobId: string, events: number): void {
+    this.failed += events;
     this.failures.warn({
       err: err instanceof Error ? err.message : String(err),
       jobId,
+      events,
       failed: this.failed,
     });
   }
