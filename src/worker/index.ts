@@ -16,4 +16,4 @@ export {
   type SettingProblem,
 } from '../settings/load-worker-settings.js';
 export { RESERVATION_DENIAL_MAX_DELAY_MS } from './job-runner.js';
-export { LOCAL_RETRY_WAITS_MS } from './rate-limit-gate.js';
+export { LOCAL_RETRY_WAITS_MS, RATE_LIMIT_LOCAL_WAIT_MS } from './rate-limit-gate.js';

@@ -28,7 +28,7 @@ import {
 import { loadWorkerSettings } from '../../src/settings/load-worker-settings.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { RESERVATION_DENIAL_MAX_DELAY_MS, denialDelayMs } from '../../src/worker/job-runner.js';
-import { RateLimitGate } from '../../src/worker/rate-limit-gate.js';
+import { RATE_LIMIT_LOCAL_WAIT_MS, RateLimitGate } from '../../src/worker/rate-limit-gate.js';
 import { RateLimitSweeper } from '../../src/worker/rate-limit-sweeper.js';
 import { Worker } from '../../src/worker/worker.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
@@ -226,6 +226,86 @@ describe('claims paused by an actor-wide denial', () => {
     expect(gate.deniesActorWide(QUEUE, a, 'per-tenant:acme')).toBe(false);
     expect(gate.deniesActorWide(QUEUE, a, 'per-tenant-slots:acme')).toBe(false);
     expect(gate.deniesActorWide(QUEUE, a, queueConcurrencyReservationName(QUEUE))).toBe(false); // not capped here
+  });
+});
+
+describe("a rate limit's denial waited out in the worker", () => {
+  /**
+   * A gate for an actor limited by `bucket`, whose registry counts tries and, among the tries after
+   * the first `burst`, the most in flight at once.
+   */
+  async function countedGate(bucket: TokenBucket, burst = 0) {
+    const limited = actor(
+      { name: `rlx_wait_${bucket.name}`, queue: QUEUE, rateLimits: [bucket] },
+      async () => 1,
+    );
+    const registry = new RateLimitRegistry();
+    const gate = gateFor(registry, limited);
+    await gate.start([]);
+    const tries = { total: 0, inFlight: 0, mostInFlight: 0 };
+    const acquireForActor = registry.acquireForActor.bind(registry);
+    registry.acquireForActor = async (...args) => {
+      const counted = ++tries.total > burst;
+      if (counted) tries.mostInFlight = Math.max(tries.mostInFlight, ++tries.inFlight);
+      try {
+        return await acquireForActor(...args);
+      } finally {
+        if (counted) tries.inFlight--;
+      }
+    };
+    const job = () => ({ id: randomUUID(), queue: QUEUE, payload: {} });
+    return { gate, limited, tries, job };
+  }
+
+  it('admits every job whose wait fits the bound, probing the limit one job at a time', async () => {
+    // One token every 25 ms: eight jobs at once need 175 ms, within RATE_LIMIT_LOCAL_WAIT_MS.
+    const { gate, limited, tries, job } = await countedGate(
+      new TokenBucket(`wait-${run}`, { capacity: 1, refillPerSecond: 40, backend: 'memory' }),
+      8,
+    );
+    const held = await Promise.all(Array.from({ length: 8 }, () => gate.acquire(job(), limited)));
+    expect(held.map((h) => h.length)).toEqual(Array(8).fill(1));
+    // After the first eight tries (one admitted), the seven denied jobs took turns: one probe at a
+    // time, each admitted after a denial or two (all probing at each token would take 8 + 7 + … + 1).
+    expect(tries.total).toBeGreaterThan(8);
+    expect(tries.mostInFlight).toBe(1);
+    expect(tries.total).toBeLessThanOrEqual(8 + 3 * 7);
+    await gate.close();
+  });
+
+  it('gives up at once, for the job to be rescheduled, when the hint reaches past the bound', async () => {
+    const { gate, limited, tries, job } = await countedGate(
+      new TokenBucket(`slow-${run}`, { capacity: 1, refillPerSecond: 1, backend: 'memory' }),
+    );
+    await gate.acquire(job(), limited);
+    const t0 = performance.now();
+    const err = await gate.acquire(job(), limited).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ReservationUnavailable);
+    expect((err as ReservationUnavailable).source).toBe('rate_limit');
+    expect(performance.now() - t0).toBeLessThan(RATE_LIMIT_LOCAL_WAIT_MS);
+    expect(tries.total).toBe(2);
+    await gate.close();
+  });
+
+  it('ends the wait on abort (cancel, shutdown) with no further try', async () => {
+    const { gate, limited, tries, job } = await countedGate(
+      new TokenBucket(`abort-${run}`, { capacity: 1, refillPerSecond: 5, backend: 'memory' }),
+    );
+    await gate.acquire(job(), limited);
+    const ac = new AbortController();
+    const abort = {
+      get aborted() {
+        return ac.signal.aborted;
+      },
+      signal: ac.signal,
+    };
+    const waiting = gate.acquire(job(), limited, abort).catch((e: unknown) => e);
+    await new Promise((r) => setTimeout(r, 50));
+    ac.abort();
+    expect(await waiting).toBeInstanceOf(ReservationUnavailable);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(tries.total).toBe(2);
+    await gate.close();
   });
 });
 

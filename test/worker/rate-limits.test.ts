@@ -104,6 +104,33 @@ describe('a rate-limited actor', () => {
     }
   });
 
+  it('waits out a denial whose hint is short in the worker: no denial written, no job rescheduled', async () => {
+    // One token every 50 ms: three jobs at once are admitted over ~100 ms, within the bound.
+    const paced = actor(
+      {
+        name: 'rl_paced',
+        queue: QUEUE,
+        rateLimits: [
+          new TokenBucket(`paced-${run}`, { capacity: 1, refillPerSecond: 20, backend: 'memory' }),
+        ],
+      },
+      async () => performance.now(),
+    );
+    const handles = await Promise.all(Array.from({ length: 3 }, () => tq.enqueue(paced, {})));
+    const worker = new Worker({ actors: [paced], settings: baseSettings() });
+    await worker.start();
+    try {
+      const starts = (await Promise.all(handles.map((h) => h.wait({ timeout: '10s' })))).sort(
+        (a, b) => a - b,
+      );
+      // Paced by the bucket (a token per 50 ms; timers are never early, the first token is the burst).
+      expect(starts[2]! - starts[0]!).toBeGreaterThanOrEqual(90);
+      for (const h of handles) expect((await h.attempts()).map((a) => a.outcome)).toEqual(['succeeded']);
+    } finally {
+      await worker.stop();
+    }
+  });
+
   it('resolves names in the registry it is given, never runs more holders than slots, and frees every slot', async () => {
     const registry = new RateLimitRegistry();
     const slots = new ConcurrencyReservation(`shared-${run}`, { slots: 2, lease: '30s' });

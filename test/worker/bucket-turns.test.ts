@@ -1,0 +1,62 @@
+/**
+ * BucketTurns: one turn at a time per limit, in the order the jobs queued; a job that gives up
+ * (its deadline, an abort) leaves the queue without holding up the jobs behind it.
+ */
+import { describe, expect, it } from 'vitest';
+
+import { BucketTurns } from '../../src/worker/bucket-turns.js';
+
+const later = (ms: number) => performance.now() + ms;
+const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+
+describe('BucketTurns', () => {
+  it('gives turns one at a time per limit, first queued first, and limits apart', async () => {
+    const turns = new BucketTurns();
+    const order: string[] = [];
+    const first = (await turns.take('a', later(1000)))!;
+    const queued = ['b1', 'b2', 'b3'].map((name) =>
+      turns.take('a', later(1000)).then((end) => {
+        order.push(name);
+        return end!;
+      }),
+    );
+    // Another limit is not held up by this one.
+    const other = await turns.take('b', later(1000));
+    expect(other).not.toBeNull();
+    other!();
+    await tick(10);
+    expect(order).toEqual([]);
+    first();
+    const e1 = await queued[0]!;
+    await tick(10);
+    expect(order).toEqual(['b1']);
+    e1();
+    (await queued[1]!)();
+    (await queued[2]!)();
+    expect(order).toEqual(['b1', 'b2', 'b3']);
+    expect(turns.busy).toBe(0);
+  });
+
+  it('a job that gives up (deadline or abort) leaves its place; the jobs behind still get theirs', async () => {
+    const turns = new BucketTurns();
+    const first = (await turns.take('a', later(1000)))!;
+    const t0 = performance.now();
+    const timedOut = turns.take('a', later(30));
+    const abort = new AbortController();
+    const aborted = turns.take('a', later(1000), abort.signal);
+    const behind = turns.take('a', later(1000));
+    expect(await timedOut).toBeNull();
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(25);
+    abort.abort();
+    expect(await aborted).toBeNull();
+    let got = false;
+    void behind.then(() => (got = true));
+    await tick(10);
+    expect(got).toBe(false);
+    first();
+    const end = await behind;
+    expect(end).not.toBeNull();
+    end!();
+    expect(turns.busy).toBe(0);
+  });
+});
