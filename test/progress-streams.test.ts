@@ -417,6 +417,18 @@ describe('TaskQ.stream()', () => {
   });
 });
 
+/** A running job's progress event, as a publisher is given it. */
+const runningEvent = (jobId: string, seq: number, actor = 'steps'): ProgressEvent => ({
+  v: 1,
+  kind: 'progress',
+  jobId,
+  actor,
+  ts: new Date().toISOString(),
+  seq,
+  status: 'running',
+  terminal: false,
+});
+
 describe('RedisProgressPublisher', () => {
   it('publishes to the job channel and the schema-wide channel', async () => {
     const sub = redis.duplicate();
@@ -461,18 +473,7 @@ describe('RedisProgressPublisher', () => {
     });
     const jobId = newJobId();
     for (let seq = 1; seq <= 100; seq++) {
-      expect(() =>
-        pub.publish({
-          v: 1,
-          kind: 'progress',
-          jobId,
-          actor: 'steps',
-          ts: new Date().toISOString(),
-          seq,
-          status: 'running',
-          terminal: false,
-        }),
-      ).not.toThrow();
+      expect(() => pub.publish(runningEvent(jobId, seq))).not.toThrow();
     }
     expect(() => pub.publishTerminal(jobId, 'steps', 'failed', 100, {})).not.toThrow();
     await waitFor(() => pub.stats.failed === 101, 10_000, 'the failures to be counted');
@@ -482,31 +483,13 @@ describe('RedisProgressPublisher', () => {
     const t0 = performance.now();
     await pub.close();
     expect(performance.now() - t0).toBeLessThan(2500);
-    pub.publish({
-      v: 1,
-      kind: 'progress',
-      jobId,
-      actor: 'a',
-      ts: '',
-      seq: 101,
-      status: 'running',
-      terminal: false,
-    });
+    pub.publish(runningEvent(jobId, 101));
     expect(pub.stats.failed).toBe(102);
   });
 
   it('counts an event once per event, whatever its channels did, and survives a client that throws', async () => {
     const jobId = newJobId();
-    const event = {
-      v: 1 as const,
-      kind: 'progress' as const,
-      jobId,
-      actor: 'steps',
-      ts: new Date().toISOString(),
-      seq: 1,
-      status: 'running' as const,
-      terminal: false,
-    };
+    const event = runningEvent(jobId, 1);
     // A client you pass in that throws at once (as ioredis does after `quit()`).
     const throwing = {
       publish: () => {
@@ -562,16 +545,7 @@ describe('RedisProgressPublisher', () => {
     );
     const pub = new RedisProgressPublisher({ redisUrl: REDIS_URL, schema: db.schema });
     const count = MAX_EVENTS_PER_CALL * 2 + 7;
-    const sent = (seq: number) => ({
-      v: 1 as const,
-      kind: 'progress' as const,
-      jobId: jobIds[seq % 3]!,
-      actor: 'steps',
-      ts: new Date().toISOString(),
-      seq,
-      status: 'running' as const,
-      terminal: false,
-    });
+    const sent = (seq: number) => runningEvent(jobIds[seq % 3]!, seq);
     // Wait for the connection, so that every event of the burst is sent rather than refused.
     await waitFor(async () => {
       pub.publish(sent(0));
@@ -611,17 +585,7 @@ describe('RedisProgressPublisher', () => {
       logger: { ...logger, child: () => logger },
     });
     const jobId = newJobId();
-    for (let seq = 1; seq <= 5; seq++)
-      pub.publish({
-        v: 1,
-        kind: 'progress',
-        jobId,
-        actor: 'a',
-        ts: '',
-        seq,
-        status: 'running',
-        terminal: false,
-      });
+    for (let seq = 1; seq <= 5; seq++) pub.publish(runningEvent(jobId, seq));
     await pub.close();
     expect(pub.stats).toEqual({ published: 0, failed: 5, pending: 0 });
     expect(warnings).toEqual([expect.objectContaining({ events: 5, failed: 5, jobId })]);

@@ -25,4 +25,9 @@ export interface ActorAcquireRequest {
   payload?: unknown;
   /** Actor name, for payload-validation messages. */
   actor?: string;
+  /**
+   * Level of the `composition-denied` line a denial logs. Default `'info'`. The worker asks for
+   * `'debug'` on the tries it may still wait out, and logs the denial that ends the wait at info.
+   */
+  denialLogLevel?: 'info' | 'debug';
 }

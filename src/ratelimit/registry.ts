@@ -274,7 +274,8 @@ export class RateLimitRegistry {
    * AND-composition for one job: every reservation (in order), then one token of every rate limit
    * (in order). On any denial or error, everything already acquired is given back in reverse order
    * (each failure logged, `ratelimit-rollback-failure`), then the error is rethrown — a denial as
-   * `ReservationUnavailable` with a non-null `retryAfterMs` (5 s when the primitive gives none).
+   * `ReservationUnavailable` with a non-null `retryAfterMs` (5 s when the primitive gives none),
+   * logged as `composition-denied` at `request.denialLogLevel` (info by default).
    * Keyed refs are resolved first (payload validated by the ref's schema → `PayloadValidationError`),
    * so a bad payload acquires nothing.
    */
@@ -282,6 +283,7 @@ export class RateLimitRegistry {
     const c = this.withDefaults(ctx);
     const jobId = checkUuid(request.jobId, 'jobId');
     const workerId = checkUuid(request.workerId, 'workerId');
+    const logLevel = request.denialLogLevel === 'debug' ? 'debug' : 'info';
     const validated = new Map<Schema<unknown>, Promise<unknown>>();
     const reservations: ConcurrencyReservation[] = [];
     for (const entry of request.reservations ?? []) {
@@ -303,7 +305,7 @@ export class RateLimitRegistry {
           attempt = await res.tryAcquire(jobId, workerId, c);
         }
         if (!attempt.ok) {
-          c.logger?.info(
+          c.logger?.[logLevel](
             { jobId, failedBucket: res.name, source: 'reservation', retryAfterMs: attempt.retryAfterMs },
             'composition-denied',
           );
@@ -317,7 +319,7 @@ export class RateLimitRegistry {
         if (!d.allowed) {
           // Never a truthiness test: 0 ms is a valid delay.
           const retry = d.retryAfterMs === null ? DEFAULT_RESERVATION_BACKOFF_MS : d.retryAfterMs;
-          c.logger?.info(
+          c.logger?.[logLevel](
             { jobId, failedBucket: rl.name, source: 'rate_limit', retryAfterMs: retry },
             'composition-denied',
           );

@@ -207,7 +207,8 @@ export class RateLimitGate {
    *   job's first rate-limit denial: the job queues behind this worker's other jobs waiting on that
    *   limit and, at the head, sleeps out the hint and tries again ({@link waitOutRateLimit}).
    * `abort` (the job's cancel and shutdown flag) ends the waiting, with no further try. Throws
-   * `ReservationUnavailable` on the denial that ends it (nothing stays held),
+   * `ReservationUnavailable` on the denial that ends it (nothing stays held; logged as
+   * `composition-denied` at info, the denials waited out before it at debug),
    * `PayloadValidationError` when a keyed ref's key cannot be derived, or a store error.
    */
   async acquire(
@@ -225,18 +226,19 @@ export class RateLimitGate {
       } catch (e) {
         err = e;
       }
-      if (!(err instanceof ReservationUnavailable) || abort?.aborted) throw err;
+      if (!(err instanceof ReservationUnavailable)) throw err;
+      if (abort?.aborted) throw this.deniedFor(job, err);
       if (err.source === 'reservation') {
         const wait = LOCAL_RETRY_WAITS_MS[reservationRetries++];
-        if (wait === undefined) throw err;
+        if (wait === undefined) throw this.deniedFor(job, err);
         await this.registry.waitForRelease(err.bucketName, Math.min(wait, err.retryAfterMs), abort?.signal);
         // Cancelled or shutting down while parked: no further try (it could start the handler).
-        if (abort?.aborted) throw err;
+        if (abort?.aborted) throw this.deniedFor(job, err);
         attempt = () => this.acquireOnce(job, actor);
       } else {
         const now = performance.now();
         const until = (deadline ??= now + RATE_LIMIT_LOCAL_WAIT_MS);
-        if (now + err.retryAfterMs > until) throw err;
+        if (now + err.retryAfterMs > until) throw this.deniedFor(job, err);
         const denial = err;
         attempt = () => this.waitOutRateLimit(denial, now, until, job, actor, abort);
       }
@@ -288,6 +290,19 @@ export class RateLimitGate {
     }
   }
 
+  /**
+   * The denial that ends a job's acquisition, logged (`composition-denied`, info). The tries before
+   * it, which the gate may still wait out, log theirs at debug: a binding limit denies a probe or
+   * two per admitted job.
+   */
+  private deniedFor(job: { id: string }, err: ReservationUnavailable): ReservationUnavailable {
+    this.logger.info(
+      { jobId: job.id, failedBucket: err.bucketName, source: err.source, retryAfterMs: err.retryAfterMs },
+      'composition-denied',
+    );
+    return err;
+  }
+
   private acquireOnce(
     job: { id: string; queue: string; payload: unknown },
     actor: AnyActor,
@@ -303,6 +318,7 @@ export class RateLimitGate {
         workerId: this.options.workerId,
         payload: job.payload,
         actor: actor.name,
+        denialLogLevel: 'debug',
       },
       this.ctx,
     );

@@ -13,7 +13,7 @@ import { actor, type AnyActor } from '../../src/actor.js';
 import { AdminClient } from '../../src/admin/admin-client.js';
 import { SystemClock } from '../../src/clock.js';
 import { TaskQ } from '../../src/client/taskq.js';
-import { silentLogger } from '../../src/obs/logger.js';
+import { silentLogger, type Logger } from '../../src/obs/logger.js';
 import {
   ConcurrencyReservation,
   KEYED_IDLE_THRESHOLD_MS,
@@ -55,7 +55,7 @@ const baseSettings = () => ({
 const ctx = (): RateLimitContext => ({ driver: db.driver, schema: db.schema });
 
 /** A worker's rate-limit gate for one actor, on this file's schema (not started). */
-function gateFor(registry: RateLimitRegistry, a: AnyActor): RateLimitGate {
+function gateFor(registry: RateLimitRegistry, a: AnyActor, logger: Logger = silentLogger): RateLimitGate {
   return new RateLimitGate({
     registry,
     actors: new Map<string, AnyActor>([[a.name, a]]),
@@ -65,7 +65,7 @@ function gateFor(registry: RateLimitRegistry, a: AnyActor): RateLimitGate {
     driver: db.driver,
     heartbeatDriver: db.driver,
     clock: new SystemClock(),
-    logger: silentLogger,
+    logger,
   });
 }
 
@@ -240,7 +240,15 @@ describe("a rate limit's denial waited out in the worker", () => {
       async () => 1,
     );
     const registry = new RateLimitRegistry();
-    const gate = gateFor(registry, limited);
+    // `composition-denied` lines by level.
+    const denied = { info: 0, debug: 0 };
+    const logger: Logger = {
+      ...silentLogger,
+      info: (_o, msg) => void (msg === 'composition-denied' && denied.info++),
+      debug: (_o, msg) => void (msg === 'composition-denied' && denied.debug++),
+      child: () => logger,
+    };
+    const gate = gateFor(registry, limited, logger);
     await gate.start([]);
     const tries = { total: 0, inFlight: 0, mostInFlight: 0 };
     const acquireForActor = registry.acquireForActor.bind(registry);
@@ -254,12 +262,12 @@ describe("a rate limit's denial waited out in the worker", () => {
       }
     };
     const job = () => ({ id: randomUUID(), queue: QUEUE, payload: {} });
-    return { gate, limited, tries, job };
+    return { gate, limited, tries, job, denied };
   }
 
   it('admits every job whose wait fits the bound, probing the limit one job at a time', async () => {
     // One token every 25 ms: eight jobs at once need 175 ms, within RATE_LIMIT_LOCAL_WAIT_MS.
-    const { gate, limited, tries, job } = await countedGate(
+    const { gate, limited, tries, job, denied } = await countedGate(
       new TokenBucket(`wait-${run}`, { capacity: 1, refillPerSecond: 40, backend: 'memory' }),
       8,
     );
@@ -270,11 +278,13 @@ describe("a rate limit's denial waited out in the worker", () => {
     expect(tries.total).toBeGreaterThan(8);
     expect(tries.mostInFlight).toBe(1);
     expect(tries.total).toBeLessThanOrEqual(8 + 3 * 7);
+    // Denials waited out log at debug only: none ended an acquisition.
+    expect(denied).toEqual({ info: 0, debug: tries.total - 8 });
     await gate.close();
   });
 
   it('gives up at once, for the job to be rescheduled, when the hint reaches past the bound', async () => {
-    const { gate, limited, tries, job } = await countedGate(
+    const { gate, limited, tries, job, denied } = await countedGate(
       new TokenBucket(`slow-${run}`, { capacity: 1, refillPerSecond: 1, backend: 'memory' }),
     );
     await gate.acquire(job(), limited);
@@ -284,6 +294,8 @@ describe("a rate limit's denial waited out in the worker", () => {
     expect((err as ReservationUnavailable).source).toBe('rate_limit');
     expect(performance.now() - t0).toBeLessThan(RATE_LIMIT_LOCAL_WAIT_MS);
     expect(tries.total).toBe(2);
+    // The denial that ends the acquisition is the one logged at info.
+    expect(denied).toEqual({ info: 1, debug: 1 });
     await gate.close();
   });
 
