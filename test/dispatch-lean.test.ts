@@ -3,7 +3,8 @@
  * one claims the common case itself and hands over to the full one, claiming nothing, when a stored
  * concurrency limit, a round-robin queue, a pending job with a fairness key or an identity key at
  * the head of the queue needs it.
- * Either way the claim's result is the full statement's.
+ * Either way the claim's result is the full statement's. A lean claim that comes back short says so
+ * (`onDrained`): it took everything claimable, so freed slots need not claim again.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
@@ -102,6 +103,51 @@ describe('lean claims', () => {
       await conn.query('ROLLBACK');
       conn.release();
     }
+  });
+});
+
+describe('drained claims (onDrained)', () => {
+  /** Runs one claim and says whether it reported that nothing else was claimable. */
+  async function claimAndReport(over: Partial<DispatchRequest> = {}) {
+    let drained = false;
+    const rows = await backend.dispatchBatch(
+      request({
+        ...over,
+        onDrained: () => {
+          drained = true;
+        },
+      }),
+    );
+    return { rows, drained };
+  }
+
+  it('a lean claim that comes back short took everything claimable, and says so', async () => {
+    for (let i = 0; i < 3; i++) await client.enqueue(alpha, {});
+    await client.enqueue(alpha, {}, { delay: '1h' });
+    const short = await claimAndReport({ limit: 10 });
+    expect(short.rows).toHaveLength(3);
+    expect(short.drained).toBe(true);
+    expect((await claimAndReport()).drained).toBe(true); // nothing at all: drained too
+  });
+
+  it('a full claim does not: more may be waiting', async () => {
+    for (let i = 0; i < 3; i++) await client.enqueue(alpha, {});
+    const full = await claimAndReport({ limit: 3 });
+    expect(full.rows).toHaveLength(3);
+    expect(full.drained).toBe(false);
+  });
+
+  it('a claim the full statement made does not, however short: a rule may have held a job back', async () => {
+    await client.enqueue(alpha, {}, { identityKey: 'k' });
+    await client.enqueue(alpha, {}, { identityKey: 'k' });
+    const keyed = await claimAndReport();
+    expect(keyed.rows).toHaveLength(1); // the second waits for the first: the key is running
+    expect(keyed.drained).toBe(false);
+    await db.pool.query(`TRUNCATE "${db.schema}".jobs`);
+    for (let i = 0; i < 3; i++) await client.enqueue(alpha, {});
+    const capped = await claimAndReport({ actors: [{ name: 'alpha', maxConcurrent: 2 }] });
+    expect(capped.rows).toHaveLength(2);
+    expect(capped.drained).toBe(false);
   });
 });
 

@@ -17,6 +17,15 @@ export interface DispatchRequest {
   leaseMs: number;
   /** Per-actor candidate multiplier. */
   oversample: number;
+  /**
+   * Called by a backend that can tell, when the claim came back with fewer than `limit` jobs
+   * because nothing else was claimable: every pending, due job of these queues and actors that no
+   * other claim held was taken, and no concurrency limit, identity key or fairness rule held one
+   * back. A backend that cannot tell never calls it (the producer then assumes more may be there).
+   * The producer uses it to skip the claims that freed slots would otherwise start: until a
+   * wake-up says new work arrived, they would come back empty.
+   */
+  onDrained?: () => void;
 }
 
 /** An error as stored on the job and its attempt row. */

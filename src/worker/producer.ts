@@ -23,6 +23,12 @@ export interface ProducerOptions {
   oversample: number;
   /** Current poll period: short while NOTIFY is down, long while it works. */
   pollIntervalMs: () => number;
+  /**
+   * True while every new job is announced to this worker (its NOTIFY listener is connected). Only
+   * then does a drained claim stop freed slots from claiming: without wake-ups, those claims are
+   * how a busy worker finds new work before the poll.
+   */
+  wakeUpsReliable: () => boolean;
 }
 
 /** Adaptive prefetch: the local queue holds about this much work (at the recent average duration). */
@@ -65,7 +71,8 @@ export const MAX_ACTOR_PAUSE_MS = 5_000;
  * Claims are batched: a claim costs a few milliseconds whatever its size, so while handlers still
  * have claimed jobs waiting, the producer waits until half of the local capacity
  * (`maxConcurrency + prefetch`) is free before claiming again. A slot with nothing left to run is
- * filled at once.
+ * filled at once — unless the last claim was drained (it took everything claimable, and no
+ * wake-up has come since): then only a wake-up, the poll or the end of a pause starts the next.
  */
 export class Producer {
   private stopController = new AbortController();
@@ -81,6 +88,15 @@ export class Producer {
   private reserved = 0;
   /** Wake-ups received so far: one that arrives during a claim may not be in that claim's snapshot. */
   private wakeUps = 0;
+  /** Capacity events (a slot or an outcome write freed) so far. */
+  private capacityEvents = 0;
+  /**
+   * True while the database is known to hold nothing this worker could claim: the last claim was
+   * {@link DispatchRequest.onDrained drained} and no wake-up has come since it started. Freed
+   * slots then start no claim (while wake-ups are reliable); a wake-up, the poll, a backoff's end
+   * or an actor's resumption does.
+   */
+  private drained = false;
   /** Actors not to claim for until the given `performance.now()` time (a limit that denies them all). */
   private readonly pausedUntil = new Map<string, number>();
   /** Most jobs per claim for actors a shared limit denied lately (growing by one per admitted job). */
@@ -156,13 +172,28 @@ export class Producer {
   }
 
   /**
-   * New work may be available, or a slot was freed: claim without waiting for the poll. A sleeping
-   * loop is woken only when it would start a claim now: slots free one job at a time, and waking
-   * the loop for each (a new sleep, timer and promise per job) cost more than the check. A wake-up
-   * during a claim is still counted, so that claim is followed by another when it ends.
+   * New work may be available (a NOTIFY on the wake channel): claim without waiting for the poll.
+   * A sleeping loop is woken only when it would start a claim now. A wake-up during a claim is
+   * counted, so that claim is followed by another when it ends.
    */
   notify(): void {
     this.wakeUps++;
+    this.drained = false;
+    if (this.wakeSleep !== null && !this.woken && !this.wouldClaimNow()) return;
+    this.wakeLoop();
+  }
+
+  /**
+   * Capacity may have been freed (a handler ended, an outcome was written): claim if that is worth
+   * it now. Slots free one job at a time, so a sleeping loop is woken only when it would start a
+   * claim: waking it for each (a new sleep, timer and promise per job) cost more than the check.
+   * Nothing happens while the database is known to be {@link drained}: under a trickle such claims
+   * came back empty (a third to two thirds of all claims), and a job announced during one waited
+   * for it to end before its own claim could start.
+   */
+  capacityFreed(): void {
+    this.capacityEvents++;
+    if (this.drained && this.options.wakeUpsReliable()) return;
     if (this.wakeSleep !== null && !this.woken && !this.wouldClaimNow()) return;
     this.wakeLoop();
   }
@@ -218,32 +249,51 @@ export class Producer {
   async runOnce(): Promise<number> {
     const free = this.freeCapacity();
     if (!this.worthClaiming(free)) return 0;
-    return this.claimUpTo(free);
+    return (await this.claimUpTo(free)).claimed;
   }
 
-  /** One round of claims for at most `free` jobs (throttled actors first, each on its own). */
-  private async claimUpTo(free: number): Promise<number> {
+  /**
+   * One round of claims for at most `free` jobs (throttled actors first, each on its own). The
+   * round is drained when it claimed for every actor and each of its claims was drained.
+   */
+  private async claimUpTo(free: number): Promise<{ claimed: number; drained: boolean }> {
     const { actors } = this.claimableActors();
-    if (actors.length === 0) return 0;
+    if (actors.length === 0) return { claimed: 0, drained: false };
+    let drained = actors.length === this.options.actors.length;
     // Throttled actors (a shared limit denied them lately) are claimed on their own, a few jobs at
     // a time: a full batch would mostly be claimed only to be denied and rescheduled.
     let left = free;
     let claimed = 0;
     for (const a of actors) {
       const allowance = this.throttle.get(a.name);
-      if (allowance === undefined || left <= 0) continue;
+      if (allowance === undefined) continue;
+      if (left <= 0) {
+        drained = false;
+        continue;
+      }
       const limit = Math.min(left, allowance);
-      const n = await this.claim([a], limit);
-      claimed += n;
-      left -= n;
+      const c = await this.claim([a], limit);
+      claimed += c.claimed;
+      left -= c.claimed;
+      drained &&= c.drained;
     }
     const open = actors.filter((a) => !this.throttle.has(a.name));
-    if (open.length > 0 && left > 0) claimed += await this.claim(open, left);
-    return claimed;
+    if (open.length > 0) {
+      if (left > 0) {
+        const c = await this.claim(open, left);
+        claimed += c.claimed;
+        drained &&= c.drained;
+      } else drained = false;
+    }
+    return { claimed, drained };
   }
 
   /** One dispatch statement; hands the rows to the runner (or gives them back when stopping). */
-  private async claim(actors: ProducerOptions['actors'], limit: number): Promise<number> {
+  private async claim(
+    actors: ProducerOptions['actors'],
+    limit: number,
+  ): Promise<{ claimed: number; drained: boolean }> {
+    let drained = false;
     const rows = await this.backend.dispatchBatch({
       workerId: this.options.workerId,
       queues: this.options.queues,
@@ -251,6 +301,9 @@ export class Producer {
       limit,
       leaseMs: this.options.leaseMs,
       oversample: this.options.oversample,
+      onDrained: () => {
+        drained = true;
+      },
     });
     if (this.stopController.signal.aborted && rows.length > 0) {
       // Claimed while shutting down: these never start; give them straight back.
@@ -258,10 +311,10 @@ export class Producer {
         this.options.workerId,
         rows.map((r) => r.id),
       );
-      return 0;
+      return { claimed: 0, drained: false };
     }
     for (const row of rows) this.runner.accept(row);
-    return rows.length;
+    return { claimed: rows.length, drained: drained && rows.length < limit };
   }
 
   /** True when a claim may start now (see {@link MAX_CLAIMS_IN_FLIGHT}). */
@@ -271,17 +324,27 @@ export class Producer {
 
   /**
    * Starts a claim for the free capacity without waiting for it. When it ends, the loop is woken if
-   * the claim was full (there may be more), if it failed (the backoff), or if a wake-up arrived
-   * while it ran (a job enqueued meanwhile may not be in its snapshot).
+   * the claim was full (there may be more), if it failed (the backoff), if a wake-up arrived while
+   * it ran (a job enqueued meanwhile may not be in its snapshot), or if capacity was freed while it
+   * ran and the claim was not drained (a freed slot may let a held-back job through).
    */
   private startClaim(free: number): void {
     this.reserved += free;
+    this.drained = false;
     const wakeUpsAtStart = this.wakeUps;
+    const capacityAtStart = this.capacityEvents;
     const claim: Promise<void> = this.claimUpTo(free)
       .then(
-        (claimed) => {
+        ({ claimed, drained }) => {
           this.errorStreak = 0;
-          return claimed > 0 && claimed === free;
+          const newWork = this.wakeUps !== wakeUpsAtStart;
+          this.drained = drained && !newWork;
+          const trusted = this.drained && this.options.wakeUpsReliable();
+          return (
+            (claimed > 0 && claimed === free) ||
+            newWork ||
+            (!trusted && this.capacityEvents !== capacityAtStart)
+          );
         },
         (err: unknown) => {
           this.errorStreak++;
@@ -294,10 +357,10 @@ export class Producer {
           return true;
         },
       )
-      .then((full) => {
+      .then((again) => {
         this.reserved -= free;
         this.inFlight.delete(claim);
-        if (full || this.wakeUps !== wakeUpsAtStart) this.wakeLoop();
+        if (again) this.wakeLoop();
       });
     this.inFlight.add(claim);
   }
@@ -324,6 +387,9 @@ export class Producer {
       if (this.woken) sleep.wake();
       await sleep.promise;
       this.wakeSleep = null;
+      // Not woken: the poll period, a backoff or an actor's pause ended. Look again whatever the
+      // last claim saw (a wake-up may have been lost).
+      if (!this.woken) this.drained = false;
     }
     await Promise.all([...this.inFlight]);
   }

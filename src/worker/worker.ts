@@ -362,7 +362,7 @@ export class Worker {
       logger: this.logger,
       reporter: this.options.errorReporter ?? new NullErrorReporter(),
       tracker: this.tracker,
-      onCapacity: () => this.producer?.notify(),
+      onCapacity: () => this.producer?.capacityFreed(),
       onRescheduled: () => this.maintenance?.promoter.notify(),
       onActorDenied: (actor, retryInMs) => this.producer?.pauseActor(actor, retryInMs),
       onActorAdmitted: (actor) => this.producer?.actorAdmitted(actor),
@@ -394,6 +394,7 @@ export class Worker {
         leaseMs: s.lockLeaseMs,
         oversample: s.dispatchOversample,
         pollIntervalMs: () => (this.listener?.connected ? s.notifyPollIntervalMs : s.pollIntervalMs),
+        wakeUpsReliable: () => this.listener?.connected === true,
       },
       this.logger,
     );

@@ -1,7 +1,8 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { actor } from '../../src/actor.js';
+import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { batchItem } from '../../src/client/jobs-client.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { wakeChannel } from '../../src/schema-name.js';
@@ -146,6 +147,30 @@ describe('enqueue wake-ups under concurrency', () => {
       }
     } finally {
       await worker.stop();
+    }
+  });
+  it('makes no empty claims for freed slots under a trickle: each job is claimed on its wake-up', async () => {
+    const claims = vi.spyOn(PostgresBackend.prototype, 'dispatchBatch');
+    const worker = new Worker({
+      actors: [echo],
+      settings: { ...base, schema: db.schema, pollInterval: '20s', notifyPollInterval: '20s' },
+      logger: silentLogger,
+    });
+    await worker.start();
+    try {
+      await waitFor(() => worker.notifyListener?.connected === true, 5000, 'the listener');
+      claims.mockClear();
+      // One job at a time: it is claimed on its NOTIFY; its handler's end and its outcome's write
+      // free a slot each, and the claim before them found the queue drained, so neither claims.
+      for (let i = 0; i < 10; i++) {
+        const h = await tq.enqueue(echo, { i });
+        expect(await h.wait({ timeout: '5s' })).toEqual({ i });
+      }
+      expect(claims.mock.calls.length).toBeGreaterThanOrEqual(10);
+      expect(claims.mock.calls.length).toBeLessThanOrEqual(12);
+    } finally {
+      await worker.stop();
+      claims.mockRestore();
     }
   });
 });

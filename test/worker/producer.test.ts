@@ -1,7 +1,8 @@
 /**
  * The producer's claim sizing, without a database: adaptive prefetch from the handlers' average
  * duration, claims batched to half of the local capacity unless a slot would sit idle, and actors
- * left out of claims while a limit denies all their jobs, and one claim in flight at a time.
+ * left out of claims while a limit denies all their jobs, one claim in flight at a time, and no
+ * claims for freed slots after a claim that drained the queue.
  */
 import { describe, expect, it } from 'vitest';
 
@@ -51,6 +52,7 @@ function makeProducer(backend: Backend, runner: JobRunner, options: Partial<Prod
       leaseMs: 30_000,
       oversample: 2,
       pollIntervalMs: () => 1000,
+      wakeUpsReliable: () => true,
       ...options,
     },
     silentLogger,
@@ -313,6 +315,122 @@ describe('wake-ups during a claim', () => {
     await tick();
     expect(limits).toEqual([10, 10]); // claimed again at once, not after the 60 s poll
     pending.shift()!(); // nothing arrived during this one: the producer sleeps
+    await tick();
+    expect(limits).toEqual([10, 10]);
+    await producer.stop();
+  });
+});
+
+describe('drained claims', () => {
+  /**
+   * A producer over a backend whose claims find nothing and, when `canTell`, report that nothing
+   * else was claimable (onDrained). Claims stay in flight until `release()` when `hold` is set.
+   */
+  function emptyQueue(options: {
+    canTell: boolean;
+    hold?: boolean;
+    pollMs?: number;
+    wakeUpsReliable?: () => boolean;
+  }) {
+    const limits: number[] = [];
+    const pending: (() => void)[] = [];
+    const backend = {
+      dispatchBatch: (req: { limit: number; onDrained?: () => void }) => {
+        limits.push(req.limit);
+        const finish = (): JobRow[] => {
+          if (options.canTell) req.onDrained?.();
+          return [];
+        };
+        if (!options.hold) return Promise.resolve(finish());
+        return new Promise<JobRow[]>((resolve) => pending.push(() => resolve(finish())));
+      },
+    } as unknown as Backend;
+    const producer = makeProducer(backend, fakeRunner({ running: 0, buffered: 0 }), {
+      pollIntervalMs: () => options.pollMs ?? 60_000,
+      wakeUpsReliable: options.wakeUpsReliable ?? (() => true),
+    });
+    const release = (): void => {
+      for (const r of pending.splice(0)) r();
+    };
+    return { producer, limits, release };
+  }
+  const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
+
+  it('freed slots start no claim after a drained one, until a wake-up says work arrived', async () => {
+    const { producer, limits } = emptyQueue({ canTell: true });
+    producer.start();
+    await tick();
+    expect(limits).toEqual([10]); // the first claim: nothing there, and nothing else claimable
+    producer.capacityFreed(); // a handler ended, an outcome was written: no claim
+    producer.capacityFreed();
+    await tick();
+    expect(limits).toEqual([10]);
+    producer.notify(); // a NOTIFY on the wake channel: claim
+    await tick();
+    expect(limits).toEqual([10, 10]);
+    await producer.stop();
+  });
+
+  it('a backend that cannot tell: every freed slot may claim, as it always did', async () => {
+    const { producer, limits } = emptyQueue({ canTell: false });
+    producer.start();
+    await tick();
+    producer.capacityFreed();
+    await tick();
+    expect(limits).toEqual([10, 10]);
+    await producer.stop();
+  });
+
+  it('without reliable wake-ups (NOTIFY off or down), freed slots claim even after a drained claim', async () => {
+    let listening = false;
+    const { producer, limits } = emptyQueue({ canTell: true, wakeUpsReliable: () => listening });
+    producer.start();
+    await tick();
+    producer.capacityFreed(); // no listener: this claim is how new work is found before the poll
+    await tick();
+    expect(limits).toEqual([10, 10]);
+    listening = true; // connected again: the last claim was drained, and wake-ups now arrive
+    producer.capacityFreed();
+    await tick();
+    expect(limits).toEqual([10, 10]);
+    await producer.stop();
+  });
+
+  it('the poll still claims after a drained claim (a wake-up may have been lost)', async () => {
+    const { producer, limits } = emptyQueue({ canTell: true, pollMs: 30 });
+    producer.start();
+    await new Promise((r) => setTimeout(r, 120));
+    expect(limits.length).toBeGreaterThanOrEqual(3);
+    await producer.stop();
+  });
+
+  it('capacity freed during a claim starts another when it ends unless that claim was drained', async () => {
+    for (const canTell of [false, true]) {
+      const { producer, limits, release } = emptyQueue({ canTell, hold: true });
+      producer.start();
+      await tick();
+      expect(limits).toEqual([10]);
+      producer.capacityFreed(); // while the claim is in flight
+      release();
+      await tick();
+      // Not drained: the freed slot may let a held-back job through, so claim again; drained: no.
+      expect(limits).toEqual(canTell ? [10] : [10, 10]);
+      release();
+      await producer.stop();
+    }
+  });
+
+  it('a wake-up during a drained claim still starts the next claim when it ends', async () => {
+    const { producer, limits, release } = emptyQueue({ canTell: true, hold: true });
+    producer.start();
+    await tick();
+    producer.notify(); // a job committed after the claim's snapshot may have been missed
+    release();
+    await tick();
+    expect(limits).toEqual([10, 10]);
+    release();
+    await tick();
+    producer.capacityFreed(); // that claim was drained and nothing came meanwhile
     await tick();
     expect(limits).toEqual([10, 10]);
     await producer.stop();

@@ -41,7 +41,13 @@ export class Dispatcher {
     if (req.limit <= 0 || req.actors.length === 0 || req.queues.length === 0) return [];
     if (this.leanApplies(req)) {
       const rows = await this.ops.run('dispatchLean', leanParams(req, req.limit), this.ex);
-      if (rows[0]?._fallback !== true) return rows.filter((r) => r.id !== null).map(toClaimedJob);
+      if (rows[0]?._fallback !== true) {
+        const jobs = rows.filter((r) => r.id !== null).map(toClaimedJob);
+        // The lean claim ran only because no limit, key or fairness rule applies: a short claim
+        // took every job it could see (the others are held by concurrent claims, which take them).
+        if (jobs.length < req.limit) req.onDrained?.();
+        return jobs;
+      }
       this.handovers++;
       this.leanPausedUntil = performance.now() + this.leanPauseMs;
     }
