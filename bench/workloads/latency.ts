@@ -5,6 +5,9 @@
  * - under load: a steady offered load of 50 % of the system's measured throughput (the processing
  *   workload's median at c=10 in this run, else a short calibration), issued open-loop every 2 ms
  *   (the jobs due since the previous tick go in one call: single enqueue for one job, bulk for more).
+ * - at graphile-worker's load (TaskQ with its defaults only): right after its own load, the same
+ *   worker is offered half of graphile-worker's (defaults) measured throughput, the load that
+ *   system's "under 50 % load" row was measured at — a latency compared at the same offered load.
  * The enqueue call's start time travels in the payload; the handler records its own start time.
  * Under load the enqueue calls' own durations are reported too (p50 / p99 of the calls made after
  * the warm-up): the latency includes them, and on a machine this size they are much of its tail.
@@ -26,7 +29,13 @@ const P = (p: number): MetricSpec => ({
 });
 const OFFERED: MetricSpec = { metric: 'offered load (jobs/s)', unit: 'jobs/s', better: 'higher' };
 const CALL = (p: number): MetricSpec => ({ metric: `enqueue call p${p} (ms)`, unit: 'ms', better: 'lower' });
-export const LATENCY_CASES = { idle: 'idle worker', load: 'under 50 % load' };
+export const LATENCY_CASES = {
+  idle: 'idle worker',
+  load: 'under 50 % load',
+  peerLoad: "at graphile-worker's 50 % load",
+};
+/** The system whose half-load TaskQ is also offered, and the TaskQ configuration offered it. */
+const PEER_LOAD = { peer: 'graphile', system: 'taskq' } as const;
 /** The case name of a run with `--load-rate`: the same absolute load for every system. */
 const fixedLoadCase = (rate: number): string => `under a fixed ${rate} jobs/s`;
 
@@ -81,6 +90,10 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
           let rate = 0;
           let backlogNote: string | undefined;
           let callMs: number[] = [];
+          // The second loaded phase (TaskQ at the peer's load): its start, rate and calls.
+          let peerStart = 0;
+          let peerRate = 0;
+          let peerCallMs: number[] = [];
           try {
             await sleep(300); // let the worker settle into its idle wait
             // Idle: one job at a time; the next goes in 10 ms after the previous one started (or
@@ -114,16 +127,39 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
             callMs = offered.callMs;
             if (!(await fleet.waitForCount(sent, Date.now() + 15_000)))
               backlogNote = `round ${round + 1}: ${sent - fleet.count} jobs had not started 15 s after the load stopped (tail latencies understated)`;
+            const peerMeasured = ctx.results.median(
+              'processing',
+              '1 process, c=10',
+              'jobs/s',
+              PEER_LOAD.peer,
+            );
+            if (
+              ctx.opts.loadRate === null &&
+              id === PEER_LOAD.system &&
+              peerMeasured !== undefined &&
+              backlogNote === undefined
+            ) {
+              peerRate = peerMeasured / 2;
+              await sleep(200);
+              peerStart = nowMs() + warmupMs;
+              const peer = await offeredLoad(sys, peerRate, loadMs, warmupMs, 4_000_000);
+              sent += peer.sent;
+              peerCallMs = peer.callMs;
+              await fleet.waitForCount(sent, Date.now() + 15_000);
+            }
           } finally {
             const results = await fleet.stop();
             const idle: number[] = [];
             const load: number[] = [];
+            const peerLoad: number[] = [];
             for (const w of results)
               for (let k = 0; k + 1 < w.latencies.length; k += 2) {
                 const t = w.latencies[k]!;
                 const l = w.latencies[k + 1]!;
                 if (loadStart === 0 || t < loadStart - warmupMs) idle.push(l);
-                else if (t >= loadStart) load.push(l);
+                else if (peerStart !== 0 && t >= peerStart - warmupMs) {
+                  if (t >= peerStart) peerLoad.push(l);
+                } else if (t >= loadStart) load.push(l);
               }
             const loadCase =
               ctx.opts.loadRate === null ? LATENCY_CASES.load : fixedLoadCase(ctx.opts.loadRate);
@@ -137,11 +173,23 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
             if (callMs.length)
               for (const p of [50, 99])
                 ctx.results.record('latency', loadCase, CALL(p), id, percentile(callMs, p));
+            if (peerLoad.length) {
+              const c = LATENCY_CASES.peerLoad;
+              for (const p of [50, 95, 99])
+                ctx.results.record('latency', c, P(p), id, percentile(peerLoad, p));
+              ctx.results.record('latency', c, OFFERED, id, peerRate);
+              for (const p of [50, 99])
+                ctx.results.record('latency', c, CALL(p), id, percentile(peerCallMs, p));
+            }
             ctx.log(
               `  latency ${id} round ${round + 1}: idle p50 ${percentile(idle, 50).toFixed(1)} / p99 ${percentile(idle, 99).toFixed(1)} ms; ` +
                 `at ${rate.toFixed(0)}/s p50 ${percentile(load, 50).toFixed(1)} / p99 ${percentile(load, 99).toFixed(1)} ms (${load.length} samples; ` +
                 `enqueue calls p50 ${percentile(callMs, 50).toFixed(1)} / p99 ${percentile(callMs, 99).toFixed(1)} ms)`,
             );
+            if (peerLoad.length)
+              ctx.log(
+                `  latency ${id} round ${round + 1}: at graphile-worker's load (${peerRate.toFixed(0)}/s) p50 ${percentile(peerLoad, 50).toFixed(1)} / p99 ${percentile(peerLoad, 99).toFixed(1)} ms (${peerLoad.length} samples)`,
+              );
           }
         });
       } catch (err) {

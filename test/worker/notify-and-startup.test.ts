@@ -128,13 +128,19 @@ describe('enqueue wake-ups under concurrency', () => {
     }
   });
 
-  it('lets an idle worker start concurrently enqueued jobs without polling', async () => {
+  /** A worker of `echo` that polls every 20 s: a job done within seconds came through a wake-up. */
+  async function startNotifyOnlyWorker(): Promise<Worker> {
     const worker = new Worker({
       actors: [echo],
       settings: { ...base, schema: db.schema, pollInterval: '20s', notifyPollInterval: '20s' },
       logger: silentLogger,
     });
     await worker.start();
+    return worker;
+  }
+
+  it('lets an idle worker start concurrently enqueued jobs without polling', async () => {
+    const worker = await startNotifyOnlyWorker();
     try {
       // Polling is at 20 s: each of these finishes within the wait only through a wake-up.
       for (let round = 0; round < 3; round++) {
@@ -149,14 +155,10 @@ describe('enqueue wake-ups under concurrency', () => {
       await worker.stop();
     }
   });
+
   it('makes no empty claims for freed slots under a trickle: each job is claimed on its wake-up', async () => {
     const claims = vi.spyOn(PostgresBackend.prototype, 'dispatchBatch');
-    const worker = new Worker({
-      actors: [echo],
-      settings: { ...base, schema: db.schema, pollInterval: '20s', notifyPollInterval: '20s' },
-      logger: silentLogger,
-    });
-    await worker.start();
+    const worker = await startNotifyOnlyWorker();
     try {
       await waitFor(() => worker.notifyListener?.connected === true, 5000, 'the listener');
       claims.mockClear();
