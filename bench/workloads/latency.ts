@@ -163,24 +163,26 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
               }
             const loadCase =
               ctx.opts.loadRate === null ? LATENCY_CASES.load : fixedLoadCase(ctx.opts.loadRate);
-            for (const p of [50, 95, 99]) {
-              if (idle.length)
-                ctx.results.record('latency', LATENCY_CASES.idle, P(p), id, percentile(idle, p));
-              if (load.length)
-                ctx.results.record('latency', loadCase, P(p), id, percentile(load, p), backlogNote);
-            }
-            if (rate > 0) ctx.results.record('latency', loadCase, OFFERED, id, rate);
-            if (callMs.length)
-              for (const p of [50, 99])
-                ctx.results.record('latency', loadCase, CALL(p), id, percentile(callMs, p));
-            if (peerLoad.length) {
-              const c = LATENCY_CASES.peerLoad;
+            /** One loaded phase's row: latency percentiles, the offered rate, the calls' own. */
+            const recordLoad = (
+              c: string,
+              samples: number[],
+              offered: number,
+              calls: number[],
+              note?: string,
+            ) => {
+              if (samples.length)
+                for (const p of [50, 95, 99])
+                  ctx.results.record('latency', c, P(p), id, percentile(samples, p), note);
+              if (offered > 0) ctx.results.record('latency', c, OFFERED, id, offered);
+              if (calls.length)
+                for (const p of [50, 99]) ctx.results.record('latency', c, CALL(p), id, percentile(calls, p));
+            };
+            if (idle.length)
               for (const p of [50, 95, 99])
-                ctx.results.record('latency', c, P(p), id, percentile(peerLoad, p));
-              ctx.results.record('latency', c, OFFERED, id, peerRate);
-              for (const p of [50, 99])
-                ctx.results.record('latency', c, CALL(p), id, percentile(peerCallMs, p));
-            }
+                ctx.results.record('latency', LATENCY_CASES.idle, P(p), id, percentile(idle, p));
+            recordLoad(loadCase, load, rate, callMs, backlogNote);
+            if (peerLoad.length) recordLoad(LATENCY_CASES.peerLoad, peerLoad, peerRate, peerCallMs);
             ctx.log(
               `  latency ${id} round ${round + 1}: idle p50 ${percentile(idle, 50).toFixed(1)} / p99 ${percentile(idle, 99).toFixed(1)} ms; ` +
                 `at ${rate.toFixed(0)}/s p50 ${percentile(load, 50).toFixed(1)} / p99 ${percentile(load, 99).toFixed(1)} ms (${load.length} samples; ` +

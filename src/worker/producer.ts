@@ -193,9 +193,14 @@ export class Producer {
    */
   capacityFreed(): void {
     this.capacityEvents++;
-    if (this.drained && this.options.wakeUpsReliable()) return;
+    if (this.freedSlotsNeedNoClaim()) return;
     if (this.wakeSleep !== null && !this.woken && !this.wouldClaimNow()) return;
     this.wakeLoop();
+  }
+
+  /** True when a freed slot has nothing to claim: the queue is drained and wake-ups announce new work. */
+  private freedSlotsNeedNoClaim(): boolean {
+    return this.drained && this.options.wakeUpsReliable();
   }
 
   /** What the loop would decide if it woke now: start a claim (no backoff, enough free capacity). */
@@ -314,7 +319,7 @@ export class Producer {
       return { claimed: 0, drained: false };
     }
     for (const row of rows) this.runner.accept(row);
-    return { claimed: rows.length, drained: drained && rows.length < limit };
+    return { claimed: rows.length, drained };
   }
 
   /** True when a claim may start now (see {@link MAX_CLAIMS_IN_FLIGHT}). */
@@ -339,11 +344,10 @@ export class Producer {
           this.errorStreak = 0;
           const newWork = this.wakeUps !== wakeUpsAtStart;
           this.drained = drained && !newWork;
-          const trusted = this.drained && this.options.wakeUpsReliable();
           return (
             (claimed > 0 && claimed === free) ||
             newWork ||
-            (!trusted && this.capacityEvents !== capacityAtStart)
+            (!this.freedSlotsNeedNoClaim() && this.capacityEvents !== capacityAtStart)
           );
         },
         (err: unknown) => {
