@@ -132,6 +132,11 @@ export class Fleet {
     return fleet;
   }
 
+  /** The worker processes' pids (for CPU accounting). */
+  get pids(): number[] {
+    return this.members.flatMap((m) => (m.proc.pid === undefined ? [] : [m.proc.pid]));
+  }
+
   /** Handler starts reported so far (sum over processes; reports lag by ≤ 25 ms). */
   get count(): number {
     return this.members.reduce((a, m) => a + m.count, 0);

@@ -6,21 +6,9 @@
  * harness's own queries count too, the same for every system. Null when nothing can be read
  * (another OS, a remote server).
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 
-let ticksPerSecond: number | null = null;
-
-function clockTicks(): number {
-  if (ticksPerSecond === null) {
-    try {
-      ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    } catch {
-      ticksPerSecond = 100;
-    }
-  }
-  return ticksPerSecond;
-}
+import { processCpuMicros } from './proc-stat.js';
 
 /** Microseconds of CPU the `postgres` processes have used so far, or null. */
 export function postgresCpuMicros(): number | null {
@@ -30,20 +18,20 @@ export function postgresCpuMicros(): number | null {
   } catch {
     return null;
   }
-  let ticks = 0;
+  let micros = 0;
   let found = false;
   for (const pid of pids) {
+    let comm: string;
     try {
-      if (!readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres')) continue;
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      // Fields after the parenthesised command name: state is the first; utime, stime, cutime and
-      // cstime are the 12th to 15th.
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
-      found = true;
+      comm = readFileSync(`/proc/${pid}/comm`, 'utf8');
     } catch {
-      // The process ended between the listing and the read.
+      continue; // the process ended between the listing and the read
     }
+    if (!comm.startsWith('postgres')) continue;
+    const us = processCpuMicros(Number(pid), true);
+    if (us === null) continue;
+    micros += us;
+    found = true;
   }
-  return found ? (ticks / clockTicks()) * 1e6 : null;
+  return found ? micros : null;
 }

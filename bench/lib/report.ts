@@ -39,6 +39,8 @@ const WORKLOAD_TITLES: Record<string, string> = {
   enqueue: 'Enqueue',
   processing: 'Processing no-op jobs',
   latency: 'Enqueue → handler-start latency (1 worker process, c=10)',
+  'latency-cpu':
+    "CPU during the latency workload's loaded phases (after the warm-up; the load generator is the harness process making the enqueue calls)",
   scale: 'Scale: cost per job with a large jobs table (half pending backlog, half terminal)',
   memory: 'Memory of a worker process',
   'taskq-features': 'TaskQ-only features (1 worker process, c=10)',

@@ -17,6 +17,7 @@ import { nowMs, sleep, type BenchPayload } from '../lib/common.js';
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
 import { enqueueAll } from '../lib/drain.js';
 import { Fleet } from '../lib/fleet.js';
+import { cpuBetween, cpuSnapshot, type CpuSnapshot } from '../lib/load-cpu.js';
 import { percentile } from '../lib/stats.js';
 import type { MetricSpec } from '../lib/results.js';
 import type { SystemAdapter } from '../systems/types.js';
@@ -39,22 +40,35 @@ const PEER_LOAD = { peer: 'graphile', system: 'taskq' } as const;
 /** The case name of a run with `--load-rate`: the same absolute load for every system. */
 const fixedLoadCase = (rate: number): string => `under a fixed ${rate} jobs/s`;
 
-/**
- * Offers `rate` jobs/s for `durationMs`. Returns the jobs sent and the durations of the enqueue
- * calls that started after `warmupMs`.
- */
+/** Where the CPU went in a loaded phase's measured window (see load-cpu.ts). */
+const CPU_WORKLOAD = 'latency-cpu';
+
+/** What one loaded phase returns. */
+interface OfferedLoad {
+  sent: number;
+  /** Durations of the enqueue calls that started after the warm-up. */
+  callMs: number[];
+  /** CPU figures from the end of the warm-up to the last call made. */
+  cpu: ReturnType<typeof cpuBetween>;
+}
+
+/** Offers `rate` jobs/s for `durationMs` to a system whose worker processes are `workerPids`. */
 async function offeredLoad(
   sys: SystemAdapter,
   rate: number,
   durationMs: number,
   warmupMs: number,
   firstIndex: number,
-): Promise<{ sent: number; callMs: number[] }> {
+  workerPids: readonly number[],
+): Promise<OfferedLoad> {
   const start = nowMs();
   const callMs: number[] = [];
   let sent = 0;
+  let measured: { from: CpuSnapshot; sentBefore: number } | null = null;
   const inflight = new Set<Promise<void>>();
   while (nowMs() - start < durationMs) {
+    if (measured === null && nowMs() - start >= warmupMs)
+      measured = { from: cpuSnapshot(workerPids), sentBefore: sent };
     const due = Math.floor((rate * (nowMs() - start)) / 1000) - sent;
     if (due > 0 && inflight.size < 8) {
       const n = Math.min(due, 1000);
@@ -71,8 +85,9 @@ async function offeredLoad(
     }
     await sleep(2);
   }
+  const cpu = measured ? cpuBetween(measured.from, cpuSnapshot(workerPids), sent - measured.sentBefore) : [];
   await Promise.all(inflight);
-  return { sent, callMs };
+  return { sent, callMs, cpu };
 }
 
 export async function runLatency(ctx: BenchContext): Promise<void> {
@@ -90,10 +105,12 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
           let rate = 0;
           let backlogNote: string | undefined;
           let callMs: number[] = [];
-          // The second loaded phase (TaskQ at the peer's load): its start, rate and calls.
+          let loadCpu: OfferedLoad['cpu'] = [];
+          // The second loaded phase (TaskQ at the peer's load): its start, rate, calls and CPU.
           let peerStart = 0;
           let peerRate = 0;
           let peerCallMs: number[] = [];
+          let peerCpu: OfferedLoad['cpu'] = [];
           try {
             await sleep(300); // let the worker settle into its idle wait
             // Idle: one job at a time; the next goes in 10 ms after the previous one started (or
@@ -122,9 +139,10 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
             }
             await sleep(200);
             loadStart = nowMs() + warmupMs;
-            const offered = await offeredLoad(sys, rate, loadMs, warmupMs, 2_000_000);
+            const offered = await offeredLoad(sys, rate, loadMs, warmupMs, 2_000_000, fleet.pids);
             sent += offered.sent;
             callMs = offered.callMs;
+            loadCpu = offered.cpu;
             if (!(await fleet.waitForCount(sent, Date.now() + 15_000)))
               backlogNote = `round ${round + 1}: ${sent - fleet.count} jobs had not started 15 s after the load stopped (tail latencies understated)`;
             const peerMeasured = ctx.results.median(
@@ -142,9 +160,10 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
               peerRate = peerMeasured / 2;
               await sleep(200);
               peerStart = nowMs() + warmupMs;
-              const peer = await offeredLoad(sys, peerRate, loadMs, warmupMs, 4_000_000);
+              const peer = await offeredLoad(sys, peerRate, loadMs, warmupMs, 4_000_000, fleet.pids);
               sent += peer.sent;
               peerCallMs = peer.callMs;
+              peerCpu = peer.cpu;
               await fleet.waitForCount(sent, Date.now() + 15_000);
             }
           } finally {
@@ -163,14 +182,16 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
               }
             const loadCase =
               ctx.opts.loadRate === null ? LATENCY_CASES.load : fixedLoadCase(ctx.opts.loadRate);
-            /** One loaded phase's row: latency percentiles, the offered rate, the calls' own. */
+            /** One loaded phase's rows: latency percentiles, the offered rate, the calls', the CPU. */
             const recordLoad = (
               c: string,
               samples: number[],
               offered: number,
               calls: number[],
+              cpu: OfferedLoad['cpu'],
               note?: string,
             ) => {
+              for (const [m, v] of cpu) ctx.results.record(CPU_WORKLOAD, c, m, id, v);
               if (samples.length)
                 for (const p of [50, 95, 99])
                   ctx.results.record('latency', c, P(p), id, percentile(samples, p), note);
@@ -181,12 +202,13 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
             if (idle.length)
               for (const p of [50, 95, 99])
                 ctx.results.record('latency', LATENCY_CASES.idle, P(p), id, percentile(idle, p));
-            recordLoad(loadCase, load, rate, callMs, backlogNote);
-            if (peerLoad.length) recordLoad(LATENCY_CASES.peerLoad, peerLoad, peerRate, peerCallMs);
+            recordLoad(loadCase, load, rate, callMs, loadCpu, backlogNote);
+            if (peerLoad.length) recordLoad(LATENCY_CASES.peerLoad, peerLoad, peerRate, peerCallMs, peerCpu);
             ctx.log(
               `  latency ${id} round ${round + 1}: idle p50 ${percentile(idle, 50).toFixed(1)} / p99 ${percentile(idle, 99).toFixed(1)} ms; ` +
                 `at ${rate.toFixed(0)}/s p50 ${percentile(load, 50).toFixed(1)} / p99 ${percentile(load, 99).toFixed(1)} ms (${load.length} samples; ` +
-                `enqueue calls p50 ${percentile(callMs, 50).toFixed(1)} / p99 ${percentile(callMs, 99).toFixed(1)} ms)`,
+                `enqueue calls p50 ${percentile(callMs, 50).toFixed(1)} / p99 ${percentile(callMs, 99).toFixed(1)} ms` +
+                `${loadCpu.length ? `; ${loadCpu.map(([m, v]) => `${m.metric} ${v.toFixed(0)}`).join(', ')}` : ''})`,
             );
             if (peerLoad.length)
               ctx.log(
