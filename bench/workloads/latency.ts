@@ -11,6 +11,9 @@
  * The enqueue call's start time travels in the payload; the handler records its own start time.
  * Under load the enqueue calls' own durations are reported too (p50 / p99 of the calls made after
  * the warm-up): the latency includes them, and on a machine this size they are much of its tail.
+ * So is where the CPU went in each loaded phase (workload `latency-cpu`, see load-cpu.ts): on two
+ * cores shared by the server, the worker and the load generator, the tail follows the moments when
+ * every core is taken.
  * `--load-rate n` offers every system the same n jobs/s instead (its own case in the report).
  */
 import { nowMs, sleep, type BenchPayload } from '../lib/common.js';
@@ -48,7 +51,7 @@ interface OfferedLoad {
   sent: number;
   /** Durations of the enqueue calls that started after the warm-up. */
   callMs: number[];
-  /** CPU figures from the end of the warm-up to the last call made. */
+  /** CPU figures from (just before) the end of the warm-up to the last call made, per job sent. */
   cpu: ReturnType<typeof cpuBetween>;
 }
 
@@ -67,7 +70,9 @@ async function offeredLoad(
   let measured: { from: CpuSnapshot; sentBefore: number } | null = null;
   const inflight = new Set<Promise<void>>();
   while (nowMs() - start < durationMs) {
-    if (measured === null && nowMs() - start >= warmupMs)
+    // The first snapshot (~1–2 ms of reading /proc) is taken just before the warm-up ends, so that
+    // the tick it delays is not one whose calls are measured.
+    if (measured === null && nowMs() - start >= warmupMs - 20)
       measured = { from: cpuSnapshot(workerPids), sentBefore: sent };
     const due = Math.floor((rate * (nowMs() - start)) / 1000) - sent;
     if (due > 0 && inflight.size < 8) {
