@@ -47,7 +47,8 @@ export const LOAD_CPU_METRICS = {
 
 /**
  * The figures between two snapshots over `jobs` jobs offered in that window, as (metric, value)
- * pairs; a figure whose counters could not be read is left out.
+ * pairs; a figure whose counters could not be read is left out. Per job offered, not run: a system
+ * that falls behind has run fewer in the window, and its figures per job read low.
  */
 export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot, jobs: number): [MetricSpec, number][] {
   const out: [MetricSpec, number][] = [];
