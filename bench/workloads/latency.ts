@@ -43,6 +43,15 @@ const PEER_LOAD = { peer: 'graphile', system: 'taskq' } as const;
 /** The case name of a run with `--load-rate`: the same absolute load for every system. */
 const fixedLoadCase = (rate: number): string => `under a fixed ${rate} jobs/s`;
 
+/**
+ * A loaded phase's note when the system fell behind: more than a second of the offered load had
+ * not started when the load stopped (its latencies are then a backlog's, not a steady state's).
+ */
+function behindNote(round: number, notStarted: number, rate: number): string | undefined {
+  if (rate <= 0 || notStarted <= rate) return undefined;
+  return `round ${round + 1}: fell behind — ${notStarted} jobs (${(notStarted / rate).toFixed(1)} s of the offered load) had not started when the load stopped`;
+}
+
 /** Where the CPU went in a loaded phase's measured window (see load-cpu.ts). */
 const CPU_WORKLOAD = 'latency-cpu';
 
@@ -109,6 +118,8 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
           let loadStart = 0;
           let rate = 0;
           let backlogNote: string | undefined;
+          let behind: string | undefined;
+          let peerBehind: string | undefined;
           let callMs: number[] = [];
           let loadCpu: OfferedLoad['cpu'] = [];
           // The second loaded phase (TaskQ at the peer's load): its start, rate, calls and CPU.
@@ -148,6 +159,7 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
             sent += offered.sent;
             callMs = offered.callMs;
             loadCpu = offered.cpu;
+            behind = behindNote(round, sent - fleet.count, rate);
             if (!(await fleet.waitForCount(sent, Date.now() + 15_000)))
               backlogNote = `round ${round + 1}: ${sent - fleet.count} jobs had not started 15 s after the load stopped (tail latencies understated)`;
             const peerMeasured = ctx.results.median(
@@ -169,6 +181,7 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
               sent += peer.sent;
               peerCallMs = peer.callMs;
               peerCpu = peer.cpu;
+              peerBehind = behindNote(round, sent - fleet.count, peerRate);
               await fleet.waitForCount(sent, Date.now() + 15_000);
             }
           } finally {
@@ -207,14 +220,17 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
             if (idle.length)
               for (const p of [50, 95, 99])
                 ctx.results.record('latency', LATENCY_CASES.idle, P(p), id, percentile(idle, p));
-            recordLoad(loadCase, load, rate, callMs, loadCpu, backlogNote);
-            if (peerLoad.length) recordLoad(LATENCY_CASES.peerLoad, peerLoad, peerRate, peerCallMs, peerCpu);
+            const loadNote = [behind, backlogNote].filter((n) => n !== undefined).join('; ') || undefined;
+            recordLoad(loadCase, load, rate, callMs, loadCpu, loadNote);
+            if (peerLoad.length)
+              recordLoad(LATENCY_CASES.peerLoad, peerLoad, peerRate, peerCallMs, peerCpu, peerBehind);
             ctx.log(
               `  latency ${id} round ${round + 1}: idle p50 ${percentile(idle, 50).toFixed(1)} / p99 ${percentile(idle, 99).toFixed(1)} ms; ` +
                 `at ${rate.toFixed(0)}/s p50 ${percentile(load, 50).toFixed(1)} / p99 ${percentile(load, 99).toFixed(1)} ms (${load.length} samples; ` +
                 `enqueue calls p50 ${percentile(callMs, 50).toFixed(1)} / p99 ${percentile(callMs, 99).toFixed(1)} ms` +
                 `${loadCpu.length ? `; ${loadCpu.map(([m, v]) => `${m.metric} ${v.toFixed(0)}`).join(', ')}` : ''})`,
             );
+            for (const n of [behind, peerBehind]) if (n !== undefined) ctx.log(`  latency ${id} ${n}`);
             if (peerLoad.length)
               ctx.log(
                 `  latency ${id} round ${round + 1}: at graphile-worker's load (${peerRate.toFixed(0)}/s) p50 ${percentile(peerLoad, 50).toFixed(1)} / p99 ${percentile(peerLoad, 99).toFixed(1)} ms (${peerLoad.length} samples)`,
