@@ -104,6 +104,16 @@ async function offeredLoad(
   return { sent, callMs, cpu };
 }
 
+/** A loaded phase as the report needs it. */
+interface LoadedPhase {
+  /** `nowMs()` from which its latencies count (the end of its warm-up). */
+  start: number;
+  rate: number;
+  callMs: number[];
+  cpu: OfferedLoad['cpu'];
+  behind: string | undefined;
+}
+
 export async function runLatency(ctx: BenchContext): Promise<void> {
   const idleJobs = ctx.opts.quick ? 30 : 200;
   const idleBudgetMs = ctx.opts.quick ? 2000 : 15_000;
@@ -115,18 +125,20 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
         await withFreshSystem(id, async (sys) => {
           const fleet = await Fleet.start(sys.workerSpec(10, 1), { recordLatency: true });
           let sent = 0;
-          let loadStart = 0;
           let rate = 0;
           let backlogNote: string | undefined;
-          let behind: string | undefined;
-          let peerBehind: string | undefined;
-          let callMs: number[] = [];
-          let loadCpu: OfferedLoad['cpu'] = [];
-          // The second loaded phase (TaskQ at the peer's load): its start, rate, calls and CPU.
-          let peerStart = 0;
-          let peerRate = 0;
-          let peerCallMs: number[] = [];
-          let peerCpu: OfferedLoad['cpu'] = [];
+          // The system's own loaded phase, and the second one (TaskQ at the peer's load).
+          let own: LoadedPhase | undefined;
+          let peer: LoadedPhase | undefined;
+          /** After a short pause, offers `phaseRate` jobs/s (indices from `firstIndex`). */
+          const loaded = async (phaseRate: number, firstIndex: number): Promise<LoadedPhase> => {
+            await sleep(200);
+            const start = nowMs() + warmupMs;
+            const o = await offeredLoad(sys, phaseRate, loadMs, warmupMs, firstIndex, fleet.pids);
+            sent += o.sent;
+            const behind = behindNote(round, sent - fleet.count, phaseRate);
+            return { start, rate: phaseRate, callMs: o.callMs, cpu: o.cpu, behind };
+          };
           try {
             await sleep(300); // let the worker settle into its idle wait
             // Idle: one job at a time; the next goes in 10 ms after the previous one started (or
@@ -153,13 +165,7 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
               sent += n;
               await fleet.waitForCount(before + n, Date.now() + 60_000);
             }
-            await sleep(200);
-            loadStart = nowMs() + warmupMs;
-            const offered = await offeredLoad(sys, rate, loadMs, warmupMs, 2_000_000, fleet.pids);
-            sent += offered.sent;
-            callMs = offered.callMs;
-            loadCpu = offered.cpu;
-            behind = behindNote(round, sent - fleet.count, rate);
+            own = await loaded(rate, 2_000_000);
             if (!(await fleet.waitForCount(sent, Date.now() + 15_000)))
               backlogNote = `round ${round + 1}: ${sent - fleet.count} jobs had not started 15 s after the load stopped (tail latencies understated)`;
             const peerMeasured = ctx.results.median(
@@ -174,14 +180,7 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
               peerMeasured !== undefined &&
               backlogNote === undefined
             ) {
-              peerRate = peerMeasured / 2;
-              await sleep(200);
-              peerStart = nowMs() + warmupMs;
-              const peer = await offeredLoad(sys, peerRate, loadMs, warmupMs, 4_000_000, fleet.pids);
-              sent += peer.sent;
-              peerCallMs = peer.callMs;
-              peerCpu = peer.cpu;
-              peerBehind = behindNote(round, sent - fleet.count, peerRate);
+              peer = await loaded(peerMeasured / 2, 4_000_000);
               await fleet.waitForCount(sent, Date.now() + 15_000);
             }
           } finally {
@@ -193,47 +192,44 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
               for (let k = 0; k + 1 < w.latencies.length; k += 2) {
                 const t = w.latencies[k]!;
                 const l = w.latencies[k + 1]!;
-                if (loadStart === 0 || t < loadStart - warmupMs) idle.push(l);
-                else if (peerStart !== 0 && t >= peerStart - warmupMs) {
-                  if (t >= peerStart) peerLoad.push(l);
-                } else if (t >= loadStart) load.push(l);
+                if (own === undefined || t < own.start - warmupMs) idle.push(l);
+                else if (peer !== undefined && t >= peer.start - warmupMs) {
+                  if (t >= peer.start) peerLoad.push(l);
+                } else if (t >= own.start) load.push(l);
               }
             const loadCase =
               ctx.opts.loadRate === null ? LATENCY_CASES.load : fixedLoadCase(ctx.opts.loadRate);
             /** One loaded phase's rows: latency percentiles, the offered rate, the calls', the CPU. */
-            const recordLoad = (
-              c: string,
-              samples: number[],
-              offered: number,
-              calls: number[],
-              cpu: OfferedLoad['cpu'],
-              note?: string,
-            ) => {
-              for (const [m, v] of cpu) ctx.results.record(CPU_WORKLOAD, c, m, id, v);
+            const recordLoad = (c: string, samples: number[], ph: LoadedPhase, note?: string) => {
+              for (const [m, v] of ph.cpu) ctx.results.record(CPU_WORKLOAD, c, m, id, v);
               if (samples.length)
                 for (const p of [50, 95, 99])
                   ctx.results.record('latency', c, P(p), id, percentile(samples, p), note);
-              if (offered > 0) ctx.results.record('latency', c, OFFERED, id, offered);
-              if (calls.length)
-                for (const p of [50, 99]) ctx.results.record('latency', c, CALL(p), id, percentile(calls, p));
+              if (ph.rate > 0) ctx.results.record('latency', c, OFFERED, id, ph.rate);
+              if (ph.callMs.length)
+                for (const p of [50, 99])
+                  ctx.results.record('latency', c, CALL(p), id, percentile(ph.callMs, p));
             };
             if (idle.length)
               for (const p of [50, 95, 99])
                 ctx.results.record('latency', LATENCY_CASES.idle, P(p), id, percentile(idle, p));
-            const loadNote = [behind, backlogNote].filter((n) => n !== undefined).join('; ') || undefined;
-            recordLoad(loadCase, load, rate, callMs, loadCpu, loadNote);
-            if (peerLoad.length)
-              recordLoad(LATENCY_CASES.peerLoad, peerLoad, peerRate, peerCallMs, peerCpu, peerBehind);
+            const callMs = own?.callMs ?? [];
+            const loadCpu = own?.cpu ?? [];
+            if (own) {
+              const note = [own.behind, backlogNote].filter((n) => n !== undefined).join('; ');
+              recordLoad(loadCase, load, own, note || undefined);
+            }
+            if (peer && peerLoad.length) recordLoad(LATENCY_CASES.peerLoad, peerLoad, peer, peer.behind);
             ctx.log(
               `  latency ${id} round ${round + 1}: idle p50 ${percentile(idle, 50).toFixed(1)} / p99 ${percentile(idle, 99).toFixed(1)} ms; ` +
                 `at ${rate.toFixed(0)}/s p50 ${percentile(load, 50).toFixed(1)} / p99 ${percentile(load, 99).toFixed(1)} ms (${load.length} samples; ` +
                 `enqueue calls p50 ${percentile(callMs, 50).toFixed(1)} / p99 ${percentile(callMs, 99).toFixed(1)} ms` +
                 `${loadCpu.length ? `; ${loadCpu.map(([m, v]) => `${m.metric} ${v.toFixed(0)}`).join(', ')}` : ''})`,
             );
-            for (const n of [behind, peerBehind]) if (n !== undefined) ctx.log(`  latency ${id} ${n}`);
-            if (peerLoad.length)
+            for (const n of [own?.behind, peer?.behind]) if (n !== undefined) ctx.log(`  latency ${id} ${n}`);
+            if (peer && peerLoad.length)
               ctx.log(
-                `  latency ${id} round ${round + 1}: at graphile-worker's load (${peerRate.toFixed(0)}/s) p50 ${percentile(peerLoad, 50).toFixed(1)} / p99 ${percentile(peerLoad, 99).toFixed(1)} ms (${peerLoad.length} samples)`,
+                `  latency ${id} round ${round + 1}: at graphile-worker's load (${peer.rate.toFixed(0)}/s) p50 ${percentile(peerLoad, 50).toFixed(1)} / p99 ${percentile(peerLoad, 99).toFixed(1)} ms (${peerLoad.length} samples)`,
               );
           }
         });
