@@ -1,6 +1,7 @@
 /** What every workload gets: options, the result store, and the systems of this run. */
 import { createSystem, type SystemId } from '../systems/index.js';
 import type { SystemAdapter } from '../systems/types.js';
+import { checkpoint } from './checkpoint.js';
 import { errorMessage } from './common.js';
 import type { Results } from './results.js';
 
@@ -50,13 +51,14 @@ export async function withTimeout<T>(p: Promise<T>, ms: number, what: string): P
 }
 
 /**
- * Runs `fn` against a freshly set-up system (new schema / flushed Redis database) and tears it down
- * afterwards, whatever happens.
+ * Runs `fn` against a freshly set-up system (new schema / flushed Redis database), right after a
+ * server checkpoint (see checkpoint.ts), and tears it down afterwards, whatever happens.
  */
 export async function withFreshSystem<T>(id: SystemId, fn: (sys: SystemAdapter) => Promise<T>): Promise<T> {
   const sys = await createSystem(id);
   try {
     await withTimeout(sys.setup(), 60_000, `${id} setup`);
+    await checkpoint();
     return await fn(sys);
   } finally {
     await withTimeout(sys.teardown(), 30_000, `${id} teardown`).catch(() => undefined);

@@ -4,7 +4,8 @@
  *   idle when each arrives (at most 200 jobs or 15 s);
  * - under load: a steady offered load of 50 % of the system's measured throughput (the processing
  *   workload's median at c=10 in this run, else a short calibration), issued open-loop every 2 ms
- *   (the jobs due since the previous tick go in one call: single enqueue for one job, bulk for more).
+ *   (the jobs due since the previous tick go in one call: single enqueue for one job, bulk for more),
+ *   right after a server checkpoint (checkpoint.ts: no loaded phase waits for new WAL files).
  * - at graphile-worker's load (TaskQ with its defaults only): right after its own load, the same
  *   worker is offered half of graphile-worker's (defaults) measured throughput, the load that
  *   system's "under 50 % load" row was measured at — a latency compared at the same offered load.
@@ -18,6 +19,7 @@
  */
 import { nowMs, sleep, type BenchPayload } from '../lib/common.js';
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
+import { checkpoint } from '../lib/checkpoint.js';
 import { enqueueAll } from '../lib/drain.js';
 import { Fleet } from '../lib/fleet.js';
 import { cpuBetween, cpuSnapshot, type CpuSnapshot } from '../lib/load-cpu.js';
@@ -130,8 +132,9 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
           // The system's own loaded phase, and the second one (TaskQ at the peer's load).
           let own: LoadedPhase | undefined;
           let peer: LoadedPhase | undefined;
-          /** After a short pause, offers `phaseRate` jobs/s (indices from `firstIndex`). */
+          /** After a checkpoint and a short pause, offers `phaseRate` jobs/s (indices from `firstIndex`). */
           const loaded = async (phaseRate: number, firstIndex: number): Promise<LoadedPhase> => {
+            await checkpoint();
             await sleep(200);
             const start = nowMs() + warmupMs;
             const o = await offeredLoad(sys, phaseRate, loadMs, warmupMs, firstIndex, fleet.pids);
