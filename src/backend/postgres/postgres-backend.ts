@@ -121,6 +121,8 @@ export class PostgresBackend implements Backend {
   private readonly wake: string;
   private readonly events: string;
   private readonly done: string;
+  /** Outcome writes (`settle`) started and not finished. */
+  private settlesInFlight = 0;
   private readonly progress: string;
   private readonly ops: PgOps;
   /** Enqueue statements of this backend running on its own pool (see {@link onOwnPool}). */
@@ -424,20 +426,38 @@ export class PostgresBackend implements Backend {
 
   async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
     if (items.length === 0) return [];
-    // A batch of plain successes (the usual one) goes through a statement with a much smaller plan.
-    const rows = allPlainSuccesses(items)
-      ? await this.run<SettleRow>('settleSucceeded', settleSucceededParams(items), this.settleDriver)
-      : await this.run<SettleRow>('settle', settleParams(items), this.settleDriver);
+    // A batch of plain successes (the usual one) goes through a statement with a much smaller plan,
+    // which also sends the done-channel NOTIFY itself when no other outcome write of this backend is
+    // in flight: at a trickle that spares a statement per write; with writes overlapping, each
+    // would hold the server's notify lock through its WAL flush, so they announce after the commit.
+    const plain = allPlainSuccesses(items);
+    const inline = plain && this.settlesInFlight === 0;
+    this.settlesInFlight++;
+    let rows: SettleRow[];
+    try {
+      rows = plain
+        ? await this.run<SettleRow>(
+            'settleSucceeded',
+            settleSucceededParams(
+              items,
+              inline ? { doneChannel: this.done, maxIds: DONE_IDS_PER_NOTIFY } : null,
+            ),
+            this.settleDriver,
+          )
+        : await this.run<SettleRow>('settle', settleParams(items), this.settleDriver);
+    } finally {
+      this.settlesInFlight--;
+    }
     const results = settleResults(items, rows);
-    this.announceSettled(results);
+    if (!inline) this.announceSettled(results);
     return results;
   }
 
   /**
-   * After a settle commits: finished jobs on the done channel (ids, or `*` past
-   * {@link DONE_IDS_PER_NOTIFY}), and a wake-up when any went back to `pending`. Sent on the main
-   * pool and not awaited, so the next outcome write does not wait for it. Best effort: waiters poll
-   * as the source of truth, and a lost wake-up is covered by the workers' poll.
+   * After a settle commits, unless its statement sent them itself: finished jobs on the done channel
+   * (ids, or `*` past {@link DONE_IDS_PER_NOTIFY}), and a wake-up when any went back to `pending`.
+   * Sent on the main pool and not awaited, so the next outcome write does not wait for it. Best
+   * effort: waiters poll as the source of truth, and a lost wake-up is covered by the workers' poll.
    */
   private announceSettled(results: readonly SettleResult[]): void {
     const done: string[] = [];
@@ -590,7 +610,7 @@ export class PostgresBackend implements Backend {
     const warmSettle = () =>
       this.settleDriver.transaction(async (tx) => {
         await this.run('settle', empty(33), tx);
-        await this.run('settleSucceeded', empty(13), tx);
+        await this.run('settleSucceeded', empty(15), tx);
       });
     await Promise.all([
       this.dispatcher.warmUp(req, this.claimConnections),
