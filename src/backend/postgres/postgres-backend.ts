@@ -93,6 +93,17 @@ export interface PostgresBackendOptions {
  */
 const DONE_IDS_PER_NOTIFY = 150;
 
+/**
+ * Largest outcome write that sends its done-channel NOTIFY in its own statement, when no other
+ * write of the backend is in flight; others announce after their commit (`announce`). Inline, the
+ * NOTIFY costs no statement of its own (at a trickle, where writes carry a job or two, ~7 % of the
+ * server's and of the worker's CPU per job), but the writing transaction then holds the server's
+ * notify lock through its WAL flush, and under a steady load enqueues queued behind outcome writes
+ * on that lock (`Lock: object`) until latency rounds collapsed. Writes stay this small only while
+ * the load is light.
+ */
+const INLINE_DONE_NOTIFY_MAX_JOBS = 8;
+
 const SCHEMA_MISSING_CODES = new Set(['42P01', '3F000', '42704']);
 
 /** True for a Postgres error raised because TaskQ's tables (or schema, or enum type) are missing. */
@@ -427,11 +438,9 @@ export class PostgresBackend implements Backend {
   async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
     if (items.length === 0) return [];
     // A batch of plain successes (the usual one) goes through a statement with a much smaller plan,
-    // which also sends the done-channel NOTIFY itself when no other outcome write of this backend is
-    // in flight: at a trickle that spares a statement per write; with writes overlapping, each
-    // would hold the server's notify lock through its WAL flush, so they announce after the commit.
+    // which also sends the done-channel NOTIFY itself at a trickle (see INLINE_DONE_NOTIFY_MAX_JOBS).
     const plain = allPlainSuccesses(items);
-    const inline = plain && this.settlesInFlight === 0;
+    const inline = plain && this.settlesInFlight === 0 && items.length <= INLINE_DONE_NOTIFY_MAX_JOBS;
     this.settlesInFlight++;
     let rows: SettleRow[];
     try {
