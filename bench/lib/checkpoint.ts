@@ -30,7 +30,9 @@ export async function checkpoint(dsn: string = PG_DSN): Promise<boolean> {
   } catch (err) {
     if (!warned) {
       warned = true;
-      process.stderr.write(`CHECKPOINT before measured phases failed (${errorMessage(err)}); phases run without it\n`);
+      process.stderr.write(
+        `CHECKPOINT before measured phases failed (${errorMessage(err)}); phases run without it\n`,
+      );
     }
     return false;
   } finally {
