@@ -96,8 +96,8 @@ const DONE_IDS_PER_NOTIFY = 150;
 /**
  * Largest outcome write that sends its done-channel NOTIFY in its own statement, when no other
  * write of the backend is in flight; others announce after their commit (`announce`). Inline, the
- * NOTIFY costs no statement of its own (at a trickle, where writes carry a job or two, ~7 % of the
- * server's and of the worker's CPU per job), but the writing transaction then holds the server's
+ * NOTIFY costs no statement of its own (at a trickle, where writes carry a job or two, ~9 % of the
+ * server's and of the worker's CPU per job at 500 jobs/s), but the writing transaction then holds the server's
  * notify lock through its WAL flush, and under a steady load enqueues queued behind outcome writes
  * on that lock (`Lock: object`) until latency rounds collapsed. Writes stay this small only while
  * the load is light.

@@ -206,8 +206,9 @@ SELECT NULL, NULL, NULL, (SELECT n FROM written);
 -- item agrees (batch-column.ts); $14 the done channel to NOTIFY in this statement (NULL: the caller
 -- announces after the commit) and $15 the most ids one payload lists (past it the payload is `*`).
 -- Inline, the wake-up leaves with the commit and costs no statement of its own; but the notify lock
--- is then held through this transaction's WAL flush, so the caller does it only when no other
--- outcome write of its own is in flight (see `EnqueueWake`, pg-enqueue.ts, for the same trade).
+-- is then held through this transaction's WAL flush, so the caller does it only for a small write
+-- with no other outcome write of its own in flight (INLINE_DONE_NOTIFY_MAX_JOBS, postgres-backend.ts;
+-- `EnqueueWake`, pg-enqueue.ts, makes the same trade).
 WITH items AS (
   SELECT t.id,
     coalesce(t.worker_id, $8::uuid) AS worker_id,
