@@ -3,7 +3,6 @@
  * successes (no progress snapshot, no heartbeat details) goes through `settleSucceeded`, everything
  * else through `settle`. For the items both can write, both must write the same rows.
  */
-import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { actor } from '../src/actor.js';
@@ -17,8 +16,7 @@ import {
 import { PostgresBackend } from '../src/backend/postgres/postgres-backend.js';
 import type { Settlement } from '../src/backend/worker-types.js';
 import { JobsClient } from '../src/client/jobs-client.js';
-import { doneChannel } from '../src/schema-name.js';
-import { migratedSchema, TEST_DSN, type TestSchema } from './helpers/db.js';
+import { migratedSchema, type TestSchema } from './helpers/db.js';
 
 const W1 = '0192f1a0-0000-7000-8000-0000000000a1';
 const W2 = '0192f1a0-0000-7000-8000-0000000000a2';
@@ -222,76 +220,5 @@ describe('settleSucceeded', () => {
     const [res] = await backend.settle([success(jobId, W1, '1', 3_600_000)]);
     expect(res).toEqual({ jobId, status: 'succeeded', errorClass: null });
     expect((await written(jobId)).job.ttl_s).toBe('90');
-  });
-
-  describe('its done-channel NOTIFY', () => {
-    /** Collects the payloads sent on this schema's done channel while `fn` runs (and shortly after). */
-    async function doneNotifications(fn: () => Promise<unknown>): Promise<string[]> {
-      const listener = new pg.Client({ connectionString: TEST_DSN });
-      await listener.connect();
-      const payloads: string[] = [];
-      listener.on('notification', (n) => payloads.push(n.payload ?? ''));
-      try {
-        await listener.query(`LISTEN "${doneChannel(db.schema)}"`);
-        await fn();
-        // A NOTIFY sent after a commit (not awaited by `settle`) arrives a moment later.
-        await new Promise((r) => setTimeout(r, 300));
-        await listener.query('SELECT 1');
-        return payloads;
-      } finally {
-        await listener.end();
-      }
-    }
-    const ids = (payload: string) => payload.split(',').sort();
-
-    it('is sent by the statement itself for a lone write, listing every job it wrote, once', async () => {
-      const a = [(await client.enqueue(job, { n: 1 })).jobId, (await client.enqueue(job, { n: 2 })).jobId];
-      expect((await claim(2, W1)).sort()).toEqual([...a].sort());
-      const got = await doneNotifications(() => backend.settle(a.map((id) => success(id, W1, null, null))));
-      expect(got.map(ids)).toEqual([[...a].sort()]);
-    });
-
-    it('is sent after the commit instead while another write is in flight, for each write once', async () => {
-      const a: string[] = [];
-      for (let i = 0; i < 4; i++) a.push((await client.enqueue(job, { i })).jobId);
-      expect((await claim(4, W1)).sort()).toEqual([...a].sort());
-      const got = await doneNotifications(() =>
-        Promise.all([
-          backend.settle(a.slice(0, 2).map((id) => success(id, W1, null, null))),
-          backend.settle(a.slice(2).map((id) => success(id, W1, null, null))),
-        ]),
-      );
-      expect(got.map(ids).sort()).toEqual([a.slice(0, 2).sort(), a.slice(2).sort()].sort());
-      for (const id of a) expect((await written(id)).job.status).toBe('succeeded');
-    });
-
-    it('says `*` past the most ids a payload lists, and is not sent without a channel', async () => {
-      const a: string[] = [];
-      for (let i = 0; i < 4; i++) a.push((await client.enqueue(job, { i })).jobId);
-      expect((await claim(4, W1)).sort()).toEqual([...a].sort());
-      const inline = { doneChannel: doneChannel(db.schema), maxIds: 1 };
-      const many = await doneNotifications(() =>
-        db.driver.query(
-          backend.statement('settleSucceeded'),
-          settleSucceededParams([success(a[0]!, W1, null, null), success(a[1]!, W1, null, null)], inline),
-        ),
-      );
-      expect(many).toEqual(['*']);
-      const none = await doneNotifications(() =>
-        db.driver.query(
-          backend.statement('settleSucceeded'),
-          settleSucceededParams([success(a[2]!, W1, null, null)]),
-        ),
-      );
-      expect(none).toEqual([]);
-      // A write that wrote nothing (the job is no longer this worker's) notifies nothing either.
-      const stale = await doneNotifications(() =>
-        db.driver.query(
-          backend.statement('settleSucceeded'),
-          settleSucceededParams([success(a[3]!, W2, null, null)], inline),
-        ),
-      );
-      expect(stale).toEqual([]);
-    });
   });
 });

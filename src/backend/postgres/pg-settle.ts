@@ -63,14 +63,10 @@ export function allPlainSuccesses(items: readonly Settlement[]): boolean {
 
 /**
  * The `settleSucceeded` statement's parameters (settle.sql): $1 the job ids, $2–$7 one array per
- * column, $8–$13 the same columns' values when every item agrees, $14–$15 the NOTIFY the statement
- * sends itself (`inline`: the done channel and the most ids one payload lists; none by default).
- * Only for {@link allPlainSuccesses} batches.
+ * column, $8–$13 the same columns' values when every item agrees. Only for
+ * {@link allPlainSuccesses} batches.
  */
-export function settleSucceededParams(
-  items: readonly Settlement[],
-  inline: { doneChannel: string; maxIds: number } | null = null,
-): unknown[] {
+export function settleSucceededParams(items: readonly Settlement[]): unknown[] {
   const ok = (s: Settlement) => s as Extract<Settlement, { kind: 'succeeded' }>;
   const columns: BatchColumn[] = [
     textColumn(items, (s) => s.workerId),
@@ -84,8 +80,6 @@ export function settleSucceededParams(
     uuidArrayLiteral(items.map((s) => s.jobId)),
     ...columns.map((c) => c[0]),
     ...columns.map((c) => c[1]),
-    inline?.doneChannel ?? null,
-    inline?.maxIds ?? null,
   ];
 }
 

@@ -93,17 +93,6 @@ export interface PostgresBackendOptions {
  */
 const DONE_IDS_PER_NOTIFY = 150;
 
-/**
- * Largest outcome write that sends its done-channel NOTIFY in its own statement, when no other
- * write of the backend is in flight; others announce after their commit (`announce`). Inline, the
- * NOTIFY costs no statement of its own (at a trickle, where writes carry a job or two, ~9 % of the
- * server's and of the worker's CPU per job at 500 jobs/s), but the writing transaction then holds the server's
- * notify lock through its WAL flush, and under a steady load enqueues queued behind outcome writes
- * on that lock (`Lock: object`) until latency rounds collapsed. Writes stay this small only while
- * the load is light.
- */
-const INLINE_DONE_NOTIFY_MAX_JOBS = 8;
-
 const SCHEMA_MISSING_CODES = new Set(['42P01', '3F000', '42704']);
 
 /** True for a Postgres error raised because TaskQ's tables (or schema, or enum type) are missing. */
@@ -132,8 +121,6 @@ export class PostgresBackend implements Backend {
   private readonly wake: string;
   private readonly events: string;
   private readonly done: string;
-  /** Outcome writes (`settle`) started and not finished. */
-  private settlesInFlight = 0;
   private readonly progress: string;
   private readonly ops: PgOps;
   /** Enqueue statements of this backend running on its own pool (see {@link onOwnPool}). */
@@ -437,36 +424,20 @@ export class PostgresBackend implements Backend {
 
   async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
     if (items.length === 0) return [];
-    // A batch of plain successes (the usual one) goes through a statement with a much smaller plan,
-    // which also sends the done-channel NOTIFY itself at a trickle (see INLINE_DONE_NOTIFY_MAX_JOBS).
-    const plain = allPlainSuccesses(items);
-    const inline = plain && this.settlesInFlight === 0 && items.length <= INLINE_DONE_NOTIFY_MAX_JOBS;
-    this.settlesInFlight++;
-    let rows: SettleRow[];
-    try {
-      rows = plain
-        ? await this.run<SettleRow>(
-            'settleSucceeded',
-            settleSucceededParams(
-              items,
-              inline ? { doneChannel: this.done, maxIds: DONE_IDS_PER_NOTIFY } : null,
-            ),
-            this.settleDriver,
-          )
-        : await this.run<SettleRow>('settle', settleParams(items), this.settleDriver);
-    } finally {
-      this.settlesInFlight--;
-    }
+    // A batch of plain successes (the usual one) goes through a statement with a much smaller plan.
+    const rows = allPlainSuccesses(items)
+      ? await this.run<SettleRow>('settleSucceeded', settleSucceededParams(items), this.settleDriver)
+      : await this.run<SettleRow>('settle', settleParams(items), this.settleDriver);
     const results = settleResults(items, rows);
-    if (!inline) this.announceSettled(results);
+    this.announceSettled(results);
     return results;
   }
 
   /**
-   * After a settle commits, unless its statement sent them itself: finished jobs on the done channel
-   * (ids, or `*` past {@link DONE_IDS_PER_NOTIFY}), and a wake-up when any went back to `pending`.
-   * Sent on the main pool and not awaited, so the next outcome write does not wait for it. Best
-   * effort: waiters poll as the source of truth, and a lost wake-up is covered by the workers' poll.
+   * After a settle commits: finished jobs on the done channel (ids, or `*` past
+   * {@link DONE_IDS_PER_NOTIFY}), and a wake-up when any went back to `pending`. Sent on the main
+   * pool and not awaited, so the next outcome write does not wait for it. Best effort: waiters poll
+   * as the source of truth, and a lost wake-up is covered by the workers' poll.
    */
   private announceSettled(results: readonly SettleResult[]): void {
     const done: string[] = [];
@@ -619,7 +590,7 @@ export class PostgresBackend implements Backend {
     const warmSettle = () =>
       this.settleDriver.transaction(async (tx) => {
         await this.run('settle', empty(33), tx);
-        await this.run('settleSucceeded', empty(15), tx);
+        await this.run('settleSucceeded', empty(13), tx);
       });
     await Promise.all([
       this.dispatcher.warmUp(req, this.claimConnections),

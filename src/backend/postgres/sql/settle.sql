@@ -203,12 +203,7 @@ SELECT NULL, NULL, NULL, (SELECT n FROM written);
 --
 -- $1 ids, $2 worker ids, $3 results (json text), $4 fallback result ttl ms, $5 result sizes,
 -- $6 handler start times (epoch ms), $7 durations ms; $8–$13 the same columns' values when every
--- item agrees (batch-column.ts); $14 the done channel to NOTIFY in this statement (NULL: the caller
--- announces after the commit) and $15 the most ids one payload lists (past it the payload is `*`).
--- Inline, the wake-up leaves with the commit and costs no statement of its own; but the notify lock
--- is then held through this transaction's WAL flush, so the caller does it only for a small write
--- with no other outcome write of its own in flight (INLINE_DONE_NOTIFY_MAX_JOBS, postgres-backend.ts;
--- `EnqueueWake`, pg-enqueue.ts, makes the same trade).
+-- item agrees (batch-column.ts).
 WITH items AS (
   SELECT t.id,
     coalesce(t.worker_id, $8::uuid) AS worker_id,
@@ -264,21 +259,11 @@ events AS (
 ),
 written AS (
   SELECT count(*)::int AS n FROM upd
-),
--- Every written job is terminal (succeeded): one NOTIFY lists them all, as the caller's would.
-notified AS (
-  SELECT pg_notify($14::text,
-                   CASE WHEN count(*) > $15::int THEN '*' ELSE string_agg(u.id::text, ',') END) AS sent
-  FROM upd u
-  WHERE $14::text IS NOT NULL
-  HAVING count(*) > 0
 )
 -- The rows `settle` would return for these items: the count row, and each written item's row only
--- when some item was not written. The count row reads `notified`, so that it runs (a WITH query
--- that writes nothing runs only when read).
+-- when some item was not written.
 SELECT u.id, 'succeeded'::text AS status, NULL::text AS error_class, NULL::int AS succeeded
 FROM upd u
 WHERE (SELECT n FROM written) < (SELECT count(*) FROM items)
 UNION ALL
-SELECT NULL, NULL, NULL, (SELECT n FROM written)
-WHERE (SELECT count(*) FROM notified) >= 0;
+SELECT NULL, NULL, NULL, (SELECT n FROM written);
