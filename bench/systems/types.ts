@@ -71,7 +71,10 @@ export interface SystemAdapter {
   probeDispatch?: (jobs: number, batch: number, options?: { jitOff?: boolean }) => Promise<DispatchProbe>;
 }
 
-/** Cost of the dispatch and settle statements per claimed job. */
+/**
+ * Cost of the dispatch and settle statements per claimed job: the median over the probe's calls of
+ * each call's time divided by the jobs it claimed.
+ */
 export interface DispatchProbe {
   jobs: number;
   dispatchMsPerJob: number;

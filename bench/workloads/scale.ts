@@ -7,8 +7,9 @@
  *   100 % marks of `drainJobs` handler starts (warm-up excluded; both marks seen with the same lag;
  *   6,000 jobs in a full run: a window of ~0.35 s, where 4,000 gave ~0.25 s and readings that
  *   moved 2× from one run to the next);
- * - TaskQ only: the dispatch and settle statements called directly, batches of 10 (ms per job), and
- *   the dispatch statement again on sessions with `jit = off` (a diagnostic of the JIT cost).
+ * - TaskQ only: the dispatch and settle statements called directly, batches of 10 (the median
+ *   call's ms per job, so that a few stalls of the instance do not decide the row), and the
+ *   dispatch statement again on sessions with `jit = off` (a diagnostic of the JIT cost).
  * Runs for systems that can be filled with SQL: TaskQ and graphile-worker. Each round fills every
  * system's table afresh, systems alternating in rotated order as in the other workloads.
  */
