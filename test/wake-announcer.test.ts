@@ -97,3 +97,18 @@ describe('WakeAnnouncer', () => {
     expect(c.log).toEqual(['send 1 starts', 'send 1 ends', 'send 2 starts', 'send 2 ends']);
   });
 });
+
+describe('WakeAnnouncer with a failing send', () => {
+  it('still sends the next wake-up for the callers queued behind a failed one', async () => {
+    let calls = 0;
+    const wakes = new WakeAnnouncer(() => {
+      calls++;
+      return calls === 1 ? Promise.reject(new Error('connection lost')) : Promise.resolve();
+    });
+    const first = wakes.announce();
+    const second = wakes.announce();
+    await expect(first).rejects.toThrow('connection lost');
+    await expect(second).resolves.toBeUndefined();
+    expect(calls).toBe(2);
+  });
+});

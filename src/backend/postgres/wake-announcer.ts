@@ -19,17 +19,22 @@ export class WakeAnnouncer {
   private inFlight: Promise<void> | null = null;
   private queued: Promise<void> | null = null;
 
-  /** `send` runs one `announce` statement; it must not reject (a lost wake-up waits for the poll). */
+  /**
+   * `send` runs one `announce` statement. The backend's never rejects (a lost wake-up waits for the
+   * workers' poll); one that did would fail only the callers sharing that send.
+   */
   constructor(private readonly send: () => Promise<void>) {}
 
   /** Resolves once a wake-up sent after this call has committed (see the class comment). */
   announce(): Promise<void> {
     if (this.queued !== null) return this.queued;
     if (this.inFlight === null) return this.start();
-    const next = this.inFlight.then(() => {
+    const sendNext = () => {
       this.queued = null;
       return this.start();
-    });
+    };
+    // Either way: a failed send must not fail the enqueues queued behind it (their inserts committed).
+    const next = this.inFlight.then(sendNext, sendNext);
     this.queued = next;
     return next;
   }
