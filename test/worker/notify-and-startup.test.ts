@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { actor } from '../../src/actor.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
-import { WakeAnnouncer } from '../../src/backend/postgres/wake-announcer.js';
 import { batchItem } from '../../src/client/jobs-client.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { wakeChannel } from '../../src/schema-name.js';
@@ -83,20 +82,29 @@ describe('NOTIFY wake-ups', () => {
 
 describe('enqueue wake-ups under concurrency', () => {
   // Alone, an enqueue NOTIFYs inside its insert; while another is in flight, the wake-up follows the
-  // insert's commit in a transaction of its own (so that concurrent inserts share WAL flushes), and
-  // concurrent enqueues share those (WakeAnnouncer: one in flight, one waiting). Either way every
-  // insert is announced by a wake-up sent after it committed, before the call returns.
-  it('announces every concurrent enqueue, single and batch, before its call returns', async () => {
+  // insert's commit in a transaction of its own (so that concurrent inserts share WAL flushes).
+  // Either way every insert is announced, only once it is visible, and before the call returns.
+  it('announces every concurrent enqueue, single and batch, after its insert is visible', async () => {
     const listener = new pg.Client({ connectionString: TEST_DSN });
     await listener.connect();
-    let wakes = 0;
+    const seen: number[] = [];
+    const checks: Promise<void>[] = [];
     let wakesBeforeBarrier = -1;
     listener.on('notification', (n) => {
-      if (n.payload === 'barrier') wakesBeforeBarrier = wakes;
-      else wakes++;
+      if (n.payload === 'barrier') {
+        wakesBeforeBarrier = seen.length;
+        return;
+      }
+      const k = seen.length + 1;
+      seen.push(k);
+      // The jobs visible when the k-th wake-up arrives: at least one insert per wake-up so far.
+      checks.push(
+        admin
+          .query<{ n: number }>(`SELECT count(*)::int AS n FROM "${db.schema}".jobs WHERE queue = 'wake'`)
+          .then((r) => expect(r.rows[0]!.n).toBeGreaterThanOrEqual(k)),
+      );
     });
     await listener.query(`LISTEN "${wakeChannel(db.schema)}"`);
-    const sends = vi.spyOn(WakeAnnouncer.prototype, 'announce');
     try {
       const wakeEcho = actor({ name: 'wake_echo', queue: 'wake' }, async (p: unknown) => p);
       await Promise.all([
@@ -105,23 +113,17 @@ describe('enqueue wake-ups under concurrency', () => {
           tq.enqueueBatch(Array.from({ length: 5 }, (_, i) => batchItem(wakeEcho, { b, i }))),
         ),
       ]);
-      // 16 inserting transactions: the first notifies inline, the 15 others committed while another
-      // was in flight and asked for a wake-up after their commit. Every announcement was sent before
-      // its call returned, so a NOTIFY sent now arrives after all of them.
+      // 16 inserting transactions, each announced once (inline or after its commit), and every
+      // announcement sent before its call returned: a NOTIFY sent now arrives after all of them.
       await admin.query('SELECT pg_notify($1, $2)', [wakeChannel(db.schema), 'barrier']);
       await waitFor(() => wakesBeforeBarrier >= 0, 5000, 'the barrier NOTIFY');
-      // Each inline insert sent its own NOTIFY; the others shared at least one announce (how many
-      // depends on timing; the sharing rule itself is tested in wake-announcer.test.ts).
-      const afterCommit = sends.mock.calls.length;
-      expect(afterCommit).toBeGreaterThanOrEqual(1);
-      expect(wakesBeforeBarrier).toBeGreaterThanOrEqual(16 - afterCommit + 1);
-      expect(wakesBeforeBarrier).toBeLessThanOrEqual(16);
+      expect(wakesBeforeBarrier).toBe(16);
+      await Promise.all(checks);
       const jobs = await admin.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM "${db.schema}".jobs WHERE queue = 'wake'`,
       );
       expect(jobs.rows[0]!.n).toBe(32);
     } finally {
-      sends.mockRestore();
       await listener.end();
     }
   });

@@ -24,11 +24,9 @@ type Raw = Record<string, unknown>;
  *   with a NOTIFY inside, ~10.8k without).
  * - `afterCommit`: the insert statement does not NOTIFY; once it has committed, a separate
  *   `announce` (a transaction that writes nothing, so its commit waits for no flush) sends the
- *   wake-up. One more round trip, so a wake-up ~0.1 ms later. Concurrent enqueues share these
- *   (`WakeAnnouncer`: at most one in flight and one waiting). The enqueue resolves after its
- *   wake-up has committed, as an inline one resolves after its NOTIFY: once an enqueue has
- *   returned, a wake-up sent after its insert committed has left (a caller that then sends a
- *   NOTIFY of its own, or reads the channel, sees them in that order).
+ *   wake-up. One more round trip, so a wake-up ~0.1 ms later. The enqueue resolves after it, as
+ *   an inline one resolves after its NOTIFY: once an enqueue has returned, its wake-up has left
+ *   (a caller that then sends a NOTIFY of its own, or reads the channel, sees them in that order).
  * The backend chooses `inline` when no other enqueue of its own is in flight and `afterCommit`
  * otherwise. An enqueue on the caller's connection always notifies inline: the NOTIFY belongs to
  * the caller's transaction and is delivered only if it commits.
@@ -41,11 +39,10 @@ function statementChannel(ops: PgOps, wake: EnqueueWake): string | null {
 }
 
 /**
- * One `announce` of the wake channel: what {@link PgOps.wakes} sends for the inserts that committed
- * without a NOTIFY. Never rejects: the job is committed whatever happens here, and a lost wake-up
- * only delays it to the workers' next poll.
+ * The wake-up of an insert that committed without a NOTIFY. Never rejects: the job is committed
+ * whatever happens here, and a lost wake-up only delays it to the workers' next poll.
  */
-export async function sendWake(ops: Pick<PgOps, 'run' | 'channels' | 'logger'>): Promise<void> {
+async function announceWake(ops: PgOps): Promise<void> {
   try {
     await ops.run('announce', [[ops.channels.wake], ['']]);
   } catch (err) {
@@ -89,7 +86,7 @@ export async function enqueueOne(
     throw translateUnique(err, a.actor);
   }
   const r = rows[0] as Raw;
-  if (wake === 'afterCommit' && r.verdict === 'insert' && r.id === a.id) await ops.wakes.announce();
+  if (wake === 'afterCommit' && r.verdict === 'insert' && r.id === a.id) await announceWake(ops);
   switch (r.verdict) {
     case 'singleton': {
       const deadline = r.singleton_deadline_ms === null ? null : Number(r.singleton_deadline_ms);
@@ -153,7 +150,7 @@ async function enqueuePlain(ops: PgOps, ex: Executor, a: EnqueueArgs, wake: Enqu
     ],
     ex,
   );
-  if (wake === 'afterCommit') await ops.wakes.announce();
+  if (wake === 'afterCommit') await announceWake(ops);
   return insertedRow(a, rows[0] as Raw);
 }
 
@@ -230,7 +227,7 @@ export async function enqueueMany(
     throw translateUnique(err, list[0]?.actor ?? '');
   }
   const inserted = insertedRows(list, rows);
-  if (wake === 'afterCommit' && inserted.some((r) => r !== undefined)) await ops.wakes.announce();
+  if (wake === 'afterCommit' && inserted.some((r) => r !== undefined)) await announceWake(ops);
   const missing = list.filter((a, i) => inserted[i] === undefined);
   const byKey = new Map<string, JobRow>();
   if (missing.length > 0) {

@@ -1,7 +1,6 @@
 import type { Driver, Executor } from '../../db/driver.js';
 import type { Logger } from '../../obs/logger.js';
 import type * as SQL from './sql.generated.js';
-import type { WakeAnnouncer } from './wake-announcer.js';
 
 /**
  * Statements made from an embedded one by leaving out its lines that end with a marker comment,
@@ -41,8 +40,6 @@ export interface PgOps {
     readonly done: string;
     readonly progress: string;
   };
-  /** The wake-ups of enqueues that committed without an inline NOTIFY, shared where they can be. */
-  readonly wakes: WakeAnnouncer;
   run<R = Record<string, unknown>>(
     name: StatementName,
     values: readonly unknown[],

@@ -48,9 +48,8 @@ import type {
 } from '../worker-types.js';
 import { cursorForRow, filterConditions, listQuery } from './filter-sql.js';
 import { Dispatcher } from './pg-dispatch.js';
-import { enqueueMany, enqueueOne, sendWake, translateUnique, type EnqueueWake } from './pg-enqueue.js';
+import { enqueueMany, enqueueOne, translateUnique, type EnqueueWake } from './pg-enqueue.js';
 import { DERIVED_STATEMENTS, deriveStatement, type PgOps, type StatementName } from './pg-ops.js';
-import { WakeAnnouncer } from './wake-announcer.js';
 import { openLeaderSession, subscribe } from './pg-sessions.js';
 import { refreshJobsStatistics } from './pg-statistics.js';
 import {
@@ -151,16 +150,13 @@ export class PostgresBackend implements Backend {
     for (const [name, { from, drop }] of Object.entries(DERIVED_STATEMENTS))
       rendered[name as keyof typeof DERIVED_STATEMENTS] = deriveStatement(rendered[from], drop);
     this.sql = rendered;
-    const channels = { wake: this.wake, events: this.events, done: this.done, progress: this.progress };
-    const run: PgOps['run'] = (name, values, ex) => this.run(name, values, ex);
     this.ops = {
       driver: this.driver,
       schema: this.schema,
       logger: this.logger,
       sql: this.sql,
-      channels,
-      wakes: new WakeAnnouncer(() => sendWake({ run, channels, logger: this.logger })),
-      run,
+      channels: { wake: this.wake, events: this.events, done: this.done, progress: this.progress },
+      run: (name, values, ex) => this.run(name, values, ex),
       translate: (err) => this.translate(err),
     };
     this.dispatcher = new Dispatcher(this.ops, this.claimDriver);
