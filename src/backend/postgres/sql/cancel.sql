@@ -78,7 +78,11 @@ SELECT (SELECT count(*) FROM upd)::int AS retried, (SELECT count(*) FROM ev)::in
 -- cancelled at once; running jobs are flagged (phase 1) and their workers notified. One event row
 -- per job. $1 reason, $2 events channel, $3 schema name (per-worker channel).
 -- The matching ids are collected per status group (waiting jobs through jobs_waiting_idx, running
--- ones through jobs_running_idx: no index holds both), then locked.
+-- ones through jobs_running_idx: no index holds both), then locked. The ids reach the lock as one
+-- array (an init plan), not as `id IN (SELECT id FROM matching)`: a row that a heartbeat or a claim
+-- changed after this statement's snapshot is locked in its newest version and rechecked, and when
+-- the planner had made the IN a join driven by the de-duplicated ids, the recheck lost the row (the
+-- job was neither cancelled nor flagged). Against a fixed array the recheck is the status test.
 WITH matching AS (
   SELECT j.id FROM {schema}.jobs j
   WHERE {filter_conditions} AND j.status IN ('pending', 'scheduled')
@@ -88,7 +92,7 @@ WITH matching AS (
 ),
 target AS (
   SELECT j.id, j.status, j.locked_by_worker FROM {schema}.jobs j
-  WHERE j.id IN (SELECT id FROM matching) AND j.status IN ('pending', 'scheduled', 'running')
+  WHERE j.id = ANY (ARRAY(SELECT id FROM matching)) AND j.status IN ('pending', 'scheduled', 'running')
   FOR UPDATE
 ),
 direct AS (
