@@ -14,24 +14,26 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { PostgresBackend } from '../src/backend/postgres/postgres-backend.js';
-import { PgDriver } from '../src/db/pg-driver.js';
-import { Migrator } from '../src/migrations/migrator.js';
-import { TEST_DSN, uniqueSchemaName } from './helpers/db.js';
+import type { PgDriver } from '../src/db/pg-driver.js';
+import { migratedSchema, TEST_DSN, type TestSchema } from './helpers/db.js';
 
-const driver = new PgDriver({ connection: TEST_DSN, maxPoolSize: 2 });
-const schema = uniqueSchemaName('cwrace');
-const backend = new PostgresBackend(driver, { schema });
-const s = `"${schema}"`;
+let db: TestSchema;
+let driver: PgDriver;
+let backend: PostgresBackend;
+let schema: string;
+let s: string;
 const WORKER = '018f0000-0000-7000-8000-0000000000aa';
 const JOBS = 2_000;
 const RACED = 10;
 
 beforeAll(async () => {
-  await new Migrator(driver, { schema }).up();
+  db = await migratedSchema('cwrace');
+  ({ driver, schema } = db);
+  s = `"${schema}"`;
+  backend = new PostgresBackend(driver, { schema });
 });
 afterAll(async () => {
-  await driver.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-  await driver.close();
+  await db.drop();
 });
 
 /** `JOBS` pending jobs tagged `tag`; the last `RACED` of them (by id) set running when `running`. */

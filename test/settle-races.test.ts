@@ -12,23 +12,25 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { PostgresBackend } from '../src/backend/postgres/postgres-backend.js';
 import type { Settlement } from '../src/backend/worker-types.js';
-import { PgDriver } from '../src/db/pg-driver.js';
-import { Migrator } from '../src/migrations/migrator.js';
-import { TEST_DSN, uniqueSchemaName } from './helpers/db.js';
+import type { PgDriver } from '../src/db/pg-driver.js';
+import { migratedSchema, TEST_DSN, type TestSchema } from './helpers/db.js';
 
-const driver = new PgDriver({ connection: TEST_DSN, maxPoolSize: 3 });
-const schema = uniqueSchemaName('strace');
-const backend = new PostgresBackend(driver, { schema });
-const s = `"${schema}"`;
+let db: TestSchema;
+let driver: PgDriver;
+let backend: PostgresBackend;
+let schema: string;
+let s: string;
 const WORKER = '018f0000-0000-7000-8000-0000000000bb';
 const JOBS = 11;
 
 beforeAll(async () => {
-  await new Migrator(driver, { schema }).up();
+  db = await migratedSchema('strace');
+  ({ driver, schema } = db);
+  s = `"${schema}"`;
+  backend = new PostgresBackend(driver, { schema });
 });
 afterAll(async () => {
-  await driver.query(`DROP SCHEMA IF EXISTS ${s} CASCADE`);
-  await driver.close();
+  await db.drop();
 });
 
 /** `JOBS` running jobs owned by WORKER, in id order. */
@@ -107,7 +109,7 @@ async function settleDuringRace(
     await blocker.query('BEGIN');
     await blocker.query(`SELECT id FROM ${s}.jobs WHERE id = $1 FOR UPDATE`, [first]);
     const pending = backend.settle(ids.map(make));
-    await waitForLockWait();
+    await waitForLockWait(blocker);
     const changed = await race(raced);
     await blocker.query('ROLLBACK');
     const results = await pending;
@@ -122,11 +124,13 @@ async function settleDuringRace(
   }
 }
 
-/** Until some session of this database waits for a row lock. */
-async function waitForLockWait(): Promise<void> {
+/** Until some session waits for a row lock that `blocker` holds. */
+async function waitForLockWait(blocker: pg.Client): Promise<void> {
+  const pid = (blocker as unknown as { processID: number }).processID;
   for (let i = 0; i < 200; i++) {
     const { rows } = await driver.query(
-      `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      `SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))`,
+      [pid],
     );
     if (rows.length > 0) return;
     await new Promise((r) => setTimeout(r, 10));
