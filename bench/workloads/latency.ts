@@ -6,9 +6,11 @@
  *   workload's median at c=10 in this run, else a short calibration), issued open-loop every 2 ms
  *   (the jobs due since the previous tick go in one call: single enqueue for one job, bulk for more),
  *   right after a server checkpoint (checkpoint.ts: no loaded phase waits for new WAL files).
- * - at graphile-worker's load (TaskQ with its defaults only): right after its own load, the same
- *   worker is offered half of graphile-worker's (defaults) measured throughput, the load that
- *   system's "under 50 % load" row was measured at — a latency compared at the same offered load.
+ * - at graphile-worker's load (TaskQ with its defaults only): a round of its own on another fresh
+ *   system, idle phase and all, offered half of graphile-worker's (defaults) measured throughput,
+ *   the load that system's "under 50 % load" row was measured at — a latency compared at the same
+ *   offered load, after the same history (until 2026-12-03 it was offered to the worker of TaskQ's
+ *   own round, after that round's much larger load).
  * The enqueue call's start time travels in the payload; the handler records its own start time.
  * Under load the enqueue calls' own durations are reported too (p50 / p99 of the calls made after
  * the warm-up): the latency includes them, and on a machine this size they are much of its tail.
@@ -21,7 +23,7 @@ import { nowMs, sleep, type BenchPayload } from '../lib/common.js';
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
 import { checkpoint } from '../lib/checkpoint.js';
 import { enqueueAll } from '../lib/drain.js';
-import { Fleet } from '../lib/fleet.js';
+import { Fleet, type WorkerResult } from '../lib/fleet.js';
 import { cpuBetween, cpuSnapshot, type CpuSnapshot } from '../lib/load-cpu.js';
 import { percentile } from '../lib/stats.js';
 import type { MetricSpec } from '../lib/results.js';
@@ -116,130 +118,155 @@ interface LoadedPhase {
   behind: string | undefined;
 }
 
-export async function runLatency(ctx: BenchContext): Promise<void> {
+/** What one round on a fresh system measured: the idle latencies and one loaded phase's. */
+interface RoundSamples {
+  idle: number[];
+  load: number[];
+  phase: LoadedPhase;
+  /** Set when the loaded phase's jobs had not all started 15 s after the load stopped. */
+  backlogNote: string | undefined;
+}
+
+/**
+ * One round of the workload on a fresh system: a worker at c=10, the idle phase, then one loaded
+ * phase at the rate `chooseRate` returns (called after the idle phase; it may enqueue jobs of its
+ * own to calibrate, and says how many it sent).
+ */
+async function measureRound(
+  ctx: BenchContext,
+  sys: SystemAdapter,
+  round: number,
+  chooseRate: (fleet: Fleet) => Promise<{ rate: number; sent: number }>,
+): Promise<RoundSamples> {
   const idleJobs = ctx.opts.quick ? 30 : 200;
   const idleBudgetMs = ctx.opts.quick ? 2000 : 15_000;
   const loadMs = ctx.opts.quick ? 2000 : 5000;
   const warmupMs = ctx.opts.quick ? 500 : 1000;
+  const fleet = await Fleet.start(sys.workerSpec(10, 1), { recordLatency: true });
+  let sent = 0;
+  let phase: LoadedPhase;
+  let backlogNote: string | undefined;
+  let results: WorkerResult[];
+  try {
+    await sleep(300); // let the worker settle into its idle wait
+    // Idle: one job at a time; the next goes in 10 ms after the previous one started (or after
+    // 5 s), so the worker is idle whenever a job arrives.
+    const idleDeadline = Date.now() + idleBudgetMs;
+    for (let i = 0; i < idleJobs && Date.now() < idleDeadline; i++) {
+      await sys.enqueueOne({ i, t: nowMs() });
+      sent++;
+      await fleet.waitForCount(sent, Date.now() + 5000);
+      await sleep(10);
+    }
+    await fleet.waitForCount(sent, Date.now() + 10_000);
+    const chosen = await chooseRate(fleet);
+    sent += chosen.sent;
+    // The loaded phase, after a checkpoint and a short pause.
+    await checkpoint();
+    await sleep(200);
+    const start = nowMs() + warmupMs;
+    const o = await offeredLoad(sys, chosen.rate, loadMs, warmupMs, 2_000_000, fleet.pids);
+    sent += o.sent;
+    const behind = behindNote(round, sent - fleet.count, chosen.rate);
+    phase = { start, rate: chosen.rate, callMs: o.callMs, cpu: o.cpu, behind };
+    if (!(await fleet.waitForCount(sent, Date.now() + 15_000)))
+      backlogNote = `round ${round + 1}: ${sent - fleet.count} jobs had not started 15 s after the load stopped (tail latencies understated)`;
+  } finally {
+    results = await fleet.stop();
+  }
+  const idle: number[] = [];
+  const load: number[] = [];
+  for (const w of results)
+    for (let k = 0; k + 1 < w.latencies.length; k += 2) {
+      const t = w.latencies[k]!;
+      const l = w.latencies[k + 1]!;
+      if (t < phase.start - warmupMs) idle.push(l);
+      else if (t >= phase.start) load.push(l);
+    }
+  return { idle, load, phase, backlogNote };
+}
+
+/** Records one loaded phase's rows: latency percentiles, the offered rate, the calls', the CPU. */
+function recordLoad(
+  ctx: BenchContext,
+  id: SystemAdapter['id'],
+  c: string,
+  samples: number[],
+  ph: LoadedPhase,
+  note?: string,
+): void {
+  for (const [m, v] of ph.cpu) ctx.results.record(CPU_WORKLOAD, c, m, id, v);
+  if (samples.length)
+    for (const p of [50, 95, 99]) ctx.results.record('latency', c, P(p), id, percentile(samples, p), note);
+  if (ph.rate > 0) ctx.results.record('latency', c, OFFERED, id, ph.rate);
+  if (ph.callMs.length)
+    for (const p of [50, 99]) ctx.results.record('latency', c, CALL(p), id, percentile(ph.callMs, p));
+}
+
+export async function runLatency(ctx: BenchContext): Promise<void> {
   for (let round = 0; round < ctx.opts.rounds; round++) {
     for (const id of rotate(ctx.systems, round)) {
       try {
         await withFreshSystem(id, async (sys) => {
-          const fleet = await Fleet.start(sys.workerSpec(10, 1), { recordLatency: true });
-          let sent = 0;
-          let rate = 0;
-          let backlogNote: string | undefined;
-          // The system's own loaded phase, and the second one (TaskQ at the peer's load).
-          let own: LoadedPhase | undefined;
-          let peer: LoadedPhase | undefined;
-          /** After a checkpoint and a short pause, offers `phaseRate` jobs/s (indices from `firstIndex`). */
-          const loaded = async (phaseRate: number, firstIndex: number): Promise<LoadedPhase> => {
-            await checkpoint();
-            await sleep(200);
-            const start = nowMs() + warmupMs;
-            const o = await offeredLoad(sys, phaseRate, loadMs, warmupMs, firstIndex, fleet.pids);
-            sent += o.sent;
-            const behind = behindNote(round, sent - fleet.count, phaseRate);
-            return { start, rate: phaseRate, callMs: o.callMs, cpu: o.cpu, behind };
-          };
-          try {
-            await sleep(300); // let the worker settle into its idle wait
-            // Idle: one job at a time; the next goes in 10 ms after the previous one started (or
-            // after 5 s), so the worker is idle whenever a job arrives.
-            const idleDeadline = Date.now() + idleBudgetMs;
-            for (let i = 0; i < idleJobs && Date.now() < idleDeadline; i++) {
-              await sys.enqueueOne({ i, t: nowMs() });
-              sent++;
-              await fleet.waitForCount(sent, Date.now() + 5000);
-              await sleep(10);
-            }
-            await fleet.waitForCount(sent, Date.now() + 10_000);
+          const r = await measureRound(ctx, sys, round, async (fleet) => {
             // Throughput to offer half of (or the same fixed rate to every system).
+            if (ctx.opts.loadRate !== null) return { rate: ctx.opts.loadRate, sent: 0 };
             const measured = ctx.results.median('processing', '1 process, c=10', 'jobs/s', id);
-            if (ctx.opts.loadRate !== null) rate = ctx.opts.loadRate;
-            else if (measured !== undefined) rate = measured / 2;
-            else {
-              const before = fleet.count;
-              const n = 2000;
-              await enqueueAll(sys, n, 1_000_000);
-              const t0 = nowMs();
-              await fleet.waitForCount(before + n, Date.now() + 5000);
-              rate = (fleet.count - before) / ((nowMs() - t0) / 1000) / 2;
-              sent += n;
-              await fleet.waitForCount(before + n, Date.now() + 60_000);
-            }
-            own = await loaded(rate, 2_000_000);
-            if (!(await fleet.waitForCount(sent, Date.now() + 15_000)))
-              backlogNote = `round ${round + 1}: ${sent - fleet.count} jobs had not started 15 s after the load stopped (tail latencies understated)`;
-            const peerMeasured = ctx.results.median(
-              'processing',
-              '1 process, c=10',
-              'jobs/s',
-              PEER_LOAD.peer,
-            );
-            if (
-              ctx.opts.loadRate === null &&
-              id === PEER_LOAD.system &&
-              peerMeasured !== undefined &&
-              backlogNote === undefined
-            ) {
-              peer = await loaded(peerMeasured / 2, 4_000_000);
-              await fleet.waitForCount(sent, Date.now() + 15_000);
-            }
-          } finally {
-            const results = await fleet.stop();
-            const idle: number[] = [];
-            const load: number[] = [];
-            const peerLoad: number[] = [];
-            for (const w of results)
-              for (let k = 0; k + 1 < w.latencies.length; k += 2) {
-                const t = w.latencies[k]!;
-                const l = w.latencies[k + 1]!;
-                if (own === undefined || t < own.start - warmupMs) idle.push(l);
-                else if (peer !== undefined && t >= peer.start - warmupMs) {
-                  if (t >= peer.start) peerLoad.push(l);
-                } else if (t >= own.start) load.push(l);
-              }
-            const loadCase =
-              ctx.opts.loadRate === null ? LATENCY_CASES.load : fixedLoadCase(ctx.opts.loadRate);
-            /** One loaded phase's rows: latency percentiles, the offered rate, the calls', the CPU. */
-            const recordLoad = (c: string, samples: number[], ph: LoadedPhase, note?: string) => {
-              for (const [m, v] of ph.cpu) ctx.results.record(CPU_WORKLOAD, c, m, id, v);
-              if (samples.length)
-                for (const p of [50, 95, 99])
-                  ctx.results.record('latency', c, P(p), id, percentile(samples, p), note);
-              if (ph.rate > 0) ctx.results.record('latency', c, OFFERED, id, ph.rate);
-              if (ph.callMs.length)
-                for (const p of [50, 99])
-                  ctx.results.record('latency', c, CALL(p), id, percentile(ph.callMs, p));
-            };
-            if (idle.length)
-              for (const p of [50, 95, 99])
-                ctx.results.record('latency', LATENCY_CASES.idle, P(p), id, percentile(idle, p));
-            const callMs = own?.callMs ?? [];
-            const loadCpu = own?.cpu ?? [];
-            if (own) {
-              const note = [own.behind, backlogNote].filter((n) => n !== undefined).join('; ');
-              recordLoad(loadCase, load, own, note || undefined);
-            }
-            if (peer && peerLoad.length) recordLoad(LATENCY_CASES.peerLoad, peerLoad, peer, peer.behind);
-            ctx.log(
-              `  latency ${id} round ${round + 1}: idle p50 ${percentile(idle, 50).toFixed(1)} / p99 ${percentile(idle, 99).toFixed(1)} ms; ` +
-                `at ${rate.toFixed(0)}/s p50 ${percentile(load, 50).toFixed(1)} / p99 ${percentile(load, 99).toFixed(1)} ms (${load.length} samples; ` +
-                `enqueue calls p50 ${percentile(callMs, 50).toFixed(1)} / p99 ${percentile(callMs, 99).toFixed(1)} ms` +
-                `${loadCpu.length ? `; ${loadCpu.map(([m, v]) => `${m.metric} ${v.toFixed(0)}`).join(', ')}` : ''})`,
-            );
-            for (const n of [own?.behind, peer?.behind]) if (n !== undefined) ctx.log(`  latency ${id} ${n}`);
-            if (peer && peerLoad.length)
-              ctx.log(
-                `  latency ${id} round ${round + 1}: at graphile-worker's load (${peer.rate.toFixed(0)}/s) p50 ${percentile(peerLoad, 50).toFixed(1)} / p99 ${percentile(peerLoad, 99).toFixed(1)} ms (${peerLoad.length} samples)`,
-              );
-          }
+            if (measured !== undefined) return { rate: measured / 2, sent: 0 };
+            const before = fleet.count;
+            const n = 2000;
+            await enqueueAll(sys, n, 1_000_000);
+            const t0 = nowMs();
+            await fleet.waitForCount(before + n, Date.now() + 5000);
+            const rate = (fleet.count - before) / ((nowMs() - t0) / 1000) / 2;
+            await fleet.waitForCount(before + n, Date.now() + 60_000);
+            return { rate, sent: n };
+          });
+          for (const p of [50, 95, 99])
+            if (r.idle.length)
+              ctx.results.record('latency', LATENCY_CASES.idle, P(p), id, percentile(r.idle, p));
+          const loadCase = ctx.opts.loadRate === null ? LATENCY_CASES.load : fixedLoadCase(ctx.opts.loadRate);
+          const note = [r.phase.behind, r.backlogNote].filter((n) => n !== undefined).join('; ');
+          recordLoad(ctx, id, loadCase, r.load, r.phase, note || undefined);
+          const cpu = r.phase.cpu;
+          ctx.log(
+            `  latency ${id} round ${round + 1}: idle p50 ${percentile(r.idle, 50).toFixed(1)} / p99 ${percentile(r.idle, 99).toFixed(1)} ms; ` +
+              `at ${r.phase.rate.toFixed(0)}/s p50 ${percentile(r.load, 50).toFixed(1)} / p99 ${percentile(r.load, 99).toFixed(1)} ms (${r.load.length} samples; ` +
+              `enqueue calls p50 ${percentile(r.phase.callMs, 50).toFixed(1)} / p99 ${percentile(r.phase.callMs, 99).toFixed(1)} ms` +
+              `${cpu.length ? `; ${cpu.map(([m, v]) => `${m.metric} ${v.toFixed(0)}`).join(', ')}` : ''})`,
+          );
+          for (const n of [r.phase.behind, r.backlogNote])
+            if (n !== undefined) ctx.log(`  latency ${id} ${n}`);
         });
       } catch (err) {
         ctx.results.fail('latency', LATENCY_CASES.idle, P(50), id, shortError(err));
         ctx.log(`  latency ${id} round ${round + 1}: FAILED ${shortError(err)}`);
       }
+      await peerLoadRound(ctx, id, round);
     }
+  }
+}
+
+/**
+ * TaskQ (defaults) offered graphile-worker's load: a round of its own on a fresh system, the same
+ * procedure as graphile-worker's round (the idle phase, then the loaded phase) at half of
+ * graphile-worker's measured throughput. Its own round is not reused: after its much larger load
+ * the tables hold tens of thousands of dead row versions and autovacuum may be working on them.
+ */
+async function peerLoadRound(ctx: BenchContext, id: SystemAdapter['id'], round: number): Promise<void> {
+  const peerMeasured = ctx.results.median('processing', '1 process, c=10', 'jobs/s', PEER_LOAD.peer);
+  if (ctx.opts.loadRate !== null || id !== PEER_LOAD.system || peerMeasured === undefined) return;
+  try {
+    await withFreshSystem(id, async (sys) => {
+      const r = await measureRound(ctx, sys, round, () =>
+        Promise.resolve({ rate: peerMeasured / 2, sent: 0 }),
+      );
+      if (r.load.length) recordLoad(ctx, id, LATENCY_CASES.peerLoad, r.load, r.phase, r.phase.behind);
+      ctx.log(
+        `  latency ${id} round ${round + 1}: at graphile-worker's load (${r.phase.rate.toFixed(0)}/s) p50 ${percentile(r.load, 50).toFixed(1)} / p99 ${percentile(r.load, 99).toFixed(1)} ms (${r.load.length} samples)`,
+      );
+    });
+  } catch (err) {
+    ctx.log(`  latency ${id} round ${round + 1} at graphile-worker's load: FAILED ${shortError(err)}`);
   }
 }
