@@ -222,8 +222,8 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
             await fleet.waitForCount(before + n, Date.now() + 60_000);
             return { rate, sent: n };
           });
-          for (const p of [50, 95, 99])
-            if (r.idle.length)
+          if (r.idle.length)
+            for (const p of [50, 95, 99])
               ctx.results.record('latency', LATENCY_CASES.idle, P(p), id, percentile(r.idle, p));
           const loadCase = ctx.opts.loadRate === null ? LATENCY_CASES.load : fixedLoadCase(ctx.opts.loadRate);
           const note = [r.phase.behind, r.backlogNote].filter((n) => n !== undefined).join('; ');
