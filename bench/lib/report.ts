@@ -137,6 +137,12 @@ const SUMMARY_ROWS: [label: string, workload: string, caseName: string, metric: 
   ['latency at 50 % load, p50 (ms)', 'latency', 'under 50 % load', 'p50 (ms)'],
   ['latency at 50 % load, p99 (ms)', 'latency', 'under 50 % load', 'p99 (ms)'],
   ['enqueue call at 50 % load, p99 (ms)', 'latency', 'under 50 % load', 'enqueue call p99 (ms)'],
+  [
+    'call return → start at 50 % load, p99 (ms)',
+    'latency',
+    'under 50 % load',
+    'call return → start p99 (ms)',
+  ],
   ['drain ms/job, 10k rows', 'scale', '10k rows', 'drain, worker c=10 (ms/job)'],
   ['drain ms/job, 1M rows', 'scale', '1M rows', 'drain, worker c=10 (ms/job)'],
   ['peak RSS, c=50 (MB)', 'memory', '100k jobs, 1 process, c=50', 'peak RSS (MB)'],

@@ -14,6 +14,8 @@
  * The enqueue call's start time travels in the payload; the handler records its own start time.
  * Under load the enqueue calls' own durations are reported too (p50 / p99 of the calls made after
  * the warm-up): the latency includes them, and on a machine this size they are much of its tail.
+ * So is the rest, split off: each loaded job's latency from its call's return instead of its start
+ * ("call return → start", p50 / p99), what the worker and the wake-up path add.
  * So is where the CPU went in each loaded phase (workload `latency-cpu`, see load-cpu.ts): on two
  * cores shared by the server, the worker and the load generator, the tail follows the moments when
  * every core is taken.
@@ -37,6 +39,11 @@ const P = (p: number): MetricSpec => ({
 });
 const OFFERED: MetricSpec = { metric: 'offered load (jobs/s)', unit: 'jobs/s', better: 'higher' };
 const CALL = (p: number): MetricSpec => ({ metric: `enqueue call p${p} (ms)`, unit: 'ms', better: 'lower' });
+const AFTER_CALL = (p: number): MetricSpec => ({
+  metric: `call return → start p${p} (ms)`,
+  unit: 'ms',
+  better: 'lower',
+});
 export const LATENCY_CASES = {
   idle: 'idle worker',
   load: 'under 50 % load',
@@ -64,6 +71,8 @@ interface OfferedLoad {
   sent: number;
   /** Durations of the enqueue calls that started after the warm-up. */
   callMs: number[];
+  /** When each call returned, by the time it started (the `t` its jobs carry). */
+  callEnds: Map<number, number>;
   /** CPU figures from (just before) the end of the warm-up to the last call made, per job sent. */
   cpu: ReturnType<typeof cpuBetween>;
 }
@@ -79,6 +88,7 @@ async function offeredLoad(
 ): Promise<OfferedLoad> {
   const start = nowMs();
   const callMs: number[] = [];
+  const callEnds = new Map<number, number>();
   let sent = 0;
   let measured: { from: CpuSnapshot; sentBefore: number } | null = null;
   const inflight = new Set<Promise<void>>();
@@ -96,7 +106,9 @@ async function offeredLoad(
       const p: Promise<void> = (n === 1 ? sys.enqueueOne(payloads[0]!) : sys.enqueueBulk(payloads)).finally(
         () => {
           inflight.delete(p);
-          if (t - start >= warmupMs) callMs.push(nowMs() - t);
+          const end = nowMs();
+          callEnds.set(t, end);
+          if (t - start >= warmupMs) callMs.push(end - t);
         },
       );
       inflight.add(p);
@@ -105,7 +117,7 @@ async function offeredLoad(
   }
   const cpu = measured ? cpuBetween(measured.from, cpuSnapshot(workerPids), sent - measured.sentBefore) : [];
   await Promise.all(inflight);
-  return { sent, callMs, cpu };
+  return { sent, callMs, callEnds, cpu };
 }
 
 /** A loaded phase as the report needs it. */
@@ -122,6 +134,11 @@ interface LoadedPhase {
 interface RoundSamples {
   idle: number[];
   load: number[];
+  /**
+   * The loaded phase's latencies from the enqueue call's return instead of its start (the part of
+   * the latency that is not the call itself; negative when a job started before its call returned).
+   */
+  afterCall: number[];
   phase: LoadedPhase;
   /** Set when the loaded phase's jobs had not all started 15 s after the load stopped. */
   backlogNote: string | undefined;
@@ -147,6 +164,7 @@ async function measureRound(
   let phase: LoadedPhase;
   let backlogNote: string | undefined;
   let results: WorkerResult[];
+  let callEnds = new Map<number, number>();
   try {
     await sleep(300); // let the worker settle into its idle wait
     // Idle: one job at a time; the next goes in 10 ms after the previous one started (or after
@@ -167,6 +185,7 @@ async function measureRound(
     const start = nowMs() + warmupMs;
     const o = await offeredLoad(sys, chosen.rate, loadMs, warmupMs, 2_000_000, fleet.pids);
     sent += o.sent;
+    callEnds = o.callEnds;
     const behind = behindNote(round, sent - fleet.count, chosen.rate);
     phase = { start, rate: chosen.rate, callMs: o.callMs, cpu: o.cpu, behind };
     if (!(await fleet.waitForCount(sent, Date.now() + 15_000)))
@@ -176,14 +195,19 @@ async function measureRound(
   }
   const idle: number[] = [];
   const load: number[] = [];
+  const afterCall: number[] = [];
   for (const w of results)
     for (let k = 0; k + 1 < w.latencies.length; k += 2) {
       const t = w.latencies[k]!;
       const l = w.latencies[k + 1]!;
       if (t < phase.start - warmupMs) idle.push(l);
-      else if (t >= phase.start) load.push(l);
+      else if (t >= phase.start) {
+        load.push(l);
+        const end = callEnds.get(t);
+        if (end !== undefined) afterCall.push(t + l - end);
+      }
     }
-  return { idle, load, phase, backlogNote };
+  return { idle, load, afterCall, phase, backlogNote };
 }
 
 /** Records one loaded phase's rows: latency percentiles, the offered rate, the calls', the CPU. */
@@ -192,6 +216,7 @@ function recordLoad(
   id: SystemAdapter['id'],
   c: string,
   samples: number[],
+  afterCall: number[],
   ph: LoadedPhase,
   note?: string,
 ): void {
@@ -201,6 +226,8 @@ function recordLoad(
   if (ph.rate > 0) ctx.results.record('latency', c, OFFERED, id, ph.rate);
   if (ph.callMs.length)
     for (const p of [50, 99]) ctx.results.record('latency', c, CALL(p), id, percentile(ph.callMs, p));
+  if (afterCall.length)
+    for (const p of [50, 99]) ctx.results.record('latency', c, AFTER_CALL(p), id, percentile(afterCall, p));
 }
 
 export async function runLatency(ctx: BenchContext): Promise<void> {
@@ -227,12 +254,13 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
               ctx.results.record('latency', LATENCY_CASES.idle, P(p), id, percentile(r.idle, p));
           const loadCase = ctx.opts.loadRate === null ? LATENCY_CASES.load : fixedLoadCase(ctx.opts.loadRate);
           const note = [r.phase.behind, r.backlogNote].filter((n) => n !== undefined).join('; ');
-          recordLoad(ctx, id, loadCase, r.load, r.phase, note || undefined);
+          recordLoad(ctx, id, loadCase, r.load, r.afterCall, r.phase, note || undefined);
           const cpu = r.phase.cpu;
           ctx.log(
             `  latency ${id} round ${round + 1}: idle p50 ${percentile(r.idle, 50).toFixed(1)} / p99 ${percentile(r.idle, 99).toFixed(1)} ms; ` +
               `at ${r.phase.rate.toFixed(0)}/s p50 ${percentile(r.load, 50).toFixed(1)} / p99 ${percentile(r.load, 99).toFixed(1)} ms (${r.load.length} samples; ` +
-              `enqueue calls p50 ${percentile(r.phase.callMs, 50).toFixed(1)} / p99 ${percentile(r.phase.callMs, 99).toFixed(1)} ms` +
+              `enqueue calls p50 ${percentile(r.phase.callMs, 50).toFixed(1)} / p99 ${percentile(r.phase.callMs, 99).toFixed(1)} ms, ` +
+              `from their return p50 ${percentile(r.afterCall, 50).toFixed(1)} / p99 ${percentile(r.afterCall, 99).toFixed(1)} ms` +
               `${cpu.length ? `; ${cpu.map(([m, v]) => `${m.metric} ${v.toFixed(0)}`).join(', ')}` : ''})`,
           );
           for (const n of [r.phase.behind, r.backlogNote])
@@ -261,7 +289,8 @@ async function peerLoadRound(ctx: BenchContext, id: SystemAdapter['id'], round: 
       const r = await measureRound(ctx, sys, round, () =>
         Promise.resolve({ rate: peerMeasured / 2, sent: 0 }),
       );
-      if (r.load.length) recordLoad(ctx, id, LATENCY_CASES.peerLoad, r.load, r.phase, r.phase.behind);
+      if (r.load.length)
+        recordLoad(ctx, id, LATENCY_CASES.peerLoad, r.load, r.afterCall, r.phase, r.phase.behind);
       ctx.log(
         `  latency ${id} round ${round + 1}: at graphile-worker's load (${r.phase.rate.toFixed(0)}/s) p50 ${percentile(r.load, 50).toFixed(1)} / p99 ${percentile(r.load, 99).toFixed(1)} ms (${r.load.length} samples)`,
       );
