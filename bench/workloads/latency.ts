@@ -14,11 +14,11 @@
  * The enqueue call's start time travels in the payload; the handler records its own start time.
  * Under load the enqueue calls' own durations are reported too (p50 / p99 of the calls made after
  * the warm-up): the latency includes them, and on a machine this size they are much of its tail.
- * So is the rest, split off: each loaded job's latency from its call's return instead of its start
- * ("call return → start", p50 / p99), what the worker and the wake-up path add.
- * So is where the CPU went in each loaded phase (workload `latency-cpu`, see load-cpu.ts): on two
- * cores shared by the server, the worker and the load generator, the tail follows the moments when
- * every core is taken.
+ * The rest is reported on its own: each loaded job's latency from its call's return instead of its
+ * start ("call return → start", p50 / p99), what the wake-up path and the worker add. So is where
+ * the CPU went in each loaded phase (workload `latency-cpu`, see load-cpu.ts): on two cores shared
+ * by the server, the worker and the load generator, the tail follows the moments when every core
+ * is taken.
  * `--load-rate n` offers every system the same n jobs/s instead (its own case in the report).
  */
 import { nowMs, sleep, type BenchPayload } from '../lib/common.js';
