@@ -33,14 +33,21 @@ afterAll(async () => {
   await db.drop();
 });
 
-/** `JOBS` running jobs owned by WORKER, in id order. */
+/**
+ * `JOBS` running jobs owned by WORKER, in id order — and inserted in that order, so that the outcome
+ * statement reaches the first id first whichever plan it gets (by the ids it is given, or by a scan
+ * of the table's one page). Inserted in random order, a plan that scanned the table (the first
+ * statement on a table without statistics) sometimes reached every other row before the held one,
+ * and nothing was left for the race to change.
+ */
 async function seed(): Promise<string[]> {
   const { rows } = await driver.query<{ id: string }>(
     `INSERT INTO ${s}.jobs (id, actor, queue, payload, status, max_attempts, retry_kind, scheduled_at,
                             attempt, started_at, locked_by_worker, lock_expires_at)
-     SELECT gen_random_uuid(), 'a', 'q', '{}', 'running', 3, 'transient', clock_timestamp(),
+     SELECT g.id, 'a', 'q', '{}', 'running', 3, 'transient', clock_timestamp(),
             1, clock_timestamp(), $1, clock_timestamp() + interval '1 hour'
-     FROM generate_series(1, $2)
+     FROM (SELECT gen_random_uuid() AS id FROM generate_series(1, $2) ORDER BY 1) g
+     ORDER BY g.id
      RETURNING id`,
     [WORKER, JOBS],
   );
