@@ -126,6 +126,8 @@ interface LoadedPhase {
   start: number;
   rate: number;
   callMs: number[];
+  /** When each call returned, by the time it started (see `OfferedLoad`). */
+  callEnds: Map<number, number>;
   cpu: OfferedLoad['cpu'];
   behind: string | undefined;
 }
@@ -164,7 +166,6 @@ async function measureRound(
   let phase: LoadedPhase;
   let backlogNote: string | undefined;
   let results: WorkerResult[];
-  let callEnds = new Map<number, number>();
   try {
     await sleep(300); // let the worker settle into its idle wait
     // Idle: one job at a time; the next goes in 10 ms after the previous one started (or after
@@ -185,9 +186,8 @@ async function measureRound(
     const start = nowMs() + warmupMs;
     const o = await offeredLoad(sys, chosen.rate, loadMs, warmupMs, 2_000_000, fleet.pids);
     sent += o.sent;
-    callEnds = o.callEnds;
     const behind = behindNote(round, sent - fleet.count, chosen.rate);
-    phase = { start, rate: chosen.rate, callMs: o.callMs, cpu: o.cpu, behind };
+    phase = { start, rate: chosen.rate, callMs: o.callMs, callEnds: o.callEnds, cpu: o.cpu, behind };
     if (!(await fleet.waitForCount(sent, Date.now() + 15_000)))
       backlogNote = `round ${round + 1}: ${sent - fleet.count} jobs had not started 15 s after the load stopped (tail latencies understated)`;
   } finally {
@@ -203,7 +203,7 @@ async function measureRound(
       if (t < phase.start - warmupMs) idle.push(l);
       else if (t >= phase.start) {
         load.push(l);
-        const end = callEnds.get(t);
+        const end = phase.callEnds.get(t);
         if (end !== undefined) afterCall.push(t + l - end);
       }
     }
