@@ -188,7 +188,6 @@ export class JobRunner {
     return this.tracker.snapshot(jobId);
   }
 
-  /** Handlers running (slots in use, including handlers still held after being given up). */
   /** Recent average handler duration in ms (exponentially weighted), or null before the first. */
   get averageHandlerMs(): number | null {
     return this.handlerMsEwma;
@@ -198,6 +197,7 @@ export class JobRunner {
     this.handlerMsEwma = this.handlerMsEwma === null ? ms : this.handlerMsEwma * 0.9 + ms * 0.1;
   }
 
+  /** Handlers running (slots in use, including handlers still held after being given up). */
   get running(): number {
     return this.holders.size;
   }
