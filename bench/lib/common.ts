@@ -17,12 +17,16 @@ export const BENCH_QUEUE = 'bench';
 export const BENCH_TASK = 'noop';
 
 /**
- * Wall-clock milliseconds with sub-millisecond resolution. `performance.timeOrigin` is taken from
- * the system clock when the process starts, so values from different processes on one machine are
- * comparable (used for enqueue → handler-start latency across processes).
+ * Milliseconds on the machine's monotonic clock (`CLOCK_MONOTONIC`, through `process.hrtime`), with
+ * sub-millisecond resolution. Every process on the machine reads the same clock, so values from
+ * different processes are comparable (the enqueue → handler-start latency, a drain's first start
+ * against its end), and no step of the wall clock moves it. It used to be `performance.timeOrigin +
+ * performance.now()`: the wall clock as it was when each process started, which put a worker
+ * process started after a step of the system clock ~9 s ahead of the harness (negative drain rates
+ * and 9 s idle latencies in a full run on 2026-12-03).
  */
 export function nowMs(): number {
-  return performance.timeOrigin + performance.now();
+  return Number(process.hrtime.bigint()) / 1e6;
 }
 
 /** The payload of a benchmark job: an index and, for latency runs, the enqueue call's time. */
