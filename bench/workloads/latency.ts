@@ -207,6 +207,13 @@ async function measureRound(
         if (end !== undefined) afterCall.push(t + l - end);
       }
     }
+  // A handler cannot start before its job was enqueued: a negative latency means the two processes'
+  // clocks disagree (see `nowMs`), and every figure of the round would be off by as much.
+  let earliest = Infinity;
+  for (const l of idle) earliest = Math.min(earliest, l);
+  for (const l of load) earliest = Math.min(earliest, l);
+  if (earliest < 0)
+    throw new Error(`a latency of ${earliest.toFixed(1)} ms: the worker's and the harness's clocks disagree`);
   return { idle, load, afterCall, phase, backlogNote };
 }
 
