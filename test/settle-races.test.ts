@@ -46,7 +46,7 @@ async function seed(): Promise<string[]> {
                             attempt, started_at, locked_by_worker, lock_expires_at)
      SELECT g.id, 'a', 'q', '{}', 'running', 3, 'transient', clock_timestamp(),
             1, clock_timestamp(), $1, clock_timestamp() + interval '1 hour'
-     FROM (SELECT gen_random_uuid() AS id FROM generate_series(1, $2) ORDER BY 1) g
+     FROM (SELECT gen_random_uuid() AS id FROM generate_series(1, $2)) g
      ORDER BY g.id
      RETURNING id`,
     [WORKER, JOBS],

@@ -29,6 +29,15 @@ export function nowMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;
 }
 
+/**
+ * The error for a reading that two processes' `nowMs` values cannot give when they share the
+ * clock (a drain window that is not positive, a handler that started before its job was
+ * enqueued): every figure of the measurement would be off, so it fails instead of being reported.
+ */
+export function clockDisagreement(what: string): Error {
+  return new Error(`${what}: the worker's and the harness's clocks disagree`);
+}
+
 /** The payload of a benchmark job: an index and, for latency runs, the enqueue call's time. */
 export interface BenchPayload {
   i: number;

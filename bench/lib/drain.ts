@@ -7,7 +7,7 @@
 import pg from 'pg';
 
 import type { SystemAdapter } from '../systems/types.js';
-import { PG_DSN, chunks, nowMs, sleep, type BenchPayload } from './common.js';
+import { PG_DSN, chunks, clockDisagreement, nowMs, sleep, type BenchPayload } from './common.js';
 import { Fleet, type FleetOptions, type WorkerResult } from './fleet.js';
 import { postgresCpuMicros } from './pg-cpu.js';
 
@@ -112,13 +112,8 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
   // A partial run counts the starts inside the window; a complete one counts the jobs.
   const counted = partial ? startsAtEnd : o.jobs;
   const elapsedMs = end - first;
-  // The first start is the worker process's reading, the end the harness's: both on the shared
-  // monotonic clock (`nowMs`). A window that is not positive means they were not, and every rate
-  // of the run would be wrong: fail the measurement rather than report it.
-  if (!(elapsedMs > 0))
-    throw new Error(
-      `drain window of ${elapsedMs.toFixed(1)} ms: the worker's and the harness's clocks disagree`,
-    );
+  // The first start is the worker process's reading, the end the harness's (see `nowMs`).
+  if (!(elapsedMs > 0)) throw clockDisagreement(`a drain window of ${elapsedMs.toFixed(1)} ms`);
   return {
     rate: counted / (elapsedMs / 1000),
     started: startedTotal,

@@ -21,7 +21,7 @@
  * is taken.
  * `--load-rate n` offers every system the same n jobs/s instead (its own case in the report).
  */
-import { nowMs, sleep, type BenchPayload } from '../lib/common.js';
+import { clockDisagreement, nowMs, sleep, type BenchPayload } from '../lib/common.js';
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
 import { checkpoint } from '../lib/checkpoint.js';
 import { enqueueAll } from '../lib/drain.js';
@@ -200,6 +200,7 @@ async function measureRound(
     for (let k = 0; k + 1 < w.latencies.length; k += 2) {
       const t = w.latencies[k]!;
       const l = w.latencies[k + 1]!;
+      if (l < 0) throw clockDisagreement(`a latency of ${l.toFixed(1)} ms`);
       if (t < phase.start - warmupMs) idle.push(l);
       else if (t >= phase.start) {
         load.push(l);
@@ -207,13 +208,6 @@ async function measureRound(
         if (end !== undefined) afterCall.push(t + l - end);
       }
     }
-  // A handler cannot start before its job was enqueued: a negative latency means the two processes'
-  // clocks disagree (see `nowMs`), and every figure of the round would be off by as much.
-  let earliest = Infinity;
-  for (const l of idle) earliest = Math.min(earliest, l);
-  for (const l of load) earliest = Math.min(earliest, l);
-  if (earliest < 0)
-    throw new Error(`a latency of ${earliest.toFixed(1)} ms: the worker's and the harness's clocks disagree`);
   return { idle, load, afterCall, phase, backlogNote };
 }
 
