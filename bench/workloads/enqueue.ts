@@ -23,9 +23,10 @@ const IMPORT_SIZE = 10_000;
 /**
  * Full-size bulk calls made before the bulk case is timed. Postgres plans a prepared statement (and
  * the statements inside a PL/pgSQL function) afresh for each of its first five executions before it
- * settles on a plan, and the client's code for a 1,000-job call is compiled by V8 as it runs: with
- * one warm-up call of 100 jobs, the first timed calls took 1.5–3× as long as the later ones for
- * every system (see docs/performance-log.md, 2026-12-03 from 13:35 UTC).
+ * settles on a plan, and the client's code for a 1,000-job call is compiled by V8 as it runs. The
+ * first full-size calls took 1.5–3× as long as the later ones (TaskQ's after the single 100-job
+ * warm-up call this replaced, graphile-worker's `addJobs` with none; see docs/performance-log.md,
+ * 2026-12-03 from 13:35 UTC), a share of a 20-call measurement that differed by system.
  */
 const BULK_WARMUP_CALLS = 5;
 
