@@ -10,6 +10,7 @@ import type { SystemAdapter } from '../systems/types.js';
 import { PG_DSN, chunks, clockDisagreement, nowMs, sleep, type BenchPayload } from './common.js';
 import { Fleet, type FleetOptions, type WorkerResult } from './fleet.js';
 import { postgresCpuMicros } from './pg-cpu.js';
+import { machineCpu, type MachineCpu } from './proc-stat.js';
 
 export interface DrainOptions {
   jobs: number;
@@ -44,6 +45,18 @@ export interface DrainResult {
   postgresCpuMicros?: number;
   /** CPU time (µs) of the worker processes from `go` to `stop` (their start-up excluded). */
   workerCpuMicros: number;
+  /**
+   * The machine's busy share (%, every core) from the moment the harness learnt of the first
+   * handler start (its workers report every 25 ms) to the end of the run, when `/proc/stat` could
+   * be read: whether the drain was bound by the cores or by waits.
+   */
+  machineBusyPct?: number;
+}
+
+function busyPct(a: MachineCpu | null, b: MachineCpu | null): number | undefined {
+  if (!a || !b) return undefined;
+  const total = b.totalMicros - a.totalMicros;
+  return total > 0 ? (100 * (b.busyMicros - a.busyMicros)) / total : undefined;
 }
 
 async function walLsn(client: pg.Client): Promise<bigint> {
@@ -74,15 +87,19 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
   let partial = false;
   let startsAtEnd = 0;
   let walBytes: number | undefined;
+  let busyFrom: MachineCpu | null = null;
+  let busyTo: MachineCpu | null = null;
   try {
     // Wait for the first handler start, then for all of them (or the cap).
     const firstDeadline = Date.now() + 30_000;
     if (!(await fleet.waitForCount(1, firstDeadline))) throw new Error('no job started within 30 s');
+    busyFrom = machineCpu();
     const capDeadline = Date.now() + o.capMs;
     const all = await fleet.waitForCount(o.jobs, capDeadline);
     if (!all) {
       partial = true;
       end = nowMs();
+      busyTo = machineCpu();
       startsAtEnd = fleet.count;
     } else {
       // Every handler has started: the run ends when the store has recorded every outcome.
@@ -93,6 +110,7 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
         await sleep(5);
       }
       end = nowMs();
+      busyTo = machineCpu();
     }
     if (wal) walBytes = Number((await walLsn(wal)) - walStart);
   } finally {
@@ -125,5 +143,6 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
     walBytes,
     postgresCpuMicros: pgCpuStart !== null && pgCpuEnd !== null ? pgCpuEnd - pgCpuStart : undefined,
     workerCpuMicros: workers.reduce((a, w) => a + w.cpuMicros, 0),
+    machineBusyPct: busyPct(busyFrom, busyTo),
   };
 }

@@ -1,11 +1,13 @@
 /**
  * Processing throughput of no-op jobs: N pre-enqueued, drained by worker processes
- * (1 process at concurrency 10 and 50; 2 and 4 processes at concurrency 10 each).
+ * (1 process at concurrency 10 and 50; 2 and 4 processes at concurrency 10 each), with the WAL, the
+ * server's and the workers' CPU per job, and the machine's busy share through the drain.
  */
 import { mkdirSync } from 'node:fs';
 
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
 import { drain } from '../lib/drain.js';
+import { LOAD_CPU_METRICS } from '../lib/load-cpu.js';
 import type { MetricSpec } from '../lib/results.js';
 
 export const THROUGHPUT: MetricSpec = { metric: 'jobs/s', unit: 'jobs/s', better: 'higher', ratio: true };
@@ -64,6 +66,9 @@ export async function runProcessing(ctx: BenchContext): Promise<void> {
           if (r.postgresCpuMicros !== undefined && !r.partial)
             ctx.results.record('processing', pc.name, PG_CPU, id, r.postgresCpuMicros / jobs);
           if (!r.partial) ctx.results.record('processing', pc.name, WORKER_CPU, id, r.workerCpuMicros / jobs);
+          // Cores busy near 100 % mean the CPU per job decides the rate; well below, waits do.
+          if (r.machineBusyPct !== undefined && !r.partial)
+            ctx.results.record('processing', pc.name, LOAD_CPU_METRICS.busy, id, r.machineBusyPct);
           const note = r.partial
             ? `partial: not all ${jobs} jobs started within the ${Math.round(capMs(ctx.opts.quick, id) / 1000)} s cap (rate over the window)`
             : undefined;
