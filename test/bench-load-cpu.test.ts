@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 
 import { cpuBetween, cpuSnapshot, LOAD_CPU_METRICS, type CpuSnapshot } from '../bench/lib/load-cpu.js';
-import { machineCpu, processCpuMicros } from '../bench/lib/proc-stat.js';
+import { busyShare, machineCpu, processCpuMicros } from '../bench/lib/proc-stat.js';
 
 /** Computes until this process has used `ms` of CPU (by Node's own count). */
 function spin(ms: number): void {
@@ -36,6 +36,20 @@ describe('proc-stat', () => {
     expect(a.busyMicros).toBeLessThanOrEqual(a.totalMicros);
     expect(b.totalMicros).toBeGreaterThan(a.totalMicros);
     expect(b.busyMicros).toBeGreaterThanOrEqual(a.busyMicros);
+  });
+});
+
+describe('busyShare', () => {
+  const at = (busyMicros: number, totalMicros: number) => ({ busyMicros, totalMicros, waitMicros: null });
+
+  it('is the busy part of the time between two readings, in percent', () => {
+    expect(busyShare(at(1_000_000, 2_000_000), at(2_500_000, 4_000_000))).toBe(75);
+  });
+
+  it('is undefined without both readings or without time between them', () => {
+    expect(busyShare(null, at(1, 2))).toBeUndefined();
+    expect(busyShare(at(1, 2), null)).toBeUndefined();
+    expect(busyShare(at(1, 2), at(1, 2))).toBeUndefined();
   });
 });
 

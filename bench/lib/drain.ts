@@ -10,7 +10,7 @@ import type { SystemAdapter } from '../systems/types.js';
 import { PG_DSN, chunks, clockDisagreement, nowMs, sleep, type BenchPayload } from './common.js';
 import { Fleet, type FleetOptions, type WorkerResult } from './fleet.js';
 import { postgresCpuMicros } from './pg-cpu.js';
-import { machineCpu, type MachineCpu } from './proc-stat.js';
+import { busyShare, machineCpu, type MachineCpu } from './proc-stat.js';
 
 export interface DrainOptions {
   jobs: number;
@@ -51,12 +51,6 @@ export interface DrainResult {
    * be read: whether the drain was bound by the cores or by waits.
    */
   machineBusyPct?: number;
-}
-
-function busyPct(a: MachineCpu | null, b: MachineCpu | null): number | undefined {
-  if (!a || !b) return undefined;
-  const total = b.totalMicros - a.totalMicros;
-  return total > 0 ? (100 * (b.busyMicros - a.busyMicros)) / total : undefined;
 }
 
 async function walLsn(client: pg.Client): Promise<bigint> {
@@ -143,6 +137,6 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
     walBytes,
     postgresCpuMicros: pgCpuStart !== null && pgCpuEnd !== null ? pgCpuEnd - pgCpuStart : undefined,
     workerCpuMicros: workers.reduce((a, w) => a + w.cpuMicros, 0),
-    machineBusyPct: busyPct(busyFrom, busyTo),
+    machineBusyPct: busyShare(busyFrom, busyTo),
   };
 }

@@ -7,7 +7,7 @@
  */
 import { nowMs } from './common.js';
 import { postgresCpuMicros } from './pg-cpu.js';
-import { machineCpu, processCpuMicros, type MachineCpu } from './proc-stat.js';
+import { busyShare, machineCpu, processCpuMicros, type MachineCpu } from './proc-stat.js';
 import type { MetricSpec } from './results.js';
 
 export interface CpuSnapshot {
@@ -53,9 +53,8 @@ export const LOAD_CPU_METRICS = {
 export function cpuBetween(a: CpuSnapshot, b: CpuSnapshot, jobs: number): [MetricSpec, number][] {
   const out: [MetricSpec, number][] = [];
   if (a.machine && b.machine) {
-    const total = b.machine.totalMicros - a.machine.totalMicros;
-    if (total > 0)
-      out.push([LOAD_CPU_METRICS.busy, (100 * (b.machine.busyMicros - a.machine.busyMicros)) / total]);
+    const busy = busyShare(a.machine, b.machine);
+    if (busy !== undefined) out.push([LOAD_CPU_METRICS.busy, busy]);
     const wallMs = b.atMs - a.atMs;
     if (a.machine.waitMicros !== null && b.machine.waitMicros !== null && wallMs > 0)
       out.push([LOAD_CPU_METRICS.wait, (b.machine.waitMicros - a.machine.waitMicros) / wallMs]);

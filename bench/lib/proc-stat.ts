@@ -53,6 +53,13 @@ export interface MachineCpu {
   waitMicros: number | null;
 }
 
+/** The share (%) of the cores' time that was busy between two readings; undefined without both or without time between them. */
+export function busyShare(a: MachineCpu | null, b: MachineCpu | null): number | undefined {
+  if (!a || !b) return undefined;
+  const total = b.totalMicros - a.totalMicros;
+  return total > 0 ? (100 * (b.busyMicros - a.busyMicros)) / total : undefined;
+}
+
 /** The machine's CPU counters since boot, or null. */
 export function machineCpu(): MachineCpu | null {
   let fields: number[];
