@@ -93,7 +93,6 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
     if (!all) {
       partial = true;
       end = nowMs();
-      busyTo = machineCpu();
       startsAtEnd = fleet.count;
     } else {
       // Every handler has started: the run ends when the store has recorded every outcome.
@@ -104,8 +103,8 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
         await sleep(5);
       }
       end = nowMs();
-      busyTo = machineCpu();
     }
+    busyTo = machineCpu();
     if (wal) walBytes = Number((await walLsn(wal)) - walStart);
   } finally {
     try {

@@ -53,7 +53,10 @@ export interface MachineCpu {
   waitMicros: number | null;
 }
 
-/** The share (%) of the cores' time that was busy between two readings; undefined without both or without time between them. */
+/**
+ * The share (%) of the cores' time that was busy between two readings; undefined without both
+ * readings or without time between them.
+ */
 export function busyShare(a: MachineCpu | null, b: MachineCpu | null): number | undefined {
   if (!a || !b) return undefined;
   const total = b.totalMicros - a.totalMicros;
