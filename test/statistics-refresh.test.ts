@@ -54,4 +54,22 @@ describe('refreshStatistics', () => {
     await fill(1_000);
     expect(await backend.refreshStatistics()).toBe(false);
   });
+
+  it('treats a table analyzed while empty as having no statistics once it is filled', async () => {
+    const empty = await migratedSchema('stats0');
+    try {
+      await empty.pool.query(`ALTER TABLE "${empty.schema}".jobs SET (autovacuum_enabled = false)`);
+      await empty.pool.query(`ANALYZE "${empty.schema}".jobs`);
+      await empty.pool.query(
+        `INSERT INTO "${empty.schema}".jobs (id, actor, queue, payload, status, max_attempts, retry_kind, scheduled_at)
+         SELECT gen_random_uuid(), 'a', 'q', jsonb_build_object('i', g), 'pending', 3, 'transient', clock_timestamp()
+         FROM generate_series(1, 5000) AS g`,
+      );
+      const backend = new PostgresBackend(empty.driver, { schema: empty.schema });
+      expect(await backend.refreshStatistics()).toBe(true);
+      expect(await backend.refreshStatistics()).toBe(false);
+    } finally {
+      await empty.drop();
+    }
+  });
 });

@@ -135,7 +135,13 @@ BEGIN
   FOREACH ddl IN ARRAY coalesce(recreate, '{}') LOOP
     EXECUTE ddl;
   END LOOP;
+
+  -- A copied table has no statistics, and claims planned without them sort the whole backlog.
+  -- An empty one is left alone: an ANALYZE of nothing stores nothing useful (the workers analyze
+  -- the table once it grows; see jobsStatisticsStale).
+  IF EXISTS (SELECT 1 FROM {schema}.jobs) THEN
+    ANALYZE {schema}.jobs;
+  END IF;
 END
 $migration$;
 
-ANALYZE {schema}.jobs;
