@@ -36,35 +36,23 @@ function newSchema(): string {
 async function snapshot(schema: string) {
   const jobs = `"${schema}".jobs`;
   const q = async (sql: string) => (await pool.query(sql, sql.includes('$1') ? [jobs] : [])).rows;
+  const defs = async (sql: string) => (await q(sql)).map((r) => r.d as string).sort();
   return {
     rows: await q(`SELECT to_jsonb(j) AS row FROM ${jobs} j ORDER BY id`),
-    indexes: (await q(`SELECT pg_get_indexdef(indexrelid) AS d FROM pg_index WHERE indrelid = $1::regclass`))
-      .map((r) => r.d as string)
-      .sort(),
-    constraints: (
-      await q(
-        `SELECT conname || ' ' || pg_get_constraintdef(oid) AS d FROM pg_constraint WHERE conrelid = $1::regclass`,
-      )
-    )
-      .map((r) => r.d as string)
-      .sort(),
-    triggers: (
-      await q(
-        `SELECT pg_get_triggerdef(oid) AS d FROM pg_trigger WHERE tgrelid = $1::regclass AND NOT tgisinternal`,
-      )
-    )
-      .map((r) => r.d as string)
-      .sort(),
-    columns: (
-      await q(
-        `SELECT attname || ' ' || format_type(atttypid, atttypmod) || ' ' || attnotnull || ' ' ||
+    indexes: await defs(
+      `SELECT pg_get_indexdef(indexrelid) AS d FROM pg_index WHERE indrelid = $1::regclass`,
+    ),
+    constraints: await defs(
+      `SELECT conname || ' ' || pg_get_constraintdef(oid) AS d FROM pg_constraint WHERE conrelid = $1::regclass`,
+    ),
+    triggers: await defs(
+      `SELECT pg_get_triggerdef(oid) AS d FROM pg_trigger WHERE tgrelid = $1::regclass AND NOT tgisinternal`,
+    ),
+    columns:
+      await defs(`SELECT attname || ' ' || format_type(atttypid, atttypmod) || ' ' || attnotnull || ' ' ||
                 coalesce(pg_get_expr(d.adbin, d.adrelid), '') AS d
          FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-         WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped`,
-      )
-    )
-      .map((r) => r.d as string)
-      .sort(),
+         WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped`),
   };
 }
 

@@ -20,9 +20,9 @@ afterAll(async () => {
   await db.drop();
 });
 
-async function fill(rows: number): Promise<void> {
-  await db.pool.query(
-    `INSERT INTO "${db.schema}".jobs (id, actor, queue, payload, status, max_attempts, retry_kind, scheduled_at)
+async function fill(rows: number, into: TestSchema = db): Promise<void> {
+  await into.pool.query(
+    `INSERT INTO "${into.schema}".jobs (id, actor, queue, payload, status, max_attempts, retry_kind, scheduled_at)
      SELECT gen_random_uuid(), 'a', 'q', jsonb_build_object('i', g), 'pending', 3, 'transient', clock_timestamp()
      FROM generate_series(1, $1::int) AS g`,
     [rows],
@@ -60,11 +60,7 @@ describe('refreshStatistics', () => {
     try {
       await empty.pool.query(`ALTER TABLE "${empty.schema}".jobs SET (autovacuum_enabled = false)`);
       await empty.pool.query(`ANALYZE "${empty.schema}".jobs`);
-      await empty.pool.query(
-        `INSERT INTO "${empty.schema}".jobs (id, actor, queue, payload, status, max_attempts, retry_kind, scheduled_at)
-         SELECT gen_random_uuid(), 'a', 'q', jsonb_build_object('i', g), 'pending', 3, 'transient', clock_timestamp()
-         FROM generate_series(1, 5000) AS g`,
-      );
+      await fill(5000, empty);
       const backend = new PostgresBackend(empty.driver, { schema: empty.schema });
       expect(await backend.refreshStatistics()).toBe(true);
       expect(await backend.refreshStatistics()).toBe(false);
