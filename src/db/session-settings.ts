@@ -47,7 +47,7 @@ export const GENERIC_PLAN_SESSION_SETTINGS: Readonly<Record<string, string>> = O
  *   reading the dispatch index in order and stopping at the limit (24 ms per claim of 100 jobs at
  *   40k pending, the sort spilling to disk).
  * Each would cost the whole table or backlog per batch, until the next analyze re-made the plan
- * (EXPLAIN; test/plan-shapes.test.ts). Every table the statements read has the index it needs, in
+ * (EXPLAIN; test/backend/plan-shapes.test.ts). Every table the statements read has the index it needs, in
  * the order they need; the settings only stop the planner from betting on a table staying small.
  * The sorts that remain (the claimed rows, at most one batch) are planned all the same: a disabled
  * node type is only made to look expensive.
