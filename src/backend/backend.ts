@@ -1,6 +1,7 @@
 import type { ClientLike } from '../db/driver.js';
 import type { NormalizedJobFilter } from './job-filter.js';
 import type {
+  ActorCapacityChange,
   ActorConfigRow,
   AttemptRow,
   BulkCancelResult,
@@ -8,6 +9,8 @@ import type {
   EnqueueArgs,
   EventRow,
   JobRow,
+  QueueConfigRow,
+  QueueMode,
 } from './types.js';
 import type {
   CancelCause,
@@ -176,6 +179,23 @@ export interface Backend {
   ): Promise<ActorConfigDrift[]>;
   /** Stored actor configuration (all actors, or the given ones). */
   getActorConfigs(actors?: readonly string[]): Promise<ActorConfigRow[]>;
+  /**
+   * Changes an actor's operator-owned capacity (see {@link ActorCapacityChange}); returns the new
+   * row, or null when the actor has no row (no worker has registered it yet). Values are validated
+   * by the caller.
+   */
+  setActorCapacity(actor: string, change: ActorCapacityChange): Promise<ActorConfigRow | null>;
+  /** Every configured queue (`queues` rows), by name. */
+  listQueues(): Promise<QueueConfigRow[]>;
+  /** Sets a queue's dispatch mode, creating its row. */
+  setQueueMode(queue: string, mode: QueueMode): Promise<QueueConfigRow>;
+  /** Sets (or with null, clears) a queue's fleet-wide cap on running jobs, creating its row. */
+  setQueueMaxConcurrent(queue: string, maxConcurrent: number | null): Promise<QueueConfigRow>;
+  /**
+   * Checks that the storage is ready for this version of TaskQ before a worker claims anything.
+   * @throws SchemaNotMigratedError, SchemaTooNewError
+   */
+  verifySchema(): Promise<void>;
   /**
    * Subscribes to wake-ups, job-done announcements and (with `workerId`) cancel requests for that
    * worker's jobs.

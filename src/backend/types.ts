@@ -254,3 +254,25 @@ export interface ActorConfigRow {
   metadata: Record<string, unknown>;
   updatedAt: Date;
 }
+
+/** A `queues` row: dispatch mode and optional fleet-wide cap of one queue. */
+export interface QueueConfigRow {
+  name: string;
+  mode: QueueMode;
+  /** Fleet-wide cap on running jobs of the queue (enforced with reservation slots), or null. */
+  maxConcurrent: number | null;
+  updatedAt: Date;
+}
+
+/**
+ * A change to an actor's operator-owned capacity: `undefined` leaves a field as it is, `null` clears
+ * it (the actor's code literal applies again), a value stores it.
+ */
+export interface ActorCapacityChange {
+  /** Fleet-wide cap on running jobs of the actor (0 drains it). */
+  maxConcurrent?: number | null;
+  /** Backpressure bound on pending + scheduled jobs. */
+  maxPending?: number | null;
+  /** How long results are kept, in milliseconds. */
+  resultTtlMs?: number | null;
+}

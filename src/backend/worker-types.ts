@@ -1,3 +1,4 @@
+import type { AnnouncedIds } from './announcements.js';
 /**
  * Types of the worker-facing half of the Backend: claiming, renewing, settling and notifications.
  */
@@ -123,9 +124,9 @@ export interface NotificationHandlers {
   /** A cancel request for a job of `workerId` (only delivered when subscribed with that worker id). */
   onCancel?: (jobId: string, workerId: string) => void;
   /** Jobs reached a terminal status (`'*'` when too many to list). */
-  onDone?: (jobIds: readonly string[] | '*') => void;
+  onDone?: (jobIds: AnnouncedIds) => void;
   /** Progress of running jobs was written (`'*'` when too many to list); wakes Postgres-driven streams. */
-  onProgress?: (jobIds: readonly string[] | '*') => void;
+  onProgress?: (jobIds: AnnouncedIds) => void;
 }
 
 /** A live subscription to the backend's notifications. */

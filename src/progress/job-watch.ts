@@ -2,7 +2,7 @@ import type { Backend } from '../backend/backend.js';
 import type { JobRow } from '../backend/types.js';
 import { JobNotFoundError } from '../errors/job-errors.js';
 import type { Logger } from '../obs/logger.js';
-import { isTransientError } from '../worker/transient-errors.js';
+import { isTransientError } from '../db/transient-errors.js';
 import { JobNotificationFanout } from './job-notification-fanout.js';
 import { decodeProgressEvent } from './progress-event-codec.js';
 import { progressJobChannel } from './progress-channels.js';

@@ -3,7 +3,7 @@ export { Worker, type WorkerOptions, type WorkerPhase, type StopReason } from '.
 export { runWorker, EXIT_CODES, type RunWorkerOptions } from './run-worker.js';
 export { NullErrorReporter, type ErrorReporter } from './error-reporter.js';
 export { LeaseLost } from './job-runner.js';
-export { isTransientError } from './transient-errors.js';
+export { isTransientError } from '../db/transient-errors.js';
 export type { WorkerSettings } from '../settings/worker-settings.js';
 export {
   loadWorkerSettings,

@@ -1,6 +1,6 @@
 import type { Logger } from '../obs/logger.js';
 import { interruptibleSleep, jitter } from './sleep.js';
-import { isTransientError } from './transient-errors.js';
+import { isTransientError } from '../db/transient-errors.js';
 
 /** Consecutive unexpected (non-transient) errors after which a guarded loop stops the worker. */
 export const MAX_CONSECUTIVE_UNEXPECTED_ERRORS = 5;

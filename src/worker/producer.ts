@@ -2,7 +2,7 @@ import type { Backend } from '../backend/backend.js';
 import type { Logger } from '../obs/logger.js';
 import type { JobRunner } from './job-runner.js';
 import { interruptibleSleep, jitter } from './sleep.js';
-import { isTransientError } from './transient-errors.js';
+import { isTransientError } from '../db/transient-errors.js';
 
 /** What the producer needs to claim work. */
 export interface ProducerOptions {

@@ -51,7 +51,7 @@ async function harness(): Promise<ContractHarness> {
       });
     },
     async setQueueMode(queue, mode) {
-      backend.queueModes.set(queue, mode);
+      await backend.setQueueMode(queue, mode);
     },
     async timeTravel(ms) {
       clock.advance(ms);

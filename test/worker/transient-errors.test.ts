@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 
-import { isTransientError } from '../../src/worker/transient-errors.js';
+import { isTransientError } from '../../src/db/transient-errors.js';
 import { TEST_DSN } from '../helpers/db.js';
 
 /** An error shaped like node-postgres's DatabaseError / Node's system errors: a message and a code. */

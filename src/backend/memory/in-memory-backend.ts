@@ -8,6 +8,7 @@ import { BACKEND_PROTOCOL_VERSION, type Backend, type JobPage } from '../backend
 import type { NormalizedJobFilter } from '../job-filter.js';
 import { ACTIVE_STATUSES, RETRYABLE_TERMINAL_STATUSES } from '../state-machine.js';
 import type {
+  ActorCapacityChange,
   ActorConfigRow,
   AttemptRow,
   BulkCancelResult,
@@ -17,7 +18,7 @@ import type {
   JobRow,
   JobStatus,
 } from '../types.js';
-import type { QueueMode } from '../types.js';
+import type { QueueConfigRow, QueueMode } from '../types.js';
 import type {
   ActorConfigDrift,
   ActorStructure,
@@ -45,6 +46,8 @@ import * as listing from './memory-listing.js';
 import { newJobRow } from '../new-job-row.js';
 import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import { assertKeysFree, assertNoRepeatedKey } from '../repeated-key.js';
+import { announcedIds } from '../announcements.js';
+import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 
 /** Options of {@link InMemoryBackend}. */
 export interface InMemoryBackendOptions {
@@ -70,8 +73,10 @@ export class InMemoryBackend implements Backend {
   /** Stored actor configuration (`actor_config` rows). */
   readonly actorConfig = new Map<string, ActorConfigRow>();
   private readonly txRows = new WeakMap<MemoryTransaction, JobRow[]>();
-  /** Dispatch mode per queue (absent = strict FIFO), like the `queues` table. */
-  readonly queueModes = new Map<string, QueueMode>();
+  /** The `queues` rows: dispatch mode (absent = strict FIFO) and fleet-wide cap per queue. */
+  private readonly queues = new Map<string, QueueConfigRow>();
+  /** Dispatch mode per queue, read by dispatch (kept in step with {@link setQueueMode}). */
+  private readonly queueModes = new Map<string, QueueMode>();
   /** The worker registry (`workers` rows). */
   readonly workers = new Map<string, WorkerRegistration & { lastSeenAt: Date }>();
   private readonly subscribers = new Set<{ handlers: NotificationHandlers; workerId: string | null }>();
@@ -97,8 +102,8 @@ export class InMemoryBackend implements Backend {
     workers: this.workers,
     event: (jobId, kind, detail) => this.event(jobId, kind, detail),
     emitWake: () => this.emitWake(),
-    emitDone: (ids) => this.emit((sub) => sub.handlers.onDone?.(ids.length > 150 ? '*' : ids)),
-    emitProgress: (ids) => this.emit((sub) => sub.handlers.onProgress?.(ids.length > 150 ? '*' : ids)),
+    emitDone: (ids) => this.emitDone(ids),
+    emitProgress: (ids) => this.emit((sub) => sub.handlers.onProgress?.(announcedIds(ids))),
   };
 
   constructor(options: InMemoryBackendOptions = {}) {
@@ -117,6 +122,7 @@ export class InMemoryBackend implements Backend {
     this.events = [];
     this.actorConfig.clear();
     this.queueModes.clear();
+    this.queues.clear();
     this.workers.clear();
     this.archive.clear();
     this.archivedAttempts.length = 0;
@@ -189,7 +195,7 @@ export class InMemoryBackend implements Backend {
       const blocking = rows.find((r) => r.actor === a.actor && ACTIVE_STATUSES.has(r.status));
       if (blocking) {
         const retryAfter = blocking.scheduleToClose
-          ? Math.max(0, blocking.scheduleToClose.getTime() - Date.now())
+          ? Math.max(0, blocking.scheduleToClose.getTime() - now.getTime())
           : null;
         throw new SingletonCollisionError(a.actor, blocking.id, retryAfter);
       }
@@ -373,8 +379,7 @@ export class InMemoryBackend implements Backend {
       await this.writeCancelRequest(r.id, reason);
       (wasRunning ? cancelRequestedIds : cancelledIds).push(r.id);
     }
-    if (cancelledIds.length > 0)
-      this.emit((sub) => sub.handlers.onDone?.(cancelledIds.length > 150 ? '*' : cancelledIds));
+    if (cancelledIds.length > 0) this.emitDone(cancelledIds);
     return {
       cancelledDirectly: cancelledIds.length,
       cancelRequested: cancelRequestedIds.length,
@@ -444,6 +449,10 @@ export class InMemoryBackend implements Backend {
 
   private emitWake(): void {
     this.emit((sub) => sub.handlers.onWake?.());
+  }
+
+  private emitDone(ids: readonly string[]): void {
+    this.emit((sub) => sub.handlers.onDone?.(announcedIds(ids)));
   }
 
   async dispatchBatch(req: DispatchRequest): Promise<JobRow[]> {
@@ -578,6 +587,44 @@ export class InMemoryBackend implements Backend {
       .sort((a, b) => (a.actor < b.actor ? -1 : 1))
       .map(clone);
   }
+
+  async setActorCapacity(actor: string, change: ActorCapacityChange): Promise<ActorConfigRow | null> {
+    const v = checkActorCapacity(actor, change);
+    const row = this.actorConfig.get(actor);
+    if (!row) return null;
+    if (change.maxConcurrent !== undefined) row.maxConcurrent = v.maxConcurrent;
+    if (change.maxPending !== undefined) row.maxPending = v.maxPending;
+    if (change.resultTtlMs !== undefined) row.resultTtlMs = v.resultTtlMs;
+    row.updatedAt = this.clock.now();
+    return clone(row);
+  }
+
+  async listQueues(): Promise<QueueConfigRow[]> {
+    return [...this.queues.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map(clone);
+  }
+
+  async setQueueMode(queue: string, mode: QueueMode): Promise<QueueConfigRow> {
+    checkQueueMode(queue, mode);
+    this.queueModes.set(queue, mode);
+    return this.upsertQueue(queue, { mode });
+  }
+
+  async setQueueMaxConcurrent(queue: string, maxConcurrent: number | null): Promise<QueueConfigRow> {
+    return this.upsertQueue(queue, { maxConcurrent: checkQueueCap(queue, maxConcurrent) });
+  }
+
+  private upsertQueue(queue: string, change: Partial<QueueConfigRow>): QueueConfigRow {
+    const row: QueueConfigRow = {
+      ...(this.queues.get(queue) ?? { name: queue, mode: 'strict_fifo', maxConcurrent: null }),
+      ...change,
+      updatedAt: this.clock.now(),
+    };
+    this.queues.set(queue, row);
+    return clone(row);
+  }
+
+  /** Nothing to migrate in memory: always ready. */
+  async verifySchema(): Promise<void> {}
 
   async subscribe(
     handlers: NotificationHandlers,

@@ -1,5 +1,6 @@
 import type { DedicatedConnection } from '../../db/driver.js';
 import { workerChannel } from '../../schema-name.js';
+import { decodeAnnouncedIds, decodeCancelAnnouncement } from '../announcements.js';
 import type { LeaderSession, NotificationHandlers, NotificationSubscription } from '../worker-types.js';
 import type { PgOps } from './pg-ops.js';
 
@@ -14,25 +15,22 @@ export async function subscribe(
     applicationName: workerId ? `taskq-listen:${workerId.slice(-12)}` : 'taskq-listen',
   });
   const onCancelPayload = (payload: string, filter: boolean): void => {
-    try {
-      const msg = JSON.parse(payload) as { type?: string; job_id?: string; worker_id?: string };
-      if (msg.type !== 'cancel' || !msg.job_id || !msg.worker_id) return;
-      if (filter && msg.worker_id.toLowerCase() !== workerId) return;
-      handlers.onCancel?.(msg.job_id, msg.worker_id);
-    } catch {
+    const msg = decodeCancelAnnouncement(payload);
+    if (!msg) {
       ops.logger.warn({ payload }, 'notify-unparseable-payload');
+      return;
     }
+    if (filter && msg.workerId.toLowerCase() !== workerId) return;
+    handlers.onCancel?.(msg.jobId, msg.workerId);
   };
   try {
     if (handlers.onWake) await conn.listen(ops.channels.wake, () => handlers.onWake?.());
     if (handlers.onDone) {
-      await conn.listen(ops.channels.done, (payload) =>
-        handlers.onDone?.(payload === '*' || payload === '' ? '*' : payload.split(',')),
-      );
+      await conn.listen(ops.channels.done, (payload) => handlers.onDone?.(decodeAnnouncedIds(payload)));
     }
     if (handlers.onProgress) {
       await conn.listen(ops.channels.progress, (payload) =>
-        handlers.onProgress?.(payload === '*' || payload === '' ? '*' : payload.split(',')),
+        handlers.onProgress?.(decodeAnnouncedIds(payload)),
       );
     }
     if (handlers.onCancel && workerId) {

@@ -3,6 +3,7 @@ import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import { assertNoRepeatedKey } from '../repeated-key.js';
 import { enqueueFast } from './pg-enqueue-fast.js';
 import { SchemaNotMigratedError } from '../../errors/schema-errors.js';
+import { Migrator } from '../../migrations/migrator.js';
 import type { Logger } from '../../obs/logger.js';
 import { silentLogger } from '../../obs/logger.js';
 import { isDeepStrictEqual } from 'node:util';
@@ -17,9 +18,11 @@ import {
   wakeChannel,
 } from '../../schema-name.js';
 import { BACKEND_PROTOCOL_VERSION, type Backend, type JobPage } from '../backend.js';
+import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 import { isTerminal } from '../state-machine.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
 import type {
+  ActorCapacityChange,
   ActorConfigRow,
   AttemptRow,
   BulkCancelResult,
@@ -27,6 +30,8 @@ import type {
   EnqueueArgs,
   EventRow,
   JobRow,
+  QueueConfigRow,
+  QueueMode,
 } from '../types.js';
 import type {
   ActorConfigDrift,
@@ -60,7 +65,14 @@ import {
   type SettleRow,
 } from './pg-settle.js';
 import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
-import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
+import { PgAnnouncer } from './pg-announcer.js';
+import {
+  toActorConfigRow,
+  toAttemptRow,
+  toEventRow,
+  toJobRow,
+  toQueueConfigRow,
+} from './row-mapper.js';
 import * as SQL from './sql.generated.js';
 
 type Raw = Record<string, unknown>;
@@ -81,17 +93,16 @@ export interface PostgresBackendOptions {
    * connection of its own with the statement's generic plan, like the claim connection.
    */
   settleDriver?: Driver;
+  /**
+   * Pool of the worker's liveness writes (lease renewals, worker touch, cancel-flag polls); default
+   * `driver`. Workers give it a pool of its own so a busy dispatcher pool cannot starve it.
+   */
+  heartbeatDriver?: Driver;
   /** Connections of `claimDriver` that `warmUp` opens (its pool size). Default 1. */
   claimConnections?: number;
   /** Connections of `settleDriver` that `warmUp` opens (its pool size). Default 1. */
   settleConnections?: number;
 }
-
-/**
- * Most job ids one done-channel NOTIFY lists; past it the payload is `*` ("re-check everything you
- * wait for"). Postgres caps a payload at 8000 bytes; 150 ids of 37 characters stay well under.
- */
-const DONE_IDS_PER_NOTIFY = 150;
 
 const SCHEMA_MISSING_CODES = new Set(['42P01', '3F000', '42704']);
 
@@ -115,6 +126,7 @@ export class PostgresBackend implements Backend {
   private readonly claimConnections: number;
   private readonly settleDriver: Driver;
   private readonly settleConnections: number;
+  private readonly heartbeatDriver: Driver;
   protected readonly logger: Logger;
   private readonly sql: Record<StatementName, string>;
   private readonly quoted: string;
@@ -123,6 +135,7 @@ export class PostgresBackend implements Backend {
   private readonly done: string;
   private readonly progress: string;
   private readonly ops: PgOps;
+  private readonly announcer: PgAnnouncer;
   /** Enqueue statements of this backend running on its own pool (see {@link onOwnPool}). */
   private enqueuesInFlight = 0;
   /** Runs claims: the lean statement when it applies, else the full one. */
@@ -134,6 +147,7 @@ export class PostgresBackend implements Backend {
     this.claimConnections = options.claimConnections ?? 1;
     this.settleDriver = options.settleDriver ?? driver;
     this.settleConnections = options.settleConnections ?? 1;
+    this.heartbeatDriver = options.heartbeatDriver ?? driver;
     this.schema = validateSchemaName(options.schema ?? 'taskq');
     this.quoted = quoteSchema(this.schema);
     this.logger = options.logger ?? silentLogger;
@@ -160,6 +174,7 @@ export class PostgresBackend implements Backend {
       translate: (err) => this.translate(err),
     };
     this.dispatcher = new Dispatcher(this.ops, this.claimDriver);
+    this.announcer = new PgAnnouncer(this.ops, this.logger);
   }
 
   /** The rendered text of a named statement (for diagnostics and tests). */
@@ -276,41 +291,37 @@ export class PostgresBackend implements Backend {
   }
 
   async writeCancelRequest(jobId: string, reason: string | null): Promise<boolean> {
-    const rows = await this.run<{ cancelled: number; requested: number }>('writeCancelRequest', [
-      jobId,
-      reason,
-      this.events,
-      this.schema,
-    ]);
+    const rows = await this.run<{ cancelled: number; requested: number; requested_worker: string | null }>(
+      'writeCancelRequest',
+      [jobId, reason],
+    );
     const r = rows[0];
+    if (Number(r?.cancelled ?? 0) > 0) void this.announcer.send({ done: [jobId] });
+    if (r?.requested_worker) void this.announcer.send({ cancels: [{ jobId, workerId: r.requested_worker }] });
     return Number(r?.cancelled ?? 0) + Number(r?.requested ?? 0) > 0;
   }
 
   async cancelWhere(filter: NormalizedJobFilter, reason: string | null): Promise<BulkCancelResult> {
-    const values: unknown[] = [reason, this.events, this.schema];
+    const values: unknown[] = [reason];
     const conds = filterConditions(filter, values, this.quoted);
     const text = this.sql.cancelWhere.replaceAll(
       '{filter_conditions}',
       conds.length > 0 ? conds.join(' AND ') : 'TRUE',
     );
-    let rows: { cancelled_ids: string[]; requested_ids: string[] }[];
+    type Row = { cancelled_ids: string[]; requested_ids: string[]; requested_workers: string[] };
+    let rows: Row[];
     try {
-      rows = (await this.driver.query<{ cancelled_ids: string[]; requested_ids: string[] }>(text, values))
-        .rows;
+      rows = (await this.driver.query<Row>(text, values)).rows;
     } catch (err) {
       throw this.translate(err);
     }
     const cancelledIds = rows[0]?.cancelled_ids ?? [];
     const cancelRequestedIds = rows[0]?.requested_ids ?? [];
-    if (cancelledIds.length > 0) {
-      // Wake waiters of the jobs that just ended.
-      await this.driver
-        .query('SELECT pg_notify($1, $2)', [
-          this.done,
-          cancelledIds.length > 150 ? '*' : cancelledIds.join(','),
-        ])
-        .catch(() => undefined);
-    }
+    const workers = rows[0]?.requested_workers ?? [];
+    await this.announcer.send({
+      done: cancelledIds,
+      cancels: cancelRequestedIds.map((jobId, i) => ({ jobId, workerId: workers[i]! })),
+    });
     return {
       cancelledDirectly: cancelledIds.length,
       cancelRequested: cancelRequestedIds.length,
@@ -367,17 +378,20 @@ export class PostgresBackend implements Backend {
     details?: ReadonlyMap<string, string>,
   ): Promise<string[]> {
     if (jobIds.length === 0) return [];
-    const rows = await this.run<{ id: string }>('heartbeatJobs', [
-      workerId,
-      jobIds,
-      leaseMs,
-      jobIds.map((id) => details?.get(id) ?? null),
-    ]);
+    const rows = await this.run<{ id: string }>(
+      'heartbeatJobs',
+      [workerId, jobIds, leaseMs, jobIds.map((id) => details?.get(id) ?? null)],
+      this.heartbeatDriver,
+    );
     return rows.map((r) => r.id);
   }
 
   async pollCancelFlags(workerId: string): Promise<CancelFlag[]> {
-    const rows = await this.run<{ id: string; cancel_phase: number }>('pollCancelFlags', [workerId]);
+    const rows = await this.run<{ id: string; cancel_phase: number }>(
+      'pollCancelFlags',
+      [workerId],
+      this.heartbeatDriver,
+    );
     return rows.map((r) => ({ jobId: r.id, phase: Number(r.cancel_phase) as 0 | 1 | 2 }));
   }
 
@@ -399,12 +413,13 @@ export class PostgresBackend implements Backend {
     const rows = await this.run<{ abandoned: number }>('markAbandoned', [
       jobId,
       workerId,
-      this.done,
       progress?.seq ?? null,
       progress ? JSON.stringify(progress.state) : null,
       cause,
     ]);
-    return Number(rows[0]?.abandoned ?? 0) > 0;
+    const abandoned = Number(rows[0]?.abandoned ?? 0) > 0;
+    if (abandoned) void this.announcer.send({ done: [jobId] });
+    return abandoned;
   }
 
   async flushProgress(
@@ -412,14 +427,15 @@ export class PostgresBackend implements Backend {
     items: readonly { jobId: string; seq: number; state: Record<string, unknown> }[],
   ): Promise<number> {
     if (items.length === 0) return 0;
-    const rows = await this.run<{ flushed: number }>('flushProgress', [
+    const rows = await this.run<{ flushed_ids: string[] }>('flushProgress', [
       workerId,
       items.map((i) => i.jobId),
       items.map((i) => i.seq),
       items.map((i) => JSON.stringify(i.state)),
-      this.progress,
     ]);
-    return Number(rows[0]?.flushed ?? 0);
+    const flushed = rows[0]?.flushed_ids ?? [];
+    void this.announcer.send({ progress: flushed });
+    return flushed.length;
   }
 
   async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
@@ -434,10 +450,8 @@ export class PostgresBackend implements Backend {
   }
 
   /**
-   * After a settle commits: finished jobs on the done channel (ids, or `*` past
-   * {@link DONE_IDS_PER_NOTIFY}), and a wake-up when any went back to `pending`. Sent on the main
-   * pool and not awaited, so the next outcome write does not wait for it. Best effort: waiters poll
-   * as the source of truth, and a lost wake-up is covered by the workers' poll.
+   * After a settle commits: finished jobs on the done channel, and a wake-up when any went back to
+   * `pending`. Not awaited, so the next outcome write does not wait for it.
    */
   private announceSettled(results: readonly SettleResult[]): void {
     const done: string[] = [];
@@ -447,20 +461,7 @@ export class PostgresBackend implements Backend {
       if (isTerminal(r.status)) done.push(r.jobId);
       else if (r.status === 'pending') repended = true;
     }
-    const channels: string[] = [];
-    const payloads: string[] = [];
-    if (done.length > 0) {
-      channels.push(this.done);
-      payloads.push(done.length > DONE_IDS_PER_NOTIFY ? '*' : done.join(','));
-    }
-    if (repended) {
-      channels.push(this.wake);
-      payloads.push('');
-    }
-    if (channels.length === 0) return;
-    this.run('announce', [channels, payloads]).catch((err: unknown) =>
-      this.logger.warn({ err, channels }, 'settle-announce-failed'),
-    );
+    void this.announcer.send({ done, wake: repended });
   }
 
   async repend(workerId: string, jobIds: readonly string[]): Promise<number> {
@@ -482,7 +483,7 @@ export class PostgresBackend implements Backend {
   }
 
   async touchWorker(workerId: string): Promise<void> {
-    await this.run('touchWorker', [workerId]);
+    await this.run('touchWorker', [workerId], this.heartbeatDriver);
   }
 
   async deregisterWorker(workerId: string): Promise<void> {
@@ -518,16 +519,39 @@ export class PostgresBackend implements Backend {
   }
 
   async getActorConfigs(actors?: readonly string[]): Promise<ActorConfigRow[]> {
-    const rows = await this.run('getActorConfigs', [actors ?? null]);
-    return rows.map((r) => ({
-      actor: r.actor as string,
-      queue: r.queue as string,
-      maxConcurrent: r.max_concurrent === null ? null : Number(r.max_concurrent),
-      maxPending: r.max_pending === null ? null : Number(r.max_pending),
-      resultTtlMs: r.result_ttl_ms === null ? null : Number(r.result_ttl_ms),
-      metadata: r.metadata as Record<string, unknown>,
-      updatedAt: r.updated_at as Date,
-    }));
+    return (await this.run('getActorConfigs', [actors ?? null])).map(toActorConfigRow);
+  }
+
+  async setActorCapacity(actor: string, change: ActorCapacityChange): Promise<ActorConfigRow | null> {
+    const v = checkActorCapacity(actor, change);
+    const rows = await this.run('setActorCapacity', [
+      actor,
+      v.maxConcurrent,
+      v.maxPending,
+      v.resultTtlMs,
+      change.maxConcurrent !== undefined,
+      change.maxPending !== undefined,
+      change.resultTtlMs !== undefined,
+    ]);
+    return rows[0] ? toActorConfigRow(rows[0]) : null;
+  }
+
+  async listQueues(): Promise<QueueConfigRow[]> {
+    return (await this.run('listQueues', [])).map(toQueueConfigRow);
+  }
+
+  async setQueueMode(queue: string, mode: QueueMode): Promise<QueueConfigRow> {
+    checkQueueMode(queue, mode);
+    return toQueueConfigRow((await this.run('upsertQueueMode', [queue, mode]))[0]!);
+  }
+
+  async setQueueMaxConcurrent(queue: string, maxConcurrent: number | null): Promise<QueueConfigRow> {
+    const cap = checkQueueCap(queue, maxConcurrent);
+    return toQueueConfigRow((await this.run('upsertQueueMaxConcurrent', [queue, cap]))[0]!);
+  }
+
+  async verifySchema(): Promise<void> {
+    await new Migrator(this.driver, { schema: this.schema, logger: this.logger }).verify();
   }
 
   async subscribe(
@@ -561,19 +585,19 @@ export class PostgresBackend implements Backend {
     cleanupGraceMs: number,
     limit = 1000,
   ): Promise<ReclaimResult> {
-    const rows = await this.run<{ reclaimed: number; retried: number }>('reclaimExpiredLocks', [
-      cancelGraceMs,
-      cleanupGraceMs,
-      limit,
-      this.wake,
-      this.done,
-    ]);
+    const rows = await this.run<{ reclaimed: number; retried: number; ended_ids: string[] }>(
+      'reclaimExpiredLocks',
+      [cancelGraceMs, cleanupGraceMs, limit, this.wake],
+    );
+    await this.announcer.send({ done: rows[0]?.ended_ids ?? [] });
     return { reclaimed: Number(rows[0]?.reclaimed ?? 0), retried: Number(rows[0]?.retried ?? 0) };
   }
 
   async deadlineSweep(limit = 1000): Promise<number> {
-    const rows = await this.run<{ failed: number }>('deadlineSweep', [limit, this.done]);
-    return Number(rows[0]?.failed ?? 0);
+    const rows = await this.run<{ failed_ids: string[] }>('deadlineSweep', [limit]);
+    const failed = rows[0]?.failed_ids ?? [];
+    await this.announcer.send({ done: failed });
+    return failed.length;
   }
 
   async sweepExpiredResults(limit = 1000): Promise<number> {
@@ -674,8 +698,10 @@ export class PostgresBackend implements Backend {
     }));
   }
 
+  /** Closes every pool the backend was given (a driver over a caller's own pool leaves that pool open). */
   async close(): Promise<void> {
-    await this.driver.close();
+    const drivers = new Set([this.driver, this.claimDriver, this.settleDriver, this.heartbeatDriver]);
+    for (const d of drivers) await d.close().catch(() => undefined);
   }
 }
 

@@ -1,4 +1,5 @@
 import type {
+  ActorConfigRow,
   AttemptOutcome,
   AttemptRow,
   CancelPhase,
@@ -7,6 +8,8 @@ import type {
   EventRow,
   JobRow,
   JobStatus,
+  QueueConfigRow,
+  QueueMode,
   RetryKind,
 } from '../types.js';
 
@@ -97,5 +100,28 @@ export function toEventRow(r: Raw): EventRow {
     occurredAt: date(r.occurred_at),
     kind: r.kind as EventKind,
     detail: (json(r.detail) ?? {}) as Record<string, unknown>,
+  };
+}
+
+/** Maps an `actor_config` row (result TTL selected as milliseconds). */
+export function toActorConfigRow(r: Raw): ActorConfigRow {
+  return {
+    actor: r.actor as string,
+    queue: r.queue as string,
+    maxConcurrent: numOrNull(r.max_concurrent),
+    maxPending: numOrNull(r.max_pending),
+    resultTtlMs: numOrNull(r.result_ttl_ms),
+    metadata: (json(r.metadata) ?? {}) as Record<string, unknown>,
+    updatedAt: date(r.updated_at),
+  };
+}
+
+/** Maps a `queues` row. */
+export function toQueueConfigRow(r: Raw): QueueConfigRow {
+  return {
+    name: r.name as string,
+    mode: r.mode as QueueMode,
+    maxConcurrent: numOrNull(r.max_concurrent),
+    updatedAt: date(r.updated_at),
   };
 }

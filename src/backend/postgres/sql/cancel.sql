@@ -1,8 +1,8 @@
 -- name: writeCancelRequest
 -- Pending and scheduled jobs end cancelled at once. A running job is flagged (cancel_phase 1) and
--- its worker is told through NOTIFY on the events channel and on its own channel; the worker's
--- heartbeat turns the flag into an aborted AbortSignal. Each change writes its job_events row.
--- $1 job id, $2 reason, $3 events channel, $4 schema name (for the per-worker channel)
+-- the worker holding it is returned, for the caller to announce the request once this commits (the
+-- worker's heartbeat also finds the flag). Each change writes its job_events row.
+-- $1 job id, $2 reason
 WITH target AS (
   SELECT id, status, locked_by_worker FROM {schema}.jobs WHERE id = $1 FOR UPDATE
 ),
@@ -30,17 +30,11 @@ ev AS (
   SELECT id, 'cancel_request', jsonb_build_object('phase', 1, 'message', $2, 'worker_id', locked_by_worker)
   FROM flag
   RETURNING 1
-),
-notify AS (
-  SELECT pg_notify($3, json_build_object('type', 'cancel', 'worker_id', locked_by_worker, 'job_id', id)::text),
-         pg_notify('taskq_worker_' || substr(md5($4 || ':' || locked_by_worker::text), 1, 24),
-                   json_build_object('type', 'cancel', 'worker_id', locked_by_worker, 'job_id', id)::text)
-  FROM flag
 )
 SELECT (SELECT count(*) FROM direct)::int AS cancelled,
        (SELECT count(*) FROM flag)::int AS requested,
-       (SELECT count(*) FROM ev)::int AS events,
-       (SELECT count(*) FROM notify)::int AS notified;
+       (SELECT locked_by_worker::text FROM flag) AS requested_worker,
+       (SELECT count(*) FROM ev)::int AS events;
 
 -- name: retryJob
 -- Admin retry: a failed, crashed, cancelled or abandoned job goes back to pending with a fresh
@@ -74,9 +68,9 @@ SELECT (SELECT count(*) FROM upd)::int AS retried, (SELECT count(*) FROM ev)::in
 
 -- name: cancelWhere
 -- Set-based cancel of every active job matching the filter (the filter placeholder below is replaced by
--- the predicate list, whose values are bound parameters from $4 on). Pending and scheduled jobs end
--- cancelled at once; running jobs are flagged (phase 1) and their workers notified. One event row
--- per job. $1 reason, $2 events channel, $3 schema name (per-worker channel).
+-- the predicate list, whose values are bound parameters from $2 on). Pending and scheduled jobs end
+-- cancelled at once; running jobs are flagged (phase 1) and returned with their workers, for the
+-- caller to announce once this commits. One event row per job. $1 reason.
 -- The matching ids are collected per status group (waiting jobs through jobs_waiting_idx, running
 -- ones through jobs_running_idx: no index holds both), then locked. The ids reach the lock as one
 -- array (an init plan), not as `id IN (SELECT id FROM matching)`: a row that a heartbeat or a claim
@@ -119,14 +113,8 @@ events AS (
   SELECT id, 'cancel_request', jsonb_build_object('phase', 1, 'message', $1::text, 'worker_id', locked_by_worker)
   FROM flag
   RETURNING 1
-),
-notify AS (
-  SELECT pg_notify($2, json_build_object('type', 'cancel', 'worker_id', locked_by_worker, 'job_id', id)::text),
-         pg_notify('taskq_worker_' || substr(md5($3 || ':' || locked_by_worker::text), 1, 24),
-                   json_build_object('type', 'cancel', 'worker_id', locked_by_worker, 'job_id', id)::text)
-  FROM flag
 )
 SELECT coalesce((SELECT array_agg(id::text) FROM direct), '{}') AS cancelled_ids,
-       coalesce((SELECT array_agg(id::text) FROM flag), '{}') AS requested_ids,
-       (SELECT count(*) FROM events)::int AS events,
-       (SELECT count(*) FROM notify)::int AS notified;
+       coalesce((SELECT array_agg(id::text ORDER BY id) FROM flag), '{}') AS requested_ids,
+       coalesce((SELECT array_agg(locked_by_worker::text ORDER BY id) FROM flag), '{}') AS requested_workers,
+       (SELECT count(*) FROM events)::int AS events;

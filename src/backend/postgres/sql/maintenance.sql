@@ -5,8 +5,9 @@
 --   attempts left (transient with attempt < max_attempts, or indefinite) → pending, cancel state cleared
 --   none left → cancelled when a cancel was in flight, else crashed
 -- Every reclaimed job gets a 'crashed' attempt row and a job_events row (the reclaim feed's outbox)
--- in this statement; one wake NOTIFY per sweep that reclaimed anything.
--- $1 cancel grace ms, $2 cleanup grace ms, $3 limit, $4 wake channel, $5 done channel
+-- in this statement; one wake NOTIFY per sweep that reclaimed anything. The jobs that ended come
+-- back for the caller to announce on the done channel.
+-- $1 cancel grace ms, $2 cleanup grace ms, $3 limit, $4 wake channel
 WITH expired AS (
   SELECT j.id FROM {schema}.jobs j
   WHERE j.status = 'running' AND j.lock_expires_at < clock_timestamp()
@@ -58,22 +59,19 @@ events AS (
 ),
 wake AS (
   SELECT pg_notify($4, '') FROM upd HAVING count(*) > 0
-),
-done AS (
-  SELECT pg_notify($5, CASE WHEN count(*) > 150 THEN '*' ELSE string_agg(u.id::text, ',') END)
-  FROM upd u WHERE u.to_state <> 'pending' HAVING count(*) > 0
 )
 SELECT (SELECT count(*) FROM upd)::int AS reclaimed,
        (SELECT count(*) FROM upd WHERE to_state = 'pending')::int AS retried,
+       coalesce((SELECT array_agg(id::text) FROM upd WHERE to_state <> 'pending'), '{}') AS ended_ids,
        (SELECT count(*) FROM attempts)::int AS attempts,
        (SELECT count(*) FROM events)::int AS events,
-       (SELECT count(*) FROM wake)::int AS woke,
-       (SELECT count(*) FROM done)::int AS announced;
+       (SELECT count(*) FROM wake)::int AS woke;
 
 -- name: deadlineSweep
 -- Sweep 2: pending and scheduled jobs past their deadline fail with DeadlineExceeded (database
--- clock). Running jobs are not touched: their next retry is refused instead.
--- $1 limit, $2 done channel
+-- clock). Running jobs are not touched: their next retry is refused instead. The failed jobs come back
+-- for the caller to announce on the done channel.
+-- $1 limit
 WITH due AS (
   SELECT j.id, j.status::text AS from_state FROM {schema}.jobs j
   WHERE j.status IN ('pending', 'scheduled') AND j.schedule_to_close IS NOT NULL
@@ -95,12 +93,9 @@ events AS (
   SELECT id, 'state_change', jsonb_build_object('from_state', from_state, 'to_state', 'failed', 'reason', 'deadline_exceeded')
   FROM upd
   RETURNING 1
-),
-done AS (
-  SELECT pg_notify($2, CASE WHEN count(*) > 150 THEN '*' ELSE string_agg(id::text, ',') END) FROM upd HAVING count(*) > 0
 )
-SELECT (SELECT count(*) FROM upd)::int AS failed, (SELECT count(*) FROM events)::int AS events,
-       (SELECT count(*) FROM done)::int AS announced;
+SELECT coalesce((SELECT array_agg(id::text) FROM upd), '{}') AS failed_ids,
+       (SELECT count(*) FROM events)::int AS events;
 
 -- name: sweepExpiredResults
 -- Drops stored results past result_expires_at (the jobs stay; wait() then reports ResultUnavailable).

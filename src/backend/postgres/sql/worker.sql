@@ -43,24 +43,26 @@ SELECT (SELECT count(*) FROM upd)::int AS escalated, (SELECT count(*) FROM event
 
 -- name: markAbandoned
 -- Phase 3 of a cancel: the handler ignored both graces; the job ends abandoned (only from phase 2).
--- $6 = 'shutdown' when the worker gave the handler up at shutdown (ABANDONING) rather than after a cancel.
+-- $5 = 'shutdown' when the worker gave the handler up at shutdown (ABANDONING) rather than after a cancel.
+-- $3 / $4 the handler's last progress (seq, state JSON) when newer than the stored one. The caller
+-- announces the job on the done channel once this commits.
 WITH upd AS (
   UPDATE {schema}.jobs AS j
   SET status = 'abandoned', finished_at = clock_timestamp(), locked_by_worker = NULL, lock_expires_at = NULL,
       error_class = 'Abandoned',
-      error_message = CASE WHEN $6::text = 'shutdown'
+      error_message = CASE WHEN $5::text = 'shutdown'
         THEN 'the handler did not stop when the worker shut down, through the cancellation and cleanup graces'
         ELSE 'the handler did not stop after the cancel request, through the cancellation and cleanup graces' END,
-      progress_seq = CASE WHEN $4::int IS NOT NULL AND $4::int > j.progress_seq THEN $4::int ELSE j.progress_seq END,
-      progress_state = CASE WHEN $4::int IS NOT NULL AND $4::int > j.progress_seq AND $5::text IS NOT NULL
-                            THEN $5::jsonb ELSE j.progress_state END
+      progress_seq = CASE WHEN $3::int IS NOT NULL AND $3::int > j.progress_seq THEN $3::int ELSE j.progress_seq END,
+      progress_state = CASE WHEN $3::int IS NOT NULL AND $3::int > j.progress_seq AND $4::text IS NOT NULL
+                            THEN $4::jsonb ELSE j.progress_state END
   WHERE j.id = $1 AND j.locked_by_worker = $2 AND j.status = 'running' AND j.cancel_phase = 2
   RETURNING j.id, j.attempt, j.started_at
 ),
 attempts AS (
   INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error_message)
   SELECT id, attempt, $2::uuid, started_at, clock_timestamp(), 'abandoned', 'Abandoned',
-         CASE WHEN $6::text = 'shutdown' THEN 'the handler ignored the worker''s shutdown'
+         CASE WHEN $5::text = 'shutdown' THEN 'the handler ignored the worker''s shutdown'
               ELSE 'the handler ignored the cancel request' END
   FROM upd
   RETURNING 1
@@ -69,31 +71,25 @@ events AS (
   INSERT INTO {schema}.job_events (job_id, kind, detail)
   SELECT id, 'state_change',
          jsonb_build_object('from_state', 'running', 'to_state', 'abandoned',
-                            'reason', CASE WHEN $6::text = 'shutdown' THEN 'shutdown_abandoned' ELSE 'cancel_abandoned' END,
+                            'reason', CASE WHEN $5::text = 'shutdown' THEN 'shutdown_abandoned' ELSE 'cancel_abandoned' END,
                             'worker_id', $2::uuid, 'attempt', attempt)
   FROM upd
   RETURNING 1
-),
-done AS (
-  SELECT pg_notify($3, $1::text) FROM upd
 )
 SELECT (SELECT count(*) FROM upd)::int AS abandoned, (SELECT count(*) FROM attempts)::int AS attempts,
-       (SELECT count(*) FROM events)::int AS events, (SELECT count(*) FROM done)::int AS announced;
+       (SELECT count(*) FROM events)::int AS events;
 
 -- name: flushProgress
--- Writes coalesced progress of running jobs this worker owns (never moving seq backwards) and
--- announces the jobs on the progress channel for Postgres-driven streams.
+-- Writes coalesced progress of running jobs this worker owns (never moving seq backwards) and returns
+-- the jobs written, for the caller to announce on the progress channel once this commits.
 WITH upd AS (
   UPDATE {schema}.jobs AS j
   SET progress_seq = p.seq, progress_state = p.state::jsonb
   FROM unnest($2::uuid[], $3::int[], $4::text[]) AS p(id, seq, state)
   WHERE j.id = p.id AND j.status = 'running' AND j.locked_by_worker = $1 AND j.progress_seq < p.seq
   RETURNING j.id
-),
-notify AS (
-  SELECT pg_notify($5, CASE WHEN count(*) > 150 THEN '*' ELSE string_agg(id::text, ',') END) FROM upd HAVING count(*) > 0
 )
-SELECT (SELECT count(*) FROM upd)::int AS flushed, (SELECT count(*) FROM notify)::int AS announced;
+SELECT coalesce(array_agg(id::text), '{}') AS flushed_ids FROM upd;
 
 -- name: repend
 -- Puts jobs this worker claimed but never started back to pending, giving the attempt back
