@@ -24,7 +24,13 @@ export type {
   JobEvent,
   ProgressPublisher,
 } from './progress/progress-event.js';
-export { TaskQ, type TaskQOptions, type TaskQExtraOptions } from './client/taskq.js';
+export {
+  TaskQ,
+  DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES,
+  type TaskQOptions,
+  type TaskQClientOptions,
+  type TaskQExtraOptions,
+} from './client/taskq.js';
 export {
   loadTaskQSettings,
   TASKQ_SETTING_FIELDS,
@@ -34,18 +40,15 @@ export {
 } from './settings/taskq-settings.js';
 export { SettingsError, type SettingProblem } from './settings/settings-error.js';
 export {
-  JobsClient,
   MAX_BATCH_SIZE,
   MAX_FAST_BATCH_SIZE,
   batchItem,
-  DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES,
-  type JobsClientOptions,
   type EnqueueItem,
   type BatchHandle,
-} from './client/jobs-client.js';
+  type BatchOptions,
+} from './client/batch-items.js';
 export { JobHandle } from './client/job-handle.js';
 export { RECLAIM_EVENT_VISIBILITY_DELAY_MS, type WatchReclaimsOptions } from './client/reclaim-watcher.js';
-export type { LongRunningJobEventsWriter } from './backend/postgres/postgres-backend.js';
 export type { EnqueueOptions } from './client/enqueue-options.js';
 export {
   Snooze,
@@ -90,6 +93,9 @@ export {
   type CancelResult,
   type BulkCancelResult,
   type ActorConfigRow,
+  type ActorCapacityChange,
+  type QueueConfigRow,
+  type LongRunningJobEventsWriter,
   type EnqueueArgs,
 } from './backend/types.js';
 export type { Duration } from './duration.js';
@@ -108,7 +114,6 @@ export { PgDriver, type PgDriverOptions } from './db/pg-driver.js';
 export { PgliteDriver } from './db/pglite-driver.js';
 export type { Driver, Executor, DedicatedConnection, ClientLike } from './db/driver.js';
 export * from './errors/index.js';
-export { AdminClient, type QueueConfigRow } from './admin/admin-client.js';
 export {
   RateLimitAdmin,
   type RateLimitBucketRow,

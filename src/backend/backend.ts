@@ -9,6 +9,7 @@ import type {
   EnqueueArgs,
   EventRow,
   JobRow,
+  LongRunningJobEventsWriter,
   QueueConfigRow,
   QueueMode,
 } from './types.js';
@@ -253,6 +254,13 @@ export interface Backend {
     afterId: string,
     options?: { limit?: number; visibilityDelayMs?: number },
   ): Promise<EventRow[]>;
+
+  /**
+   * Transactions that have held `job_events` open for longer than `marginMs` — the situation in
+   * which the reclaim feed's visibility delay could be too short (a proxy signal for
+   * `watchReclaims`). Optional: backends without concurrent writers leave it out.
+   */
+  checkReclaimVisibilityDelayRisk?(marginMs: number): Promise<LongRunningJobEventsWriter[]>;
 
   /** Releases what the backend owns. */
   close(): Promise<void>;

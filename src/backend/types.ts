@@ -276,3 +276,13 @@ export interface ActorCapacityChange {
   /** How long results are kept, in milliseconds. */
   resultTtlMs?: number | null;
 }
+
+/** A transaction holding `job_events` open past the reclaim feed's visibility margin. */
+export interface LongRunningJobEventsWriter {
+  pid: number;
+  applicationName: string;
+  state: string;
+  transactionStart: Date;
+  openMs: number;
+  query: string;
+}

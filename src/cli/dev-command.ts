@@ -82,14 +82,14 @@ async function seed(
   let tq: TaskQ | null = null;
   try {
     tq = shared
-      ? await TaskQ.open({ driver: target.driver, schema: target.schema })
+      ? new TaskQ(worker.jobsBackend)
       : await TaskQ.open({ dsn: target.dsn, schema: target.schema, maxPoolSize: 2 });
     await hook(tq);
   } catch (err) {
     io.err(`taskq dev: seedJobs failed: ${(err as Error).stack ?? String(err)}`);
     await worker.stop('fatal');
   } finally {
-    await (shared ? tq?.client.close() : tq?.close())?.catch(() => undefined);
+    await tq?.close().catch(() => undefined);
   }
 }
 

@@ -1,21 +1,18 @@
 import { Command } from 'commander';
 
-import { AdminClient } from '../admin/admin-client.js';
-import { PgDriver } from '../db/pg-driver.js';
+import type { Backend } from '../backend/backend.js';
+import { openClientBackend } from '../backend/open-backend.js';
+import { toMsOrNull } from '../duration.js';
 import { resolveConnection, type ConnectionFlags } from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 
-async function withAdmin<T>(
-  flags: ConnectionFlags,
-  io: CliIo,
-  fn: (a: AdminClient) => Promise<T>,
-): Promise<T> {
+async function withAdmin<T>(flags: ConnectionFlags, io: CliIo, fn: (b: Backend) => Promise<T>): Promise<T> {
   const { dsn, schema } = resolveConnection(flags, io);
-  const driver = new PgDriver({ connection: dsn as string, maxPoolSize: 1, applicationName: 'taskq-cli' });
+  const backend = await openClientBackend({ dsn: dsn as string, schema, maxPoolSize: 1, field: '--dsn' });
   try {
-    return await fn(new AdminClient(driver, schema));
+    return await fn(backend);
   } finally {
-    await driver.close();
+    await backend.close();
   }
 }
 
@@ -86,7 +83,7 @@ export function actorConfigCommand(io: CliIo): Command {
   connectionOptions(cmd.command('list').description('stored actor configuration')).action(
     async (flags: ConnectionFlags) => {
       await withAdmin(flags, io, async (a) => {
-        for (const r of await a.listActorConfigs()) {
+        for (const r of await a.getActorConfigs()) {
           io.out(
             `${r.actor.padEnd(32)} queue ${r.queue.padEnd(16)} max-concurrent ${r.maxConcurrent ?? '-'} max-pending ${r.maxPending ?? '-'} result-ttl ${r.resultTtlMs === null ? '-' : `${r.resultTtlMs}ms`}`,
           );
@@ -144,7 +141,13 @@ export function actorConfigCommand(io: CliIo): Command {
       await withAdmin(flags, io, async (a) => {
         let row;
         try {
-          row = await a.setActorCapacity(actorName, { maxConcurrent, maxPending, resultTtl });
+          row = await a.setActorCapacity(actorName, {
+            maxConcurrent,
+            maxPending,
+            ...(resultTtl === undefined
+              ? {}
+              : { resultTtlMs: toMsOrNull(resultTtl, 'resultTtl', 'nonNegative') }),
+          });
         } catch (err) {
           throw new CliExit(2, (err as Error).message);
         }

@@ -3,9 +3,9 @@ import { JobFailed, JobNotFoundError, ResultUnavailable } from '../errors/job-er
 import { toMsOrNull, type Duration } from '../duration.js';
 import { validateSchema } from '../schema-validation.js';
 import type { Schema } from '../schema-validation.js';
-import type { JobsClient } from './jobs-client.js';
+import type { TaskQ } from './taskq.js';
 import type { ProgressEvent } from '../progress/progress-event.js';
-import { progressStream, type ProgressStreamOptions } from './progress-stream.js';
+import type { ProgressStreamOptions } from './progress-stream.js';
 
 /**
  * A reference to one job, typed by its actor's result. `row` is the last row observed (no round
@@ -17,7 +17,7 @@ export class JobHandle<R = unknown> {
   private current: JobRow;
 
   constructor(
-    private readonly client: JobsClient,
+    private readonly client: TaskQ,
     row: JobRow,
     wasExisting: boolean,
     /** Result schema of the actor, when known (used by `wait()`). */
@@ -70,7 +70,7 @@ export class JobHandle<R = unknown> {
     return this.client.backend.getEvents(this.current.id);
   }
 
-  /** Requests cancellation; see `JobsClient.cancel`. */
+  /** Requests cancellation; see `TaskQ.cancel`. */
   async cancel(reason?: string): Promise<CancelResult> {
     return this.client.cancel(this.current.id, reason);
   }
@@ -116,7 +116,7 @@ export class JobHandle<R = unknown> {
    *   client closes while iterating.
    */
   progressStream(options?: ProgressStreamOptions): AsyncIterableIterator<ProgressEvent> {
-    return progressStream(this.client, this.current.id, options);
+    return this.client.progressStream(this.current.id, options);
   }
 
   /** @internal Updates the observed row. */

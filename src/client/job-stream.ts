@@ -7,8 +7,7 @@ import { closableStream } from '../progress/closable-stream.js';
 import { progressFieldsOf } from '../progress/progress-event-codec.js';
 import type { JobEvent } from '../progress/progress-event.js';
 import { STREAM_POLL_INTERVAL_MS, STREAM_POLL_TIMEOUT_MS, watchJob } from '../progress/job-watch.js';
-import type { JobsClient } from './jobs-client.js';
-import { streamClosedError, streamTransportOf } from './progress-stream.js';
+import { streamClosedError, type StreamSources } from './stream-sources.js';
 
 /** Options of `TaskQ.stream()`. */
 export interface JobStreamOptions {
@@ -28,7 +27,7 @@ export interface JobStreamOptions {
  * and no snapshot repeats the previous one; the last has `terminal: true`, taken from the final row.
  */
 export function jobStream(
-  client: JobsClient,
+  sources: StreamSources,
   jobId: string,
   options: JobStreamOptions = {},
 ): AsyncIterableIterator<JobEvent> {
@@ -39,28 +38,21 @@ export function jobStream(
   );
   if (!isUuid(jobId)) throw new InvalidArgumentError('stream.jobId', jobId, 'must be a UUID');
   const id = jobId.toLowerCase();
-  const transport = streamTransportOf(client);
-  return closableStream((stop) => jobEvents(client, id, transport, { pollIntervalMs, pollTimeoutMs }, stop), {
+  return closableStream((stop) => jobEvents(sources, id, { pollIntervalMs, pollTimeoutMs }, stop), {
     signal: options.signal,
-    closed: transport.closed,
+    closed: sources.closed,
     closedError: streamClosedError,
   });
 }
 
 async function* jobEvents(
-  client: JobsClient,
+  sources: StreamSources,
   jobId: string,
-  transport: ReturnType<typeof streamTransportOf>,
   timing: { pollIntervalMs: number; pollTimeoutMs: number },
   stop: AbortSignal,
 ): AsyncGenerator<JobEvent, boolean> {
   let last: JobEvent | null = null;
-  const items = watchJob(
-    jobId,
-    { backend: client.backend, logger: transport.logger, redis: transport.redis },
-    { ...timing, listenCoversProgress: true },
-    stop,
-  );
+  const items = watchJob(jobId, sources, { ...timing, listenCoversProgress: true }, stop);
   for await (const item of items) {
     let next: JobEvent | null;
     if (item.type === 'event') {

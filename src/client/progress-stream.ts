@@ -3,9 +3,6 @@ import type { JobRow, JobStatus } from '../backend/types.js';
 import { toMs, type Duration } from '../duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { isUuid } from '../ids.js';
-import { TaskQStateError } from '../errors/client-errors.js';
-import type { Logger } from '../obs/logger.js';
-import { silentLogger } from '../obs/logger.js';
 import { closableStream } from '../progress/closable-stream.js';
 import {
   buildProgressEvent,
@@ -13,13 +10,8 @@ import {
   progressFieldsOf,
 } from '../progress/progress-event-codec.js';
 import type { ProgressEvent } from '../progress/progress-event.js';
-import {
-  STREAM_POLL_INTERVAL_MS,
-  STREAM_POLL_TIMEOUT_MS,
-  watchJob,
-  type RedisTransport,
-} from '../progress/job-watch.js';
-import type { JobsClient } from './jobs-client.js';
+import { STREAM_POLL_INTERVAL_MS, STREAM_POLL_TIMEOUT_MS, watchJob } from '../progress/job-watch.js';
+import { streamClosedError, type StreamSources } from './stream-sources.js';
 
 /** Options of `JobHandle.progressStream()`. */
 export interface ProgressStreamOptions {
@@ -29,36 +21,6 @@ export interface ProgressStreamOptions {
   pollTimeout?: Duration;
   /** Aborting it ends the iteration quietly. */
   signal?: AbortSignal;
-}
-
-/** What streams of a client need beyond its backend (set by `TaskQ.open()`). */
-export interface StreamTransport {
-  /** Redis pub/sub, when the client was opened with `redisUrl` or `redis`. */
-  redis: RedisTransport | null;
-  /** Aborted when the client closes: open streams then fail with `TaskQStateError`. */
-  closed: AbortSignal;
-  logger: Logger;
-}
-
-const transports = new WeakMap<JobsClient, StreamTransport>();
-
-/** @internal Gives a client's streams their transport (TaskQ does this at open). */
-export function attachStreamTransport(client: JobsClient, transport: StreamTransport): void {
-  transports.set(client, transport);
-}
-
-/** @internal The transport of a client's streams (Postgres only when none was attached). */
-export function streamTransportOf(client: JobsClient): StreamTransport {
-  return (
-    transports.get(client) ?? { redis: null, closed: new AbortController().signal, logger: silentLogger }
-  );
-}
-
-/** @internal The closed-client error of streams. */
-export function streamClosedError(): TaskQStateError {
-  return new TaskQStateError(
-    'the client was closed while a stream was open; open a new one with TaskQ.open()',
-  );
 }
 
 /**
@@ -73,7 +35,7 @@ export function streamClosedError(): TaskQStateError {
  * - The last event is always the terminal one, built from the final row, delivered once.
  */
 export function progressStream(
-  client: JobsClient,
+  sources: StreamSources,
   jobId: string,
   options: ProgressStreamOptions = {},
 ): AsyncIterableIterator<ProgressEvent> {
@@ -81,29 +43,23 @@ export function progressStream(
   const pollTimeoutMs = toMs(options.pollTimeout ?? STREAM_POLL_TIMEOUT_MS, 'progressStream.pollTimeout');
   if (!isUuid(jobId)) throw new InvalidArgumentError('progressStream.jobId', jobId, 'must be a UUID');
   const id = jobId.toLowerCase();
-  const transport = streamTransportOf(client);
-  return closableStream(
-    (stop) => progressEvents(client, id, transport, { pollIntervalMs, pollTimeoutMs }, stop),
-    { signal: options.signal, closed: transport.closed, closedError: streamClosedError },
-  );
+  return closableStream((stop) => progressEvents(sources, id, { pollIntervalMs, pollTimeoutMs }, stop), {
+    signal: options.signal,
+    closed: sources.closed,
+    closedError: streamClosedError,
+  });
 }
 
 async function* progressEvents(
-  client: JobsClient,
+  sources: StreamSources,
   jobId: string,
-  transport: StreamTransport,
   timing: { pollIntervalMs: number; pollTimeoutMs: number },
   stop: AbortSignal,
 ): AsyncGenerator<ProgressEvent, boolean> {
   let lastSeq = 0;
   let lastState: Record<string, unknown> = {};
   let lastStatus: JobStatus | null = null;
-  const items = watchJob(
-    jobId,
-    { backend: client.backend, logger: transport.logger, redis: transport.redis },
-    { ...timing, listenCoversProgress: false },
-    stop,
-  );
+  const items = watchJob(jobId, sources, { ...timing, listenCoversProgress: false }, stop);
   for await (const item of items) {
     if (item.type === 'event') {
       const e = item.event;

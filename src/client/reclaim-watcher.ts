@@ -23,16 +23,6 @@ export interface WatchReclaimsOptions {
   signal?: AbortSignal;
 }
 
-interface RiskChecker {
-  checkReclaimVisibilityDelayRisk(
-    marginMs: number,
-  ): Promise<{ pid: number; openMs: number; applicationName: string; query: string }[]>;
-}
-
-function hasRiskCheck(b: Backend): b is Backend & RiskChecker {
-  return typeof (b as Partial<RiskChecker>).checkReclaimVisibilityDelayRisk === 'function';
-}
-
 /**
  * The fleet-wide crash-reclaim feed: every job a maintenance leader reclaimed after its worker's
  * lease expired (`to_state` pending, crashed or cancelled), in event-id order.
@@ -84,10 +74,11 @@ export async function* watchReclaims(
   let lastRiskCheck = -Infinity;
   try {
     while (!options.signal?.aborted) {
-      if (hasRiskCheck(backend) && performance.now() - lastRiskCheck >= VISIBILITY_RISK_CHECK_INTERVAL_MS) {
+      const riskCheck = backend.checkReclaimVisibilityDelayRisk?.bind(backend);
+      if (riskCheck && performance.now() - lastRiskCheck >= VISIBILITY_RISK_CHECK_INTERVAL_MS) {
         lastRiskCheck = performance.now();
         try {
-          for (const w of await backend.checkReclaimVisibilityDelayRisk(delayMs)) {
+          for (const w of await riskCheck(delayMs)) {
             logger.warn(
               {
                 pid: w.pid,

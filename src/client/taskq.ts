@@ -2,33 +2,71 @@ import type { Redis } from 'ioredis';
 import type pg from 'pg';
 
 import type { ActorRef } from '../actor.js';
-import type { JobPage } from '../backend/backend.js';
-import type { JobFilter } from '../backend/job-filter.js';
-import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
-import type { BulkCancelResult, CancelResult, EventRow, JobRow } from '../backend/types.js';
-import type { WatchReclaimsOptions } from './reclaim-watcher.js';
+import type { Backend, JobPage } from '../backend/backend.js';
+import { normalizeJobFilter, type JobFilter } from '../backend/job-filter.js';
+import { openClientBackend } from '../backend/open-backend.js';
+import type { BulkCancelResult, CancelResult, EnqueueArgs, EventRow, JobRow } from '../backend/types.js';
+import type { Clock } from '../clock.js';
+import { SystemClock } from '../clock.js';
 import type { Driver } from '../db/driver.js';
-import { TASKQ_SESSION_SETTINGS } from '../db/session-settings.js';
-import { PgDriver } from '../db/pg-driver.js';
 import { toMs, type Duration } from '../duration.js';
-import { TaskQStateError } from '../errors/client-errors.js';
+import { MaxPendingExceededError } from '../errors/backpressure-errors.js';
+import { EmptyFilterError, TaskQStateError } from '../errors/client-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { JobNotFoundError } from '../errors/job-errors.js';
+import { isUuid } from '../ids.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
-import { validateSchemaName } from '../schema-name.js';
+import { JobNotificationFanout } from '../progress/job-notification-fanout.js';
+import type { JobEvent, ProgressEvent } from '../progress/progress-event.js';
+import { RedisLiveProgress } from '../progress/redis-live-progress.js';
+import { createOwnedRedis } from '../progress/redis-progress-publisher.js';
+import type { Schema } from '../schema-validation.js';
 import {
   loadTaskQSettings,
   type TaskQSettings,
   type TaskQSettingsInput,
 } from '../settings/taskq-settings.js';
-import type { EnqueueOptions } from './enqueue-options.js';
-import type { JobHandle } from './job-handle.js';
-import { JobsClient, type BatchHandle, type EnqueueItem } from './jobs-client.js';
-import type { JobEvent } from '../progress/progress-event.js';
-import { RedisProgressSubscriber } from '../progress/redis-progress-subscriber.js';
-import { closeOwnedRedis, createOwnedRedis } from '../progress/redis-progress-publisher.js';
+import {
+  checkActorRef,
+  checkBatchItems,
+  MAX_BATCH_SIZE,
+  MAX_FAST_BATCH_SIZE,
+  type BatchHandle,
+  type BatchOptions,
+  type EnqueueItem,
+} from './batch-items.js';
+import { ActorCapacityCache, DEFAULT_CAPACITY_CACHE_TTL_MS } from './capacity-cache.js';
+import { buildEnqueueArgs, type EnqueueOptions } from './enqueue-options.js';
+import { JobHandle } from './job-handle.js';
 import { jobStream, type JobStreamOptions } from './job-stream.js';
-import { attachStreamTransport } from './progress-stream.js';
+import { payloadJson, payloadJsons } from './payload-json.js';
+import { progressStream, type ProgressStreamOptions } from './progress-stream.js';
+import { watchReclaims, type WatchReclaimsOptions } from './reclaim-watcher.js';
+import type { StreamSources } from './stream-sources.js';
+import { waitForTerminal } from './wait-for-terminal.js';
+
+/** Default byte bound of idempotency keys and scopes. */
+export const DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES = 1024;
+
+/** Options of `new TaskQ(backend, options)`: everything but where the jobs are stored. */
+export interface TaskQClientOptions {
+  /** Clock for client-side timing (the capacity cache's TTL). Default: the system clock. */
+  clock?: Clock;
+  /** Logger (pino-compatible). Default: silent. */
+  logger?: Logger;
+  /** Staleness bound of stored `max_pending` values. Default 5 s. */
+  capacityCacheTtl?: Duration;
+  /** Byte bound of idempotency keys and scopes. Default 1024. */
+  idempotencyKeyMaxBytes?: number;
+  /**
+   * Live progress over Redis for `stream()` and `progressStream()` (every report, as it happens).
+   * Default: none — streams follow Postgres (LISTEN and polling). Closed by `close()`.
+   */
+  liveProgress?: RedisLiveProgress | null;
+  /** `close()` also closes the backend. Default false: the backend is yours. */
+  ownsBackend?: boolean;
+}
 
 /** Where `TaskQ.open()` gets its database connections. Give exactly one of `dsn`, `pool`, `poolFactory`, `driver`. */
 export interface TaskQOptions {
@@ -63,91 +101,93 @@ export interface TaskQOptions {
 export type TaskQExtraOptions = Pick<TaskQOptions, 'maxPoolSize' | 'capacityCacheTtl' | 'logger'>;
 
 /**
- * The Postgres-backed entry point: enqueue, read, cancel. Open one per process and share it.
+ * The client: enqueue, read, wait, stream, cancel. It works over any {@link Backend}: open one on
+ * Postgres with {@link TaskQ.open}, or construct one over the in-memory backend in tests. Open one
+ * per process and share it.
  *
  * ```ts
- * await using tq = await TaskQ.open({ dsn: process.env.TASKQ_PG_DSN });
- * const h = await tq.enqueue(sendEmail, { to: 'a@example.com' });
+ * const tq = await TaskQ.open({ dsn: process.env.TASKQ_PG_DSN });
+ * try {
+ *   const job = await tq.enqueue(sendEmail, { to: 'a@example.com' });
+ * } finally {
+ *   await tq.close();
+ * }
+ *
+ * // In tests:
+ * const tq = new TaskQ(new InMemoryBackend({ clock }));
  * ```
  */
 export class TaskQ implements AsyncDisposable {
-  /** The client doing the work (also usable directly). */
-  readonly client: JobsClient;
-  /** The Postgres backend. */
-  readonly backend: PostgresBackend;
-  private closed = false;
-  private readonly redisClient: Redis | null;
-  private readonly ownsRedis: boolean;
-  private readonly subscriber: RedisProgressSubscriber | null;
+  /** The storage this client works on. */
+  readonly backend: Backend;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private readonly capacity: ActorCapacityCache;
+  private readonly idempotencyMaxBytes: number;
+  private readonly warnedUniqueFor = new Set<string>();
+  private readonly notifications: JobNotificationFanout;
+  private readonly liveProgress: RedisLiveProgress | null;
+  private readonly ownsBackend: boolean;
   private readonly closing = new AbortController();
+  private readonly sources: StreamSources;
+  private closed = false;
 
-  private constructor(
-    backend: PostgresBackend,
-    client: JobsClient,
-    redis: { client: Redis; owned: boolean } | null,
-    logger: Logger,
-  ) {
+  /**
+   * A client over `backend` (for example `new InMemoryBackend()` from `taskq/testing`). The backend
+   * stays yours unless `ownsBackend` is set; for Postgres, {@link TaskQ.open} builds it for you.
+   */
+  constructor(backend: Backend, options: TaskQClientOptions = {}) {
+    if (backend === null || typeof backend !== 'object' || typeof backend.enqueue !== 'function')
+      throw new InvalidArgumentError('TaskQ.backend', backend, 'must be a Backend (e.g. InMemoryBackend)');
     this.backend = backend;
-    this.client = client;
-    this.redisClient = redis?.client ?? null;
-    this.ownsRedis = redis?.owned ?? false;
-    this.subscriber = redis ? new RedisProgressSubscriber(redis.client, logger) : null;
-    attachStreamTransport(client, {
-      redis: this.subscriber ? { subscriber: this.subscriber, schema: backend.schema } : null,
+    this.clock = options.clock ?? new SystemClock();
+    this.logger = options.logger ?? silentLogger;
+    this.idempotencyMaxBytes = options.idempotencyKeyMaxBytes ?? DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES;
+    this.capacity = new ActorCapacityCache(
+      backend,
+      this.clock,
+      options.capacityCacheTtl === undefined
+        ? DEFAULT_CAPACITY_CACHE_TTL_MS
+        : toMs(options.capacityCacheTtl, 'TaskQ.capacityCacheTtl', 'nonNegative'),
+      this.logger,
+    );
+    this.notifications = new JobNotificationFanout(backend, this.logger);
+    this.liveProgress = options.liveProgress ?? null;
+    this.ownsBackend = options.ownsBackend ?? false;
+    this.sources = {
+      backend,
+      logger: this.logger,
+      redis: this.liveProgress,
+      notifications: this.notifications,
       closed: this.closing.signal,
-      logger,
-    });
+    };
   }
 
-  /** Opens a client. Connections are made lazily, on the first call that needs one. */
+  /**
+   * Opens a client on Postgres. Every option is checked before anything connects; connections are
+   * made lazily, on the first call that needs one.
+   */
   static async open(options: TaskQOptions): Promise<TaskQ> {
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('TaskQ.open', options, 'options must be an object');
-    const sources = (['dsn', 'pool', 'poolFactory', 'driver'] as const).filter(
-      (k) => options[k] !== undefined && options[k] !== null,
-    );
-    if (sources.length !== 1) {
-      throw new InvalidArgumentError(
-        'TaskQ.open',
-        sources.join(', ') || 'none',
-        'give exactly one of dsn, pool, poolFactory or driver',
-      );
-    }
-    if (options.dsn !== undefined && (typeof options.dsn !== 'string' || options.dsn.trim() === '')) {
-      throw new InvalidArgumentError('TaskQ.open.dsn', options.dsn, 'must be a non-empty connection string');
-    }
-    const schema = validateSchemaName(options.schema ?? 'taskq', 'TaskQ.open.schema');
     const logger = options.logger ?? silentLogger;
+    const capacityCacheTtl =
+      options.capacityCacheTtl === undefined
+        ? undefined
+        : toMs(options.capacityCacheTtl, 'TaskQ.open.capacityCacheTtl', 'nonNegative');
     const redis = TaskQ.redisOf(options);
-    let driver: Driver;
-    if (options.driver) driver = options.driver;
-    else if (options.pool) driver = new PgDriver({ pool: options.pool });
-    else if (options.poolFactory) {
-      if (typeof options.poolFactory !== 'function')
-        throw new InvalidArgumentError(
-          'TaskQ.open.poolFactory',
-          options.poolFactory,
-          'must be a function returning a pg.Pool',
-        );
-      const pool = await options.poolFactory();
-      driver = new PgDriver({ pool, ownPool: true });
-    } else
-      driver = new PgDriver({
-        connection: options.dsn as string,
-        maxPoolSize: options.maxPoolSize ?? 5,
-        applicationName: 'taskq',
-        sessionSettings: TASKQ_SESSION_SETTINGS,
-      });
-    const backend = new PostgresBackend(driver, { schema, logger });
-    const client = new JobsClient(backend, {
+    const backend = await openClientBackend({ ...options, field: 'TaskQ.open', logger });
+    return new TaskQ(backend, {
       logger,
-      idempotencyKeyMaxBytes: options.idempotencyKeyMaxBytes,
-      capacityCacheTtlMs:
-        options.capacityCacheTtl === undefined
-          ? undefined
-          : toMs(options.capacityCacheTtl, 'TaskQ.open.capacityCacheTtl', 'nonNegative'),
+      ...(capacityCacheTtl === undefined ? {} : { capacityCacheTtl }),
+      ...(options.idempotencyKeyMaxBytes === undefined
+        ? {}
+        : { idempotencyKeyMaxBytes: options.idempotencyKeyMaxBytes }),
+      liveProgress: redis
+        ? new RedisLiveProgress(redis.client, options.schema ?? 'taskq', { owned: redis.owned, logger })
+        : null,
+      ownsBackend: true,
     });
-    return new TaskQ(backend, client, redis, logger);
   }
 
   /**
@@ -177,10 +217,6 @@ export class TaskQ implements AsyncDisposable {
    * Opens a client configured by `TASKQ_*` variables of `env` (pass `process.env`; the library never
    * reads it by itself), with `overrides` winning over them. Invalid values throw one
    * `SettingsError` listing every problem, before anything connects.
-   *
-   * ```ts
-   * await using tq = await TaskQ.fromEnv(process.env);
-   * ```
    */
   static async fromEnv(
     env: Record<string, string | undefined>,
@@ -216,78 +252,221 @@ export class TaskQ implements AsyncDisposable {
     };
   }
 
-  private live(): JobsClient {
+  private checkOpen(): void {
     if (this.closed) throw new TaskQStateError('this TaskQ is closed; open a new one with TaskQ.open()');
-    return this.client;
   }
 
   /** The Redis client live progress uses (yours, or the one built from `redisUrl`), or null. */
   get redis(): Redis | null {
-    return this.redisClient;
+    return this.liveProgress?.redis ?? null;
   }
 
-  /** Schema this client works in. */
-  get schema(): string {
-    return this.backend.schema;
+  /** Drops the cached stored `max_pending` values (tests, tooling that just changed them). */
+  invalidateActorCapacityCache(): void {
+    this.capacity.invalidate();
   }
 
-  /** See {@link JobsClient.enqueue}. */
+  /**
+   * Enqueues one job and returns its handle. Gates apply in order: `uniqueFor` (returns the
+   * existing job), singleton, `maxPending`, idempotency key (returns the existing job).
+   * @throws PayloadValidationError (nothing written), InvalidArgumentError, MaxPendingExceededError,
+   *   SingletonCollisionError, SchemaNotMigratedError
+   */
   async enqueue<P, R, I>(
     ref: ActorRef<P, R, I>,
     payload: NoInfer<I>,
-    options?: EnqueueOptions,
+    options: EnqueueOptions = {},
   ): Promise<JobHandle<R>> {
-    return this.live().enqueue(ref, payload, options);
+    this.checkOpen();
+    checkActorRef(ref, 'enqueue.actor');
+    const r = ref as ActorRef<unknown, unknown>;
+    const json = await payloadJson(r, payload, 'payload');
+    const maxPending = await this.capacity.effectiveMaxPending(r.name, r.maxPending);
+    const args = buildEnqueueArgs(r, json, options, {
+      maxPending,
+      idempotencyMaxBytes: this.idempotencyMaxBytes,
+    });
+    this.warnUniqueForWithoutIdentity(r, args);
+    const row = options.connection
+      ? await this.backend.enqueueWithConn(options.connection, args)
+      : await this.backend.enqueue(args);
+    if (row.id === args.id)
+      this.logger.debug({ jobId: row.id, actor: row.actor, queue: row.queue }, 'job-enqueued');
+    return new JobHandle<R>(this, row, row.id !== args.id, ref.resultSchema);
   }
 
-  /** See {@link JobsClient.enqueueBatch}. */
-  async enqueueBatch(
+  private warnUniqueForWithoutIdentity(ref: ActorRef<unknown, unknown>, args: EnqueueArgs): void {
+    if (ref.uniqueForMs !== null && args.identityKey === null && !this.warnedUniqueFor.has(ref.name)) {
+      this.warnedUniqueFor.add(ref.name);
+      this.logger.warn({ actor: ref.name }, 'unique-for-without-identity-key');
+    }
+  }
+
+  /**
+   * Enqueues up to 1000 jobs in one statement. Every payload and option is validated before
+   * anything is written; `maxPending` is checked per actor as `existing + items > limit`.
+   * `uniqueFor` does not apply to batches. Each job carries `metadata.batch_id`.
+   */
+  async enqueueBatch(items: readonly EnqueueItem[], options: BatchOptions = {}): Promise<BatchHandle> {
+    this.checkOpen();
+    const { batchId, refs } = checkBatchItems('enqueueBatch', items, MAX_BATCH_SIZE, options);
+    const jsons = await payloadJsons(refs, items);
+    const limits = new Map<string, number | null>();
+    for (const ref of refs)
+      if (!limits.has(ref.name))
+        limits.set(ref.name, await this.capacity.effectiveMaxPending(ref.name, ref.maxPending));
+    const args = this.batchArgs(items, refs, jsons, batchId, limits);
+    const limited = [...limits].filter(([, limit]) => limit !== null) as [string, number][];
+    if (limited.length > 0) {
+      const counts = await this.backend.countPendingJobs(limited.map(([a]) => a));
+      for (const [actor, limit] of limited) {
+        const existing = counts.get(actor) ?? 0;
+        const adding = refs.filter((r) => r.name === actor).length;
+        if (existing + adding > limit) throw new MaxPendingExceededError(actor, existing, limit);
+      }
+    }
+    const rows = await this.backend.enqueueBatch(
+      args,
+      options.connection ? { connection: options.connection } : {},
+    );
+    return {
+      batchId,
+      size: items.length,
+      jobHandles: rows.map(
+        (row, i) => new JobHandle(this, row, row.id !== args[i]!.id, refs[i]!.resultSchema),
+      ),
+    };
+  }
+
+  /**
+   * Bulk import: up to 50,000 jobs through COPY, returning how many were written (all of them).
+   * Every payload and option is validated before anything is written. Unlike {@link enqueueBatch}
+   * it does not check `maxPending`, returns no handles, and has no conflict handling: an
+   * idempotency key already stored, or repeated in `items`, refuses the whole batch with
+   * `DuplicateIdempotencyKeyError` and nothing is written. Each job carries
+   * `metadata.batch_id` (`options.batchId`, or a new UUIDv7) to find them again with `list`.
+   * With `connection`, the jobs commit or roll back with the caller's transaction.
+   */
+  async enqueueBatchFast(items: readonly EnqueueItem[], options: BatchOptions = {}): Promise<number> {
+    this.checkOpen();
+    const { batchId, refs } = checkBatchItems('enqueueBatchFast', items, MAX_FAST_BATCH_SIZE, options);
+    const jsons = await payloadJsons(refs, items);
+    const args = this.batchArgs(items, refs, jsons, batchId, null);
+    const count = await this.backend.enqueueBatchFast(
+      args,
+      options.connection ? { connection: options.connection } : {},
+    );
+    this.logger.debug({ batchId, count }, 'batch-fast-enqueued');
+    return count;
+  }
+
+  /** Each item's validated arguments; `limits` are the per-actor `maxPending` (null: not checked). */
+  private batchArgs(
     items: readonly EnqueueItem[],
-    options?: { batchId?: string; connection?: EnqueueOptions['connection'] },
-  ): Promise<BatchHandle> {
-    return this.live().enqueueBatch(items, options);
+    refs: readonly ActorRef<unknown, unknown>[],
+    jsons: readonly string[],
+    batchId: string,
+    limits: Map<string, number | null> | null,
+  ): EnqueueArgs[] {
+    return items.map((item, i) =>
+      buildEnqueueArgs(refs[i]!, jsons[i]!, item.options ?? {}, {
+        maxPending: limits?.get(refs[i]!.name) ?? null,
+        idempotencyMaxBytes: this.idempotencyMaxBytes,
+        itemIndex: i,
+        batchId,
+      }),
+    );
   }
 
-  /** See {@link JobsClient.enqueueBatchFast}. */
-  async enqueueBatchFast(
-    items: readonly EnqueueItem[],
-    options?: { batchId?: string; connection?: EnqueueOptions['connection'] },
-  ): Promise<number> {
-    return this.live().enqueueBatchFast(items, options);
-  }
-
-  /** See {@link JobsClient.get}. */
+  /** A handle for an existing job, or null. Pass the actor to type the handle's result. */
   async get<R = unknown>(jobId: string, ref?: ActorRef<unknown, R>): Promise<JobHandle<R> | null> {
-    return this.live().get(jobId, ref);
+    const row = await this.getRow(jobId);
+    return row ? new JobHandle<R>(this, row, false, (ref?.resultSchema ?? null) as Schema<R> | null) : null;
   }
 
-  /** See {@link JobsClient.getRow}. */
+  /** The job's row, or null. */
   async getRow(jobId: string): Promise<JobRow | null> {
-    return this.live().getRow(jobId);
+    this.checkOpen();
+    if (!isUuid(jobId)) throw new InvalidArgumentError('jobId', jobId, 'must be a UUID');
+    return this.backend.get(jobId.toLowerCase());
   }
 
-  /** See {@link JobsClient.list}. */
-  async list(filter?: JobFilter): Promise<JobPage> {
-    return this.live().list(filter);
+  /** One page of jobs matching the filter; pass `nextCursor` back as `cursor` for the next page. */
+  async list(filter: JobFilter = {}): Promise<JobPage> {
+    this.checkOpen();
+    return this.backend.listJobs(normalizeJobFilter(filter));
   }
 
-  /** See {@link JobsClient.cancel}. */
+  /** Pending + scheduled + running jobs on the given queues. */
+  async countActiveJobs(queues: readonly string[]): Promise<number> {
+    this.checkOpen();
+    return this.backend.countActiveJobs(queues);
+  }
+
+  /**
+   * Cancels a job: pending or scheduled jobs end `cancelled` at once; a running job's handler sees
+   * `ctx.signal` abort (and is escalated if it ignores it). Terminal jobs are left alone.
+   * @throws JobNotFoundError
+   */
   async cancel(jobId: string, reason?: string | null): Promise<CancelResult> {
-    return this.live().cancel(jobId, reason);
+    const before = await this.getRow(jobId);
+    if (!before) throw new JobNotFoundError(jobId);
+    if (reason !== undefined && reason !== null && typeof reason !== 'string') {
+      throw new InvalidArgumentError('cancel.reason', reason, 'must be a string');
+    }
+    if (typeof reason === 'string' && reason.includes('\u0000'))
+      throw new InvalidArgumentError('cancel.reason', reason, 'must not contain NUL characters');
+    const initiated = await this.backend.writeCancelRequest(before.id, reason ?? null);
+    const after = await this.backend.get(before.id);
+    if (!after) throw new TaskQStateError(`job ${jobId} vanished while being cancelled`);
+    return {
+      jobId: before.id,
+      previousStatus: before.status,
+      newStatus: after.status,
+      cancellationInitiated: initiated,
+    };
   }
 
-  /** See {@link JobsClient.cancelWhere}. */
+  /**
+   * Cancels every active job matching the filter in one set-based statement: pending and scheduled
+   * jobs end `cancelled` at once, running ones get the cooperative cancel (their handler's
+   * `ctx.signal` aborts). The filter's `limit`, `cursor` and `orderBy` are ignored.
+   * @throws EmptyFilterError when the filter has no predicate, unless `allowEmptyFilter` is set.
+   */
   async cancelWhere(
     filter: JobFilter,
     reason?: string | null,
-    options?: { allowEmptyFilter?: boolean },
+    options: { allowEmptyFilter?: boolean } = {},
   ): Promise<BulkCancelResult> {
-    return this.live().cancelWhere(filter, reason, options);
+    this.checkOpen();
+    const f = normalizeJobFilter(filter);
+    if (!f.hasPredicates && !options.allowEmptyFilter) throw new EmptyFilterError();
+    if (
+      reason !== undefined &&
+      reason !== null &&
+      (typeof reason !== 'string' || reason.includes('\u0000'))
+    ) {
+      throw new InvalidArgumentError('cancelWhere.reason', reason, 'must be a string without NUL characters');
+    }
+    return this.backend.cancelWhere(f, reason ?? null);
   }
 
-  /** See {@link JobsClient.retryJob}. */
+  /** Sends a failed, crashed, cancelled or abandoned job back to `pending` with a fresh attempt budget. */
   async retryJob(jobId: string): Promise<boolean> {
-    return this.live().retryJob(jobId);
+    this.checkOpen();
+    if (!isUuid(jobId)) throw new InvalidArgumentError('jobId', jobId, 'must be a UUID');
+    return this.backend.retryJob(jobId.toLowerCase());
+  }
+
+  /**
+   * Resolves with the job's row once it is terminal. Wakes on the backend's job-done announcement
+   * (NOTIFY) and polls as the source of truth (quickly at first, then every second).
+   * @throws JobNotFoundError when the job does not exist, WaitTimeoutError after `timeoutMs`.
+   */
+  async waitForTerminal(jobId: string, timeoutMs: number | null = null): Promise<JobRow> {
+    this.checkOpen();
+    if (!isUuid(jobId)) throw new InvalidArgumentError('jobId', jobId, 'must be a UUID');
+    return waitForTerminal(this.backend, this.notifications, jobId.toLowerCase(), timeoutMs);
   }
 
   /**
@@ -295,8 +474,9 @@ export class TaskQ implements AsyncDisposable {
    * tq.watchReclaims({ afterId: saved })) { ...; saved = e.eventId }`. See `watchReclaims` in
    * `reclaim-watcher.ts` for the delivery guarantees.
    */
-  watchReclaims(options?: WatchReclaimsOptions): AsyncGenerator<EventRow> {
-    return this.live().watchReclaims(options);
+  watchReclaims(options: WatchReclaimsOptions = {}): AsyncGenerator<EventRow> {
+    this.checkOpen();
+    return watchReclaims(this.backend, this.logger, options);
   }
 
   /**
@@ -314,26 +494,31 @@ export class TaskQ implements AsyncDisposable {
    * @throws TaskQStateError when closed; JobNotFoundError (on iteration) for an unknown job.
    */
   stream(jobId: string, options?: JobStreamOptions): AsyncIterableIterator<JobEvent> {
-    return jobStream(this.live(), jobId, options);
-  }
-
-  /** See {@link JobsClient.countActiveJobs}. */
-  async countActiveJobs(queues: readonly string[]): Promise<number> {
-    return this.live().countActiveJobs(queues);
+    this.checkOpen();
+    return jobStream(this.sources, jobId, options);
   }
 
   /**
-   * Closes TaskQ-owned connections (never a caller's pool or Redis client). Open streams end with
-   * `TaskQStateError`. Safe to call twice.
+   * Progress events of one job until the one with `terminal: true`; see
+   * {@link JobHandle.progressStream}.
+   */
+  progressStream(jobId: string, options?: ProgressStreamOptions): AsyncIterableIterator<ProgressEvent> {
+    this.checkOpen();
+    return progressStream(this.sources, jobId, options);
+  }
+
+  /**
+   * Ends open streams (they fail with `TaskQStateError`), releases the client's subscriptions and
+   * closes what TaskQ owns: the backend it built (or was given with `ownsBackend`) and the Redis
+   * client it built — never your pool or Redis client. Safe to call twice.
    */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.closing.abort();
-    await this.subscriber?.close();
-    if (this.redisClient && this.ownsRedis) await closeOwnedRedis(this.redisClient);
-    await this.client.close();
-    await this.backend.close();
+    await this.notifications.close();
+    await this.liveProgress?.close();
+    if (this.ownsBackend) await this.backend.close();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

@@ -1,3 +1,4 @@
+import type { AnnouncedIds } from '../backend/announcements.js';
 import type { Backend } from '../backend/backend.js';
 import type { NotificationSubscription } from '../backend/worker-types.js';
 import type { Logger } from '../obs/logger.js';
@@ -15,31 +16,28 @@ export interface JobNotificationListener {
 /** Least time between two attempts to (re)open the subscription. */
 const RETRY_MS = 1000;
 
+/** How long the subscription stays open after its last listener left. */
+export const DEFAULT_LISTEN_LINGER_MS = 2000;
+
 /**
- * One LISTEN (progress and done channels) per backend, shared by every job stream of the process:
- * opened with the first listener, closed with the last, so a thousand streams hold one Postgres
- * connection and a process with no stream holds none. NOTIFY only wakes streams; they read the
- * row for the truth.
+ * One LISTEN (progress and done channels) per client, shared by every wait and stream of that
+ * client: opened with the first listener and closed a while after the last one left (so a loop of
+ * `wait()` calls reuses one connection, and an idle process holds none). NOTIFY only wakes
+ * listeners; they read the row for the truth.
  */
 export class JobNotificationFanout {
-  private static readonly byBackend = new WeakMap<Backend, JobNotificationFanout>();
-
-  /** The fan-out of a backend (made on first use). */
-  static of(backend: Backend, logger: Logger): JobNotificationFanout {
-    let f = JobNotificationFanout.byBackend.get(backend);
-    if (!f) JobNotificationFanout.byBackend.set(backend, (f = new JobNotificationFanout(backend, logger)));
-    return f;
-  }
-
   private sub: Promise<NotificationSubscription | null> | null = null;
   private live = false;
   private lastAttempt = -Infinity;
   private readonly listeners = new Map<string, Set<JobNotificationListener>>();
   private count = 0;
+  private lingerTimer: NodeJS.Timeout | null = null;
+  private closed = false;
 
-  private constructor(
+  constructor(
     private readonly backend: Backend,
     private readonly logger: Logger,
+    private readonly lingerMs = DEFAULT_LISTEN_LINGER_MS,
   ) {}
 
   /** True while the subscription is open. */
@@ -52,13 +50,18 @@ export class JobNotificationFanout {
     return this.count;
   }
 
-  /** Registers a listener of one job; returns its release (closes the LISTEN after the last one). */
+  /**
+   * Registers a listener of one job; returns its release. The LISTEN closes `lingerMs` after the
+   * last listener left, unless another arrives meanwhile.
+   */
   add(jobId: string, listener: JobNotificationListener): () => Promise<void> {
     const id = jobId.toLowerCase();
     let set = this.listeners.get(id);
     if (!set) this.listeners.set(id, (set = new Set()));
     set.add(listener);
     this.count++;
+    if (this.lingerTimer) clearTimeout(this.lingerTimer);
+    this.lingerTimer = null;
     let released = false;
     return async () => {
       if (released) return;
@@ -67,13 +70,32 @@ export class JobNotificationFanout {
       if (set.size === 0 && this.listeners.get(id) === set) this.listeners.delete(id);
       this.count--;
       if (this.count > 0) return;
-      const sub = this.sub;
-      this.sub = null;
-      this.live = false;
-      this.lastAttempt = -Infinity;
-      const s = await sub;
-      await s?.close().catch(() => undefined);
+      if (this.lingerMs <= 0 || this.closed) return this.closeSubscription();
+      this.lingerTimer = setTimeout(() => {
+        this.lingerTimer = null;
+        if (this.count === 0) void this.closeSubscription();
+      }, this.lingerMs);
+      // A lingering LISTEN must not keep the process alive.
+      this.lingerTimer.unref();
     };
+  }
+
+  /** Closes the subscription now; later listeners open a new one (unless {@link close}d). */
+  private async closeSubscription(): Promise<void> {
+    const sub = this.sub;
+    this.sub = null;
+    this.live = false;
+    this.lastAttempt = -Infinity;
+    const s = await sub;
+    await s?.close().catch(() => undefined);
+  }
+
+  /** Closes the subscription for good (the client is closing); listeners then rely on polling. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.lingerTimer) clearTimeout(this.lingerTimer);
+    this.lingerTimer = null;
+    await this.closeSubscription();
   }
 
   /**
@@ -81,7 +103,7 @@ export class JobNotificationFanout {
    * a failure). Resolves true once it is live. Never throws: without it, streams poll.
    */
   ensure(): Promise<boolean> {
-    if (this.count === 0) return Promise.resolve(false);
+    if (this.count === 0 || this.closed) return Promise.resolve(false);
     if (this.sub) return this.sub.then((s) => s !== null);
     const now = performance.now();
     if (now - this.lastAttempt < RETRY_MS) return Promise.resolve(false);
@@ -116,7 +138,7 @@ export class JobNotificationFanout {
     return attempt.then((s) => s !== null);
   }
 
-  private fan(ids: readonly string[] | '*', fn: (l: JobNotificationListener) => void): void {
+  private fan(ids: AnnouncedIds, fn: (l: JobNotificationListener) => void): void {
     const sets =
       ids === '*'
         ? [...this.listeners.values()]

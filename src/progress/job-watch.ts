@@ -3,7 +3,7 @@ import type { JobRow } from '../backend/types.js';
 import { JobNotFoundError } from '../errors/job-errors.js';
 import type { Logger } from '../obs/logger.js';
 import { isTransientError } from '../db/transient-errors.js';
-import { JobNotificationFanout } from './job-notification-fanout.js';
+import type { JobNotificationFanout } from './job-notification-fanout.js';
 import { decodeProgressEvent } from './progress-event-codec.js';
 import { progressJobChannel } from './progress-channels.js';
 import type { ProgressEvent } from './progress-event.js';
@@ -29,7 +29,10 @@ export interface RedisTransport {
 export interface JobWatchSources {
   backend: Backend;
   logger: Logger;
+  /** Redis pub/sub, when the client has it. */
   redis: RedisTransport | null;
+  /** The client's shared LISTEN on the progress and done channels. */
+  notifications: JobNotificationFanout;
 }
 
 /** Cadence of a watch. */
@@ -123,7 +126,7 @@ export async function* watchJob(
       wake();
     },
   });
-  const fanout = JobNotificationFanout.of(backend, logger);
+  const fanout = sources.notifications;
   const release = fanout.add(jobId, {
     onProgress: () => {
       if (redisUp) return;

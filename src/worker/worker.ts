@@ -2,13 +2,10 @@ import { hostname } from 'node:os';
 
 import type { AnyActor } from '../actor.js';
 import type { Backend } from '../backend/backend.js';
-import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
+import { openWorkerBackend } from '../backend/open-backend.js';
 import type { Driver } from '../db/driver.js';
-import { PgDriver } from '../db/pg-driver.js';
-import { PINNED_PLAN_SESSION_SETTINGS, WORKER_SESSION_SETTINGS } from '../db/session-settings.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { newJobId } from '../ids.js';
-import { Migrator } from '../migrations/migrator.js';
 import type { Logger } from '../obs/logger.js';
 import { createLogger } from '../obs/logger.js';
 import { loadWorkerSettings, type WorkerSettingsInput } from '../settings/load-worker-settings.js';
@@ -29,7 +26,6 @@ import { RedisProgressPublisher } from '../progress/redis-progress-publisher.js'
 import { interruptibleSleep } from './sleep.js';
 import { MaintenanceLeader } from './maintenance/maintenance-leader.js';
 import { TASKQ_VERSION } from '../version.js';
-import { AdminClient } from '../admin/admin-client.js';
 import { SystemClock } from '../clock.js';
 import { RateLimitRegistry } from '../ratelimit/registry.js';
 import { RateLimitGate, type QueueCap } from './rate-limit-gate.js';
@@ -104,8 +100,8 @@ export class Worker {
   private readonly actors: Map<string, AnyActor>;
   private readonly options: WorkerOptions;
   private backend!: Backend;
-  private heartbeatBackend!: Backend;
-  private owned: Driver[] = [];
+  /** The backend was built here (from `pgDsn`): the worker closes it. */
+  private ownsBackend = false;
   private runner!: JobRunner;
   private completer!: Completer;
   private producer!: Producer;
@@ -187,62 +183,24 @@ export class Worker {
     return this.listener;
   }
 
-  private buildBackends(): void {
+  /** The given backend, or one built from the driver or `pgDsn` (then owned by the worker). */
+  private buildBackend(): void {
     const s = this.settings;
     if (this.options.backend) {
       this.backend = this.options.backend;
-      this.heartbeatBackend = this.options.backend;
       return;
     }
-    if (this.options.driver) {
-      this.backend = new PostgresBackend(this.options.driver, { schema: s.schema, logger: this.logger });
-      this.heartbeatBackend = this.backend;
-      return;
-    }
-    const dsn = s.pgDsnDirect ?? s.pgDsn;
-    if (!dsn)
+    if (!this.options.driver && !(s.pgDsnDirect ?? s.pgDsn))
       throw new InvalidArgumentError('pgDsn', null, 'a worker needs TASKQ_PG_DSN (or a backend/driver)');
-    const main = new PgDriver({
-      connection: dsn,
-      maxPoolSize: s.dispatcherPoolSize,
-      applicationName: 'taskq-worker',
-      statementTimeoutMs: s.dispatcherCommandTimeoutMs,
-      sessionSettings: WORKER_SESSION_SETTINGS,
-    });
-    const hb = new PgDriver({
-      connection: dsn,
-      maxPoolSize: s.heartbeatPoolSize,
-      applicationName: 'taskq-heartbeat',
-      statementTimeoutMs: s.heartbeatCommandTimeoutMs,
-      sessionSettings: WORKER_SESSION_SETTINGS,
-    });
-    // Claims and outcome writes run on connections of their own, each statement planned once (see
-    // PINNED_PLAN_SESSION_SETTINGS): one per claim in flight and one per outcome write in flight,
-    // all opened and planned by the backend's warmUp before the first claim.
-    const claim = new PgDriver({
-      connection: dsn,
-      maxPoolSize: MAX_CLAIMS_IN_FLIGHT,
-      applicationName: 'taskq-claim',
-      statementTimeoutMs: s.dispatcherCommandTimeoutMs,
-      sessionSettings: PINNED_PLAN_SESSION_SETTINGS,
-    });
-    const settle = new PgDriver({
-      connection: dsn,
-      maxPoolSize: MAX_SETTLE_WRITES_IN_FLIGHT,
-      applicationName: 'taskq-settle',
-      statementTimeoutMs: s.dispatcherCommandTimeoutMs,
-      sessionSettings: PINNED_PLAN_SESSION_SETTINGS,
-    });
-    this.owned.push(main, hb, claim, settle);
-    this.backend = new PostgresBackend(main, {
-      schema: s.schema,
-      logger: this.logger,
-      claimDriver: claim,
+    this.backend = openWorkerBackend({
+      dsn: s.pgDsnDirect ?? s.pgDsn,
+      ...(this.options.driver ? { driver: this.options.driver } : {}),
+      settings: s,
       claimConnections: MAX_CLAIMS_IN_FLIGHT,
-      settleDriver: settle,
       settleConnections: MAX_SETTLE_WRITES_IN_FLIGHT,
+      logger: this.logger,
     });
-    this.heartbeatBackend = new PostgresBackend(hb, { schema: s.schema, logger: this.logger });
+    this.ownsBackend = !this.options.driver;
   }
 
   /**
@@ -255,9 +213,8 @@ export class Worker {
     this.currentPhase = 'starting';
     const s = this.settings;
     try {
-      this.buildBackends();
-      if (this.backend instanceof PostgresBackend)
-        await new Migrator(this.backend.driver, { schema: s.schema, logger: this.logger }).verify();
+      this.buildBackend();
+      await this.backend.verifySchema();
       const drifts = await this.backend.syncActorConfig(
         [...this.actors.values()].map((a) => ({
           actor: a.name,
@@ -303,10 +260,9 @@ export class Worker {
     );
   }
 
-  /** Queue caps of the subscribed queues (`queues.max_concurrent`; Postgres only, read once). */
+  /** Queue caps of the subscribed queues (`queues.max_concurrent`, read once at start). */
   private async queueCaps(): Promise<QueueCap[]> {
-    if (!(this.backend instanceof PostgresBackend)) return [];
-    const rows = await new AdminClient(this.backend.driver, this.settings.schema).listQueues();
+    const rows = await this.backend.listQueues();
     const subscribed = new Set(this.settings.queues);
     return rows
       .filter((r) => subscribed.has(r.name) && r.maxConcurrent !== null)
@@ -318,8 +274,9 @@ export class Worker {
     const caps = await this.queueCaps();
     if (!this.options.rateLimitRegistry && !RateLimitGate.wanted(this.actors.values(), caps)) return;
     const s = this.settings;
-    const pg = this.backend instanceof PostgresBackend ? this.backend : null;
-    const hb = this.heartbeatBackend instanceof PostgresBackend ? this.heartbeatBackend : pg;
+    // Replaced by the rate-limit stores the backend provides (issue 61, point 3).
+    const pg = this.backend.kind === 'postgres' ? (this.backend as unknown as { driver: Driver }) : null;
+    const hb = pg;
     this.limits = new RateLimitGate({
       registry:
         this.options.rateLimitRegistry ??
@@ -399,7 +356,7 @@ export class Worker {
       this.logger,
     );
     this.heartbeat = new Heartbeat(
-      this.heartbeatBackend,
+      this.backend,
       this.runner,
       {
         workerId: this.workerId,
@@ -577,7 +534,7 @@ export class Worker {
   }
 
   private async closeOwned(): Promise<void> {
-    for (const d of this.owned) await d.close().catch(() => undefined);
-    this.owned = [];
+    if (this.ownsBackend) await this.backend.close().catch(() => undefined);
+    this.ownsBackend = false;
   }
 }

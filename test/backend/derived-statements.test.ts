@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { actor } from '../../src/actor.js';
-import { batchItem, JobsClient } from '../../src/client/jobs-client.js';
+import { TaskQ } from '../../src/client/taskq.js';
+import { batchItem } from '../../src/client/batch-items.js';
 import { deriveStatement } from '../../src/backend/postgres/pg-ops.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
@@ -24,7 +25,7 @@ describe('deriveStatement', () => {
 describe('enqueueBatch with and without idempotency keys', () => {
   let db: TestSchema;
   let backend: PostgresBackend;
-  let client: JobsClient;
+  let client: TaskQ;
   const names: string[] = [];
   const job = actor({ name: 'derived_job', queue: 'q' }, async () => undefined);
 
@@ -36,7 +37,7 @@ describe('enqueueBatch with and without idempotency keys', () => {
       return query(text, values, name);
     }) as typeof db.driver.query;
     backend = new PostgresBackend(db.driver, { schema: db.schema });
-    client = new JobsClient(backend, { capacityCacheTtlMs: 0 });
+    client = new TaskQ(backend, { capacityCacheTtl: 0 });
   });
   afterAll(async () => {
     await db.drop();

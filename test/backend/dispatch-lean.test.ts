@@ -11,7 +11,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { actor } from '../../src/actor.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import type { DispatchRequest } from '../../src/backend/worker-types.js';
-import { JobsClient, batchItem } from '../../src/client/jobs-client.js';
+import { TaskQ } from '../../src/client/taskq.js';
+import { batchItem } from '../../src/client/batch-items.js';
 import { PgDriver } from '../../src/db/pg-driver.js';
 import { PINNED_PLAN_SESSION_SETTINGS } from '../../src/db/session-settings.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
@@ -21,7 +22,7 @@ const beta = actor({ name: 'beta', queue: 'q2' }, async () => undefined);
 
 let db: TestSchema;
 let backend: PostgresBackend;
-let client: JobsClient;
+let client: TaskQ;
 
 const request = (over: Partial<DispatchRequest> = {}): DispatchRequest => ({
   workerId: '0192f1a0-0000-7000-8000-0000000000aa',
@@ -39,7 +40,7 @@ const request = (over: Partial<DispatchRequest> = {}): DispatchRequest => ({
 beforeAll(async () => {
   db = await migratedSchema('lean');
   backend = new PostgresBackend(db.driver, { schema: db.schema });
-  client = new JobsClient(backend, { capacityCacheTtlMs: 0 });
+  client = new TaskQ(backend, { capacityCacheTtl: 0 });
 });
 afterAll(async () => {
   await db.drop();

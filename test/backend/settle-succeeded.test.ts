@@ -15,7 +15,7 @@ import {
 } from '../../src/backend/postgres/pg-settle.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import type { Settlement } from '../../src/backend/worker-types.js';
-import { JobsClient } from '../../src/client/jobs-client.js';
+import { TaskQ } from '../../src/client/taskq.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
 
 const W1 = '0192f1a0-0000-7000-8000-0000000000a1';
@@ -24,12 +24,12 @@ const job = actor({ name: 'job', queue: 'q' }, async () => undefined);
 
 let db: TestSchema;
 let backend: PostgresBackend;
-let client: JobsClient;
+let client: TaskQ;
 
 beforeAll(async () => {
   db = await migratedSchema('settle_ok');
   backend = new PostgresBackend(db.driver, { schema: db.schema });
-  client = new JobsClient(backend, { capacityCacheTtlMs: 0 });
+  client = new TaskQ(backend, { capacityCacheTtl: 0 });
 });
 afterAll(async () => {
   await db.drop();

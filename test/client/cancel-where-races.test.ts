@@ -92,11 +92,9 @@ async function cancelDuringRace(
     );
     const text = backend
       .statement('cancelWhere')
-      .replaceAll('{filter_conditions}', `j.tags <> '{}'::text[] AND j.tags @> $4::text[]`);
+      .replaceAll('{filter_conditions}', `j.tags <> '{}'::text[] AND j.tags @> $2::text[]`);
     const pending = canceller.query<{ cancelled_ids: string[]; requested_ids: string[] }>(text, [
       'race',
-      'events',
-      schema,
       [tag],
     ]);
     // The statement took its snapshot and now waits on the blocker's first row lock.

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import type { Backend } from '../../src/backend/backend.js';
 import type { ClientLike } from '../../src/db/driver.js';
-import { JobsClient } from '../../src/client/jobs-client.js';
+import { TaskQ } from '../../src/client/taskq.js';
 import {
   InvalidArgumentError,
   MaxPendingExceededError,
@@ -42,7 +42,7 @@ export interface ContractHarness {
 export function defineBackendContract(name: string, makeHarness: () => Promise<ContractHarness>): void {
   describe(`Backend contract: ${name}`, () => {
     let h: ContractHarness;
-    let client: JobsClient;
+    let client: TaskQ;
 
     beforeAll(async () => {
       h = await makeHarness();
@@ -52,7 +52,7 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
     });
     beforeEach(async () => {
       await h.reset();
-      client = new JobsClient(h.backend, { capacityCacheTtlMs: 0 });
+      client = new TaskQ(h.backend, { capacityCacheTtl: 0 });
     });
 
     const count = async (): Promise<number> => (await client.list({ limit: 10_000 })).jobs.length;
@@ -471,7 +471,7 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         const b = await client.enqueue(plain, { n: 2 }, { queue: 'q2', tags: ['x'] });
         const c = await client.enqueue(sendEmail, { to: 'c@example.com' }, { delay: '1h' });
         await client.cancel(b.jobId);
-        const ids = async (f: Parameters<JobsClient['list']>[0]): Promise<string[]> =>
+        const ids = async (f: Parameters<TaskQ['list']>[0]): Promise<string[]> =>
           (await client.list(f)).jobs.map((j) => j.id).sort();
         expect(await ids({ queue: 'default' })).toEqual([a.jobId]);
         expect(await ids({ actor: 'plain' })).toEqual([a.jobId, b.jobId].sort());

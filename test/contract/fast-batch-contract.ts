@@ -5,7 +5,7 @@
  */
 import { expect, it } from 'vitest';
 
-import type { JobsClient } from '../../src/client/jobs-client.js';
+import type { TaskQ } from '../../src/client/taskq.js';
 import type { ClientLike } from '../../src/db/driver.js';
 import {
   DuplicateIdempotencyKeyError,
@@ -23,7 +23,7 @@ interface Tx {
 }
 
 /** Items that exercise every column and the COPY text escapes (tab, newline, CR, backslash, \N). */
-function variedItems(): Parameters<JobsClient['enqueueBatchFast']>[0] {
+function variedItems(): Parameters<TaskQ['enqueueBatchFast']>[0] {
   return [
     { actor: plain, payload: { n: 1 } },
     { actor: sendEmail, payload: { to: 'b@example.com' }, options: { priority: 3 } },
@@ -80,7 +80,7 @@ function canonical(value: unknown): string {
  * count, `begin()` opens a caller transaction.
  */
 export function defineFastBatchCases(
-  client: () => JobsClient,
+  client: () => TaskQ,
   count: () => Promise<number>,
   begin: () => Promise<Tx>,
 ): void {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { actor } from '../../src/actor.js';
-import { JobsClient } from '../../src/client/jobs-client.js';
+import { TaskQ } from '../../src/client/taskq.js';
 import type { ClaimedJob } from '../../src/backend/types.js';
 import { budgeted, plain } from '../helpers/actors.js';
 import type { ContractHarness } from './backend-contract.js';
@@ -26,7 +26,7 @@ const retention = {
 export function defineMaintenanceContract(name: string, makeHarness: () => Promise<ContractHarness>): void {
   describe(`Backend maintenance contract: ${name}`, () => {
     let h: ContractHarness;
-    let client: JobsClient;
+    let client: TaskQ;
 
     beforeAll(async () => {
       h = await makeHarness();
@@ -36,7 +36,7 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
     });
     beforeEach(async () => {
       await h.reset();
-      client = new JobsClient(h.backend, { capacityCacheTtlMs: 0 });
+      client = new TaskQ(h.backend, { capacityCacheTtl: 0 });
     });
 
     const claim = (leaseMs = 1000): Promise<ClaimedJob[]> =>

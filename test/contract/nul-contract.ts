@@ -7,7 +7,7 @@ import { expect, it } from 'vitest';
 import { z } from 'zod';
 
 import { actor, type AnyActor } from '../../src/actor.js';
-import type { JobsClient } from '../../src/client/jobs-client.js';
+import type { TaskQ } from '../../src/client/taskq.js';
 import { InvalidArgumentError } from '../../src/errors/index.js';
 import { plain } from '../helpers/actors.js';
 
@@ -16,7 +16,7 @@ const noted = actor({ name: 'noted', payload: z.object({ note: z.string() }) }, 
 const freeform = actor({ name: 'freeform' }, async () => undefined);
 
 /** Defines the cases; `client()` is the contract's client of the current case, `count()` its job count. */
-export function defineNulCases(client: () => JobsClient, count: () => Promise<number>): void {
+export function defineNulCases(client: () => TaskQ, count: () => Promise<number>): void {
   // Postgres jsonb cannot store \u0000; both backends refuse it before writing anything.
   const expectNulRejected = (err: unknown, field: string, where: string): void => {
     expect(err).toBeInstanceOf(InvalidArgumentError);

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
-import { JobsClient } from '../../src/client/jobs-client.js';
+import { TaskQ } from '../../src/client/taskq.js';
 import { newJobId } from '../../src/ids.js';
 import type { ClaimedJob } from '../../src/backend/types.js';
 import { plain, sendEmail } from '../helpers/actors.js';
@@ -16,7 +16,7 @@ import { ACTORS, QUEUES, W1, W2, type WorkerContractContext } from './worker-con
 export function defineWorkerBackendContract(name: string, makeHarness: () => Promise<ContractHarness>): void {
   describe(`Backend worker contract: ${name}`, () => {
     let h: ContractHarness;
-    let client: JobsClient;
+    let client: TaskQ;
 
     beforeAll(async () => {
       h = await makeHarness();
@@ -26,7 +26,7 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
     });
     beforeEach(async () => {
       await h.reset();
-      client = new JobsClient(h.backend, { capacityCacheTtlMs: 0 });
+      client = new TaskQ(h.backend, { capacityCacheTtl: 0 });
     });
 
     const claim = (limit = 10, actors = ACTORS, workerId = W1, queues = QUEUES): Promise<ClaimedJob[]> =>

@@ -1,5 +1,5 @@
 /** What the parts of the worker-facing Backend contract share (worker-backend-contract.ts). */
-import type { JobsClient } from '../../src/client/jobs-client.js';
+import type { TaskQ } from '../../src/client/taskq.js';
 import type { ClaimedJob } from '../../src/backend/types.js';
 import type { ContractHarness } from './backend-contract.js';
 
@@ -15,7 +15,7 @@ export const QUEUES = ['default', 'emails'];
 /** The current test's harness and client, and the helpers every part uses. */
 export interface WorkerContractContext {
   readonly h: ContractHarness;
-  readonly client: JobsClient;
+  readonly client: TaskQ;
   /** Claims up to `limit` jobs for `workerId` (default W1) from `queues`. */
   claim(
     limit?: number,

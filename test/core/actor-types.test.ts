@@ -8,7 +8,8 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 
 import { actor, type InputOf, type PayloadOf } from '../../src/actor.js';
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
-import { batchItem, JobsClient } from '../../src/client/jobs-client.js';
+import { TaskQ } from '../../src/client/taskq.js';
+import { batchItem } from '../../src/client/batch-items.js';
 
 const Order = z.object({
   id: z.string(),
@@ -34,7 +35,7 @@ describe('payload types', () => {
       priority: 'low' | 'high';
       amountCents: number;
     }>();
-    const jobs = new JobsClient(new InMemoryBackend());
+    const jobs = new TaskQ(new InMemoryBackend());
     const h = await jobs.enqueue(place, { id: 'o1', amountCents: 1250 });
     // @ts-expect-error amountCents is required
     await expect(jobs.enqueue(place, { id: 'o2' })).rejects.toThrow(/amountCents/);

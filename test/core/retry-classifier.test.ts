@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 
 import { actor, type RetryClassifierHook } from '../../src/actor.js';
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
-import { JobsClient } from '../../src/client/jobs-client.js';
+import { TaskQ } from '../../src/client/taskq.js';
 import { PayloadValidationError, ResultTooLarge } from '../../src/errors/index.js';
 import type { Logger } from '../../src/obs/logger.js';
 import { RetryAfter, Snooze, StartToCloseTimeout } from '../../src/retry/control-flow.js';
@@ -252,7 +252,7 @@ describe('classifyFailure: errors that never reach the hook', () => {
 describe('Snooze and RetryAfter are decided before the classifier (in-memory worker)', () => {
   it('ignore nonRetryableErrors, the hook and a nonRetryable policy', async () => {
     const backend = new InMemoryBackend();
-    const client = new JobsClient(backend);
+    const client = new TaskQ(backend);
     const hook = vi.fn<RetryClassifierHook>(() => ({ kind: 'nonRetryable' }));
     let runs = 0;
     const stubborn = actor(
@@ -301,7 +301,7 @@ describe('Snooze and RetryAfter are decided before the classifier (in-memory wor
 describe('through a worker (in-memory backend)', () => {
   it('fails a handler that throws a raw ZodError after one attempt, keeping ZodError as error_class', async () => {
     const backend = new InMemoryBackend();
-    const client = new JobsClient(backend);
+    const client = new TaskQ(backend);
     const strict = actor(
       { name: 'strict', queue: 'zod', retry: { maxAttempts: 5, base: 0, jitter: 0 } },
       async () => {
@@ -329,7 +329,7 @@ describe('through a worker (in-memory backend)', () => {
 
   it('fails a result holding a NUL character without retry (Postgres jsonb cannot store it)', async () => {
     const backend = new InMemoryBackend();
-    const client = new JobsClient(backend);
+    const client = new TaskQ(backend);
     const nul = actor({ name: 'nul_result', queue: 'nul', retry: { maxAttempts: 5, base: 0 } }, async () => ({
       rows: ['ok', 'bad\u0000'],
     }));

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { TaskQ } from '../../src/client/taskq.js';
-import { batchItem } from '../../src/client/jobs-client.js';
+import { batchItem } from '../../src/client/batch-items.js';
 import { daywork, deadlined } from '../fixtures/day-actors.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';

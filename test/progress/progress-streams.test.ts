@@ -9,15 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { actor } from '../../src/actor.js';
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
-import { jobStream } from '../../src/client/job-stream.js';
-import { JobsClient } from '../../src/client/jobs-client.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { TaskQStateError } from '../../src/errors/client-errors.js';
 import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
 import { JobNotFoundError } from '../../src/errors/job-errors.js';
 import { newJobId } from '../../src/ids.js';
 import { silentLogger } from '../../src/obs/logger.js';
-import { JobNotificationFanout } from '../../src/progress/job-notification-fanout.js';
 import { progressGlobalChannel, progressJobChannel } from '../../src/progress/progress-channels.js';
 import type { JobEvent, ProgressEvent } from '../../src/progress/progress-event.js';
 import { MAX_EVENTS_PER_CALL, RedisProgressPublisher } from '../../src/progress/redis-progress-publisher.js';
@@ -223,7 +220,6 @@ describe('JobHandle.progressStream()', () => {
     await loop;
     expect(seen.at(-1)).toMatchObject({ kind: 'progress', seq: 1 });
     await waitFor(async () => (await listenConnections()) === 0, 5000, 'the LISTEN connection to close');
-    expect(JobNotificationFanout.of(tqPg.backend, silentLogger).listenerCount).toBe(0);
     gates.get('break-pg:hold')!.open();
     await h.wait({ timeout: '10s' });
   });
@@ -619,7 +615,7 @@ describe('RedisProgressPublisher', () => {
 describe('in-memory backend', () => {
   it('progressStream() polls (no Redis) and ends with the terminal event', async () => {
     const backend = new InMemoryBackend();
-    const client = new JobsClient(backend);
+    const client = new TaskQ(backend);
     const w = new Worker({
       actors: [steps],
       backend,
@@ -638,7 +634,7 @@ describe('in-memory backend', () => {
       const events = await collect(h.progressStream({ pollInterval: '50ms' }));
       const progress = checkProgressEvents(events, 6);
       expect(progress.length).toBeGreaterThanOrEqual(1);
-      const snapshots = await collect(jobStream(client, h.jobId));
+      const snapshots = await collect(client.stream(h.jobId));
       expect(snapshots).toHaveLength(1);
     } finally {
       await w.stop();

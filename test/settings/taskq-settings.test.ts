@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { InvalidArgumentError, loadTaskQSettings, SettingsError, TaskQ } from '../../src/index.js';
+import type { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { plain } from '../helpers/actors.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 
@@ -89,7 +90,7 @@ describe('TaskQ.fromEnv / fromSettings', () => {
 
   it('opens a working client from the environment', async () => {
     await using tq = await TaskQ.fromEnv({ TASKQ_PG_DSN: TEST_DSN, TASKQ_SCHEMA_NAME: db.schema });
-    expect(tq.schema).toBe(db.schema);
+    expect((tq.backend as PostgresBackend).schema).toBe(db.schema);
     const h = await tq.enqueue(plain, { n: 1 });
     expect((await tq.getRow(h.jobId))?.status).toBe('pending');
   });

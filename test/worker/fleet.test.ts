@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { TaskQ } from '../../src/client/taskq.js';
-import { batchItem } from '../../src/client/jobs-client.js';
+import { batchItem } from '../../src/client/batch-items.js';
 import { capped, ordered, record_ } from '../fixtures/fleet-actors.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';

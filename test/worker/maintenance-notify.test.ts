@@ -11,7 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { actor } from '../../src/actor.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
-import { JobsClient } from '../../src/client/jobs-client.js';
+import { TaskQ } from '../../src/client/taskq.js';
 import { doneChannel, wakeChannel } from '../../src/schema-name.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
@@ -22,7 +22,7 @@ const once = actor({ name: 'mn_once', queue: 'mn', retry: { kind: 'nonRetryable'
 
 let db: TestSchema;
 let backend: PostgresBackend;
-let client: JobsClient;
+let client: TaskQ;
 let listener: pg.Client;
 let wake: string;
 let done: string;
@@ -31,7 +31,7 @@ const received: { channel: string; payload: string }[] = [];
 beforeAll(async () => {
   db = await migratedSchema('mnotify');
   backend = new PostgresBackend(db.driver, { schema: db.schema });
-  client = new JobsClient(backend, { capacityCacheTtlMs: 0 });
+  client = new TaskQ(backend, { capacityCacheTtl: 0 });
   wake = wakeChannel(db.schema);
   done = doneChannel(db.schema);
   listener = new pg.Client({ connectionString: TEST_DSN });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 import { actor } from '../../src/actor.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
-import { batchItem } from '../../src/client/jobs-client.js';
+import { batchItem } from '../../src/client/batch-items.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { wakeChannel } from '../../src/schema-name.js';
 import { ActorConfigDriftList, SchemaNotMigratedError } from '../../src/errors/index.js';

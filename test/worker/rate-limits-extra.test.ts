@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { actor, type AnyActor } from '../../src/actor.js';
-import { AdminClient } from '../../src/admin/admin-client.js';
+import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { SystemClock } from '../../src/clock.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { silentLogger, type Logger } from '../../src/obs/logger.js';
@@ -424,7 +424,7 @@ describe('a queue cap whose slots cannot be synced at startup', () => {
   it('stops Worker.start with the cause, before the worker registers or claims anything', async () => {
     const queue = `rl_broken_${run}`;
     const capName = queueConcurrencyReservationName(queue);
-    await new AdminClient(db.driver, db.schema).setQueueMaxConcurrent(queue, 2);
+    await new PostgresBackend(db.driver, { schema: db.schema }).setQueueMaxConcurrent(queue, 2);
     const capped = actor({ name: 'rlx_capped', queue }, async () => 'ran');
     const h = await tq.enqueue(capped, {});
     // The slot table refuses this reservation's rows (in this test's own schema only).

@@ -9,8 +9,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { AdminClient } from '../../src/admin/admin-client.js';
-import { batchItem } from '../../src/client/jobs-client.js';
+import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
+import { batchItem } from '../../src/client/batch-items.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import {
   FLEET_BUCKET,
@@ -36,7 +36,7 @@ beforeAll(async () => {
   await db.pool.query(
     `CREATE TABLE "${db.schema}".rl_active (job_id uuid PRIMARY KEY, actor text, tenant text)`,
   );
-  await new AdminClient(db.driver, db.schema).setQueueMaxConcurrent('rl_capped', QUEUE_CAP);
+  await new PostgresBackend(db.driver, { schema: db.schema }).setQueueMaxConcurrent('rl_capped', QUEUE_CAP);
   tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
 });
 afterAll(async () => {

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { batchItem } from '../../src/client/jobs-client.js';
+import { batchItem } from '../../src/client/batch-items.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { KEYED_FLEET_BUCKET, keyedFleetBaseName, perTenantBucketed } from '../fixtures/ratelimit-actors.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';

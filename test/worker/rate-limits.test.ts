@@ -12,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { actor } from '../../src/actor.js';
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
-import { JobsClient } from '../../src/client/jobs-client.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
 import { MissingProvider } from '../../src/errors/missing-provider-error.js';
@@ -327,7 +326,7 @@ describe('refusing to start', () => {
 describe('on the in-memory backend', () => {
   it('applies memory-backed limits the same way', async () => {
     const backend = new InMemoryBackend();
-    const jobs = new JobsClient(backend);
+    const jobs = new TaskQ(backend);
     const limited = actor(
       {
         name: 'rl_memory',

@@ -243,7 +243,7 @@ describe('checkReclaimVisibilityDelayRisk', () => {
         [jobId],
       );
       const mine = async () =>
-        (await tq.backend.checkReclaimVisibilityDelayRisk(100)).filter((w) => w.pid === pid);
+        (await tq.backend.checkReclaimVisibilityDelayRisk!(100)).filter((w) => w.pid === pid);
       await waitFor(async () => (await mine()).length > 0, 10_000, 'the transaction to outlive the margin');
       const [writer] = await mine();
       expect(writer).toMatchObject({ applicationName: 'wr-long-writer', state: 'idle in transaction' });
@@ -270,12 +270,12 @@ describe('checkReclaimVisibilityDelayRisk', () => {
     const after = await lastEventId();
     const [jobId] = await reclaim(1);
     // Margin 0: any open transaction is old enough, so only what it wrote decides.
-    expect(await tq.backend.checkReclaimVisibilityDelayRisk(0)).toEqual([]);
+    expect(await tq.backend.checkReclaimVisibilityDelayRisk!(0)).toEqual([]);
     await withOpenTransaction(async (c, pid) => {
       // Only the jobs row: no event id is taken yet, so nothing can commit behind the feed's
       // cursor, and the diagnostic (which watches job_events write locks) stays quiet.
       await c.query(`UPDATE "${db.schema}".jobs SET error_message = 'held open' WHERE id = $1`, [jobId]);
-      expect((await tq.backend.checkReclaimVisibilityDelayRisk(0)).map((w) => w.pid)).not.toContain(pid);
+      expect((await tq.backend.checkReclaimVisibilityDelayRisk!(0)).map((w) => w.pid)).not.toContain(pid);
     });
 
     logged.length = 0;

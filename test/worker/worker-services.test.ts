@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { actor, type AnyActor } from '../../src/actor.js';
 import type { Backend } from '../../src/backend/backend.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
-import { batchItem } from '../../src/client/jobs-client.js';
+import { batchItem } from '../../src/client/batch-items.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import type { JobContext } from '../../src/context.js';
 import { JobFailed } from '../../src/errors/index.js';

@@ -30,6 +30,7 @@ import type {
   EnqueueArgs,
   EventRow,
   JobRow,
+  LongRunningJobEventsWriter,
   QueueConfigRow,
   QueueMode,
 } from '../types.js';
@@ -66,13 +67,7 @@ import {
 } from './pg-settle.js';
 import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
 import { PgAnnouncer } from './pg-announcer.js';
-import {
-  toActorConfigRow,
-  toAttemptRow,
-  toEventRow,
-  toJobRow,
-  toQueueConfigRow,
-} from './row-mapper.js';
+import { toActorConfigRow, toAttemptRow, toEventRow, toJobRow, toQueueConfigRow } from './row-mapper.js';
 import * as SQL from './sql.generated.js';
 
 type Raw = Record<string, unknown>;
@@ -703,14 +698,4 @@ export class PostgresBackend implements Backend {
     const drivers = new Set([this.driver, this.claimDriver, this.settleDriver, this.heartbeatDriver]);
     for (const d of drivers) await d.close().catch(() => undefined);
   }
-}
-
-/** A transaction holding `job_events` open past the reclaim feed's visibility margin. */
-export interface LongRunningJobEventsWriter {
-  pid: number;
-  applicationName: string;
-  state: string;
-  transactionStart: Date;
-  openMs: number;
-  query: string;
 }

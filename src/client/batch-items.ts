@@ -1,0 +1,96 @@
+import type { ActorRef, AnyActor } from '../actor.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { isUuid, newJobId } from '../ids.js';
+import type { EnqueueOptions } from './enqueue-options.js';
+import type { JobHandle } from './job-handle.js';
+
+/** Largest `enqueueBatch` call. */
+export const MAX_BATCH_SIZE = 1000;
+
+/** Largest `enqueueBatchFast` call. */
+export const MAX_FAST_BATCH_SIZE = 50_000;
+
+/** One item of `enqueueBatch`. Build typed items with {@link batchItem}. */
+export interface EnqueueItem {
+  /** The actor to run. */
+  actor: AnyActor;
+  /** Its payload. */
+  payload: unknown;
+  /** Per-item options (no `connection`: the batch has one). */
+  options?: Omit<EnqueueOptions, 'connection'>;
+}
+
+/** Options of `enqueueBatch` and `enqueueBatchFast`. */
+export interface BatchOptions {
+  /** The batch id stamped into each job's `metadata.batch_id` (a UUID). Default: a new UUIDv7. */
+  batchId?: string;
+  /** Your connection, inside your transaction: the jobs commit or roll back with it. */
+  connection?: EnqueueOptions['connection'];
+}
+
+/** A type-checked `enqueueBatch` item: the payload must match the actor's payload type. */
+export function batchItem<P, I>(
+  actor: ActorRef<P, unknown, I>,
+  payload: NoInfer<I>,
+  options?: Omit<EnqueueOptions, 'connection'>,
+): EnqueueItem {
+  return options === undefined
+    ? { actor: actor as AnyActor, payload }
+    : { actor: actor as AnyActor, payload, options };
+}
+
+/** Result of `enqueueBatch`: one handle per item, in order. */
+export interface BatchHandle {
+  /** Shared batch id stamped into each job's `metadata.batch_id`. */
+  batchId: string;
+  /** One handle per item (an idempotency collision yields the existing job's handle). */
+  jobHandles: JobHandle<unknown>[];
+  /** Number of items. */
+  size: number;
+}
+
+/** Checks that `ref` is an actor declared with `actor()`. */
+export function checkActorRef(ref: unknown, field: string): asserts ref is ActorRef<unknown, unknown> {
+  if (
+    ref === null ||
+    typeof ref !== 'object' ||
+    typeof (ref as ActorRef).name !== 'string' ||
+    typeof (ref as ActorRef).handler !== 'function'
+  ) {
+    throw new InvalidArgumentError(field, ref, 'must be an actor declared with actor()');
+  }
+}
+
+/**
+ * The checks every batch enqueue makes before any I/O: the item count, the batch id, the actors.
+ * Returns the batch id to use and each item's actor.
+ */
+export function checkBatchItems(
+  what: string,
+  items: readonly EnqueueItem[],
+  max: number,
+  options: BatchOptions,
+): { batchId: string; refs: ActorRef<unknown, unknown>[] } {
+  if (!Array.isArray(items) || items.length === 0)
+    throw new InvalidArgumentError(`${what}.items`, items, 'must be a non-empty array');
+  if (items.length > max) {
+    throw new InvalidArgumentError(
+      `${what}.items`,
+      items,
+      `must hold at most ${max} items (got ${items.length})`,
+    );
+  }
+  let batchId = newJobId();
+  if (options.batchId !== undefined) {
+    if (!isUuid(options.batchId))
+      throw new InvalidArgumentError(`${what}.batchId`, options.batchId, 'must be a UUID');
+    batchId = options.batchId.toLowerCase();
+  }
+  const refs = items.map((item, i) => {
+    if (item === null || typeof item !== 'object')
+      throw new InvalidArgumentError(`items[${i}]`, item, 'must be { actor, payload, options? }');
+    checkActorRef(item.actor, `items[${i}].actor`);
+    return item.actor as ActorRef<unknown, unknown>;
+  });
+  return { batchId, refs };
+}
