@@ -14,9 +14,8 @@ function send(msg: ChildMessage): void {
 }
 
 /**
- * Sends the last message and exits once the IPC channel has written it. A fixed delay was not
- * enough: a result carrying tens of thousands of latency samples (~1 MB of JSON) could still be
- * queued when the process left, and the harness saw a worker that "gave no result".
+ * Sends the last message and exits once the IPC channel has written it: a result carrying tens of
+ * thousands of latency samples (~1 MB of JSON) can still be queued when a fixed delay ends.
  */
 function sendAndExit(msg: ChildMessage, code: number): void {
   if (!process.send) process.exit(code);

@@ -3,9 +3,8 @@
  * server state:
  * - the WAL it writes goes into recycled segment files. Until a checkpoint has recycled them,
  *   Postgres makes each new 16 MB segment by writing zeros to a new file and syncing it while it
- *   holds the WAL write lock, and every committing session waits meanwhile (~50–80 ms here): the
- *   slowest enqueues of a loaded phase were all in such stalls, and how many a system met depended
- *   on how much WAL had been written since the last checkpoint, that is on the run order;
+ *   holds the WAL write lock, and every committing session waits meanwhile: how many such stalls a
+ *   system met would depend on the run order;
  * - the previous system's dirty pages are written out before this one is timed, not during.
  * Any system a checkpoint helps, it helps the same way: the harness runs it before every system's
  * phase alike. Needs a superuser or the `pg_checkpoint` role; without either the phase runs

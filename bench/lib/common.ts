@@ -20,10 +20,8 @@ export const BENCH_TASK = 'noop';
  * Milliseconds on the machine's monotonic clock (`CLOCK_MONOTONIC`, through `process.hrtime`), with
  * sub-millisecond resolution. Every process on the machine reads the same clock, so values from
  * different processes are comparable (the enqueue → handler-start latency, a drain's first start
- * against its end), and no step of the wall clock moves it. It used to be `performance.timeOrigin +
- * performance.now()`: the wall clock as it was when each process started, which put a worker
- * process started after a step of the system clock ~9 s ahead of the harness (negative drain rates
- * and 9 s idle latencies in a full run on 2026-12-03).
+ * against its end), and no step of the wall clock moves it: a per-process wall-clock origin would put
+ * a process started after a clock step seconds ahead of the harness.
  */
 export function nowMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;

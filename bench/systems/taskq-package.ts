@@ -4,9 +4,9 @@
  *
  * Why not the TypeScript sources through tsx: tsx compiles each module with esbuild's `keepNames`,
  * which wraps every function a module creates at run time in a call that redefines its `name`
- * property. The worker creates several closures per job, so run from `src/` it spends about 1 µs of
- * CPU per job (~5 % of its own) on code that no build of the package contains. `BENCH_TASKQ_FROM=src`
- * runs the sources anyway (profiles then point at `.ts` lines).
+ * property. The worker creates several closures per job, so run from `src/` it spends CPU per job on
+ * code that no build of the package contains. `BENCH_TASKQ_FROM=src` runs the sources anyway
+ * (profiles then point at `.ts` lines).
  *
  * `ensureTaskqBuild` (the harness calls it once, before any worker process starts) builds `dist/`
  * with `npm run build` when it is missing or older than a file under `src/`, so a run never measures

@@ -235,9 +235,8 @@ export async function createTaskq(variant: Variant): Promise<SystemAdapter> {
         leaseMs: 60_000,
         oversample: 2,
       };
-      // Each call's time per job it claimed (or settled); the probe reports their medians. A mean
-      // let a few stalls of the instance decide the scale rows (a dispatch row of 1.58× in one
-      // full run, 0.63× in a rerun of the scale workload alone, the 1M-row rounds 0.25–0.36 ms).
+      // Each call's time per job it claimed (or settled); the probe reports their medians, so that
+      // a few stalls of the instance cannot decide the scale rows as a mean would.
       let claimed = 0;
       const dispatchMs: number[] = [];
       const settleMs: number[] = [];

@@ -22,11 +22,9 @@ export const ENQUEUE_CASES = {
 const IMPORT_SIZE = 10_000;
 /**
  * Full-size bulk calls made before the bulk case is timed. Postgres plans a prepared statement (and
- * the statements inside a PL/pgSQL function) afresh for each of its first five executions before it
- * settles on a plan, and the client's code for a 1,000-job call is compiled by V8 as it runs. The
- * first full-size calls took 1.5–3× as long as the later ones (TaskQ's after the single 100-job
- * warm-up call this replaced, graphile-worker's `addJobs` with none; see docs/performance-log.md,
- * 2026-12-03 from 13:35 UTC), a share of a 20-call measurement that differed by system.
+ * the statements inside a PL/pgSQL function) afresh for each of its first five executions, and V8
+ * compiles the client's code for a 1,000-job call as it runs: untimed, those first calls would be a
+ * share of the measurement that differs by system.
  */
 const BULK_WARMUP_CALLS = 5;
 

@@ -9,8 +9,7 @@
  * - at graphile-worker's load (TaskQ with its defaults only): a round of its own on another fresh
  *   system, idle phase and all, offered half of graphile-worker's (defaults) measured throughput,
  *   the load that system's "under 50 % load" row was measured at — a latency compared at the same
- *   offered load, after the same history (until 2026-12-03 it was offered to the worker of TaskQ's
- *   own round, after that round's much larger load).
+ *   offered load, after the same history.
  * The enqueue call's start time travels in the payload; the handler records its own start time.
  * Under load the enqueue calls' own durations are reported too (p50 / p99 of the calls made after
  * the warm-up): the latency includes them, and on a machine this size they are much of its tail.

@@ -17,8 +17,8 @@ export const MEMORY_METRICS = {
 
 const MB = 1024 * 1024;
 /**
- * Systems slower than ~3.3k jobs/s are cut short (their memory is still sampled for 30 s, over
- * 40–50k jobs for the slow peers here: long enough for a flat or growing line to show).
+ * Systems slower than ~3.3k jobs/s are cut short: their memory is still sampled for 30 s, long enough
+ * for a flat or growing line to show.
  */
 const CAP_MS = 30_000;
 

@@ -5,8 +5,7 @@
  * - enqueue cost: single enqueues and bulk calls into the filled table (ms per job);
  * - drain cost: one worker process at c=10 drains the backlog; ms per job between the 20 % and
  *   100 % marks of `drainJobs` handler starts (warm-up excluded; both marks seen with the same lag;
- *   6,000 jobs in a full run: a window of ~0.35 s, where 4,000 gave ~0.25 s and readings that
- *   moved 2× from one run to the next);
+ *   6,000 jobs in a full run: a smaller drain gives too short a window for steady readings);
  * - TaskQ only: the dispatch and settle statements called directly, batches of 10 (the median
  *   call's ms per job, so that a few stalls of the instance do not decide the row), and the
  *   dispatch statement again on sessions with `jit = off` (a diagnostic of the JIT cost).
@@ -32,10 +31,9 @@ export const SCALE_METRICS = {
 };
 
 /**
- * A `CHECKPOINT` between the fill and the measurements. A fill of 1M rows writes ~0.5 GB of WAL,
- * more than half of the server's `max_wal_size`: without it, the checkpoints that WAL forces ran
- * during the next measurements (in a full run, back to back every 12–18 s through the 1M-row
- * phase), and whichever system was measured then paid for another system's fill.
+ * A `CHECKPOINT` between the fill and the measurements. A fill of 1M rows writes more than half of
+ * the server's `max_wal_size` in WAL, so without it the checkpoints that WAL forces would run during
+ * the next measurements, and whichever system was measured then would pay for another system's fill.
  */
 async function checkpoint(): Promise<void> {
   const client = new pg.Client({ connectionString: PG_DSN });
