@@ -1,6 +1,6 @@
 /**
- * Job history (job_attempts, job_events) has no foreign key to jobs since migration 0007 (a key
- * cost a check query and a row lock per history row); statement-level triggers keep the cascade.
+ * Job history (job_attempts, job_events) has no foreign key to jobs (a key would cost a check query
+ * and a row lock per history row); statement-level triggers keep the cascade.
  * These tests pin both halves: deleting or truncating jobs removes their history, and the hot-path
  * inserts run no foreign-key check.
  */
@@ -51,7 +51,7 @@ async function historyOf(ids: readonly string[]): Promise<{ attempts: number; ev
   return rows[0]!;
 }
 
-describe('job history cascade (migration 0007)', () => {
+describe('job history cascade (triggers, no foreign key)', () => {
   it('deleting jobs deletes their attempts and events, and only theirs', async () => {
     const doomed = await jobsWithHistory(3, 'cascade_a');
     const kept = await jobsWithHistory(2, 'cascade_b');

@@ -105,8 +105,8 @@ describe('generic plans of the worker statements on an empty jobs table', () => 
 
 /**
  * Questions about active jobs on a table that is mostly history: waiting jobs are read through
- * jobs_waiting_idx (per actor and per queue since 0014), running ones through jobs_running_idx (no
- * index holds both since 0011), never by scanning the table.
+ * jobs_waiting_idx (per actor and per queue), running ones through jobs_running_idx (no index holds
+ * both), never by scanning the table.
  */
 /**
  * A backlog enqueued just before the worker starts is not analyzed yet: the statistics still say the
@@ -212,7 +212,7 @@ describe('plans of the active-job questions on a table of mostly finished jobs',
     expect(lines.some((l) => /jobs_waiting_idx/.test(l))).toBe(true);
   });
 
-  // The batch index holds no running job (0012): a batch's running jobs come from jobs_running_idx.
+  // The batch index holds no running job: a batch's running jobs come from jobs_running_idx.
   const batchId = '018f0000-0000-7000-8000-000000000010';
 
   function expectBatchIndexes(lines: string[]): void {

@@ -188,3 +188,107 @@ describe('Migrator', () => {
     expect((await new Migrator(driver, { schema: s }).up()).applied).toEqual([]);
   });
 });
+
+/** A migration shipped after `0001_pre_initial`, as the generator would bundle it. */
+function later(id: string, sql: string, transactional = true): BundledMigration {
+  const [, version, phase, name] = /^(\d{4})_(pre|post)_(\w+)$/.exec(id) ?? [];
+  return {
+    id,
+    version: Number(version),
+    phase: phase as 'pre' | 'post',
+    name: name as string,
+    transactional,
+    sourceChecksum: sha256(sql),
+    sql,
+  };
+}
+
+describe('Migrator: later migrations on top of the bundled schema', () => {
+  const addColumn = later('0002_pre_jobs_note', 'ALTER TABLE {schema}.jobs ADD COLUMN note text;\n');
+  const concurrentIndex = later(
+    '0003_pre_jobs_note_index',
+    '-- taskq:no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_note_idx ON {schema}.jobs (note)\n' +
+      '  WHERE note IS NOT NULL;\n',
+    false,
+  );
+  const dropColumn = later('0004_post_drop_jobs_note', 'ALTER TABLE {schema}.jobs DROP COLUMN note;\n');
+  const next = [...MIGRATIONS, addColumn, concurrentIndex, dropColumn];
+
+  async function columnExists(s: string): Promise<boolean> {
+    const r = await driver.query(
+      `SELECT 1 FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'jobs' AND column_name = 'note'`,
+      [s],
+    );
+    return r.rowCount === 1;
+  }
+
+  it('applies only the new pre migrations to an installed schema, the post one in its own phase', async () => {
+    const s = schema();
+    await new Migrator(driver, { schema: s }).up();
+    const m = new Migrator(driver, { schema: s, migrations: next });
+    await expect(m.verify()).rejects.toBeInstanceOf(SchemaNotMigratedError);
+    await expect(m.up({ phase: 'post' })).rejects.toThrow(
+      /pre migrations are still pending \(0002_pre_jobs_note, 0003_pre_jobs_note_index\)/,
+    );
+
+    expect((await m.up({ phase: 'pre' })).applied).toEqual([addColumn.id, concurrentIndex.id]);
+    // Post migrations may lag during a rolling deploy: the schema is usable meanwhile.
+    await expect(m.verify()).resolves.toBeUndefined();
+    expect((await m.status()).filter((x) => !x.applied).map((x) => x.id)).toEqual([dropColumn.id]);
+    expect(await columnExists(s)).toBe(true);
+    const idx = await driver.query(
+      `SELECT 1 FROM pg_indexes WHERE schemaname = $1 AND indexname = 'jobs_note_idx'`,
+      [s],
+    );
+    expect(idx.rowCount).toBe(1);
+
+    expect((await m.up({ phase: 'post' })).applied).toEqual([dropColumn.id]);
+    expect(await columnExists(s)).toBe(false);
+    expect((await m.up()).applied).toEqual([]);
+  });
+
+  it('a runner that does not ship a later migration refuses the schema (SchemaTooNewError)', async () => {
+    const s = schema();
+    await new Migrator(driver, { schema: s, migrations: [...MIGRATIONS, addColumn] }).up();
+    const err = await new Migrator(driver, { schema: s }).verify().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(SchemaTooNewError);
+    expect((err as SchemaTooNewError).unknownMigrations).toEqual([addColumn.id]);
+  });
+
+  it('warns when a later migration changed after it was applied, and never re-applies it', async () => {
+    const s = schema();
+    await new Migrator(driver, { schema: s, migrations: [...MIGRATIONS, addColumn] }).up();
+    const edited = { ...addColumn, sql: 'ALTER TABLE {schema}.jobs ADD COLUMN note varchar(10);\n' };
+    const logger = recordingLogger();
+    const m = new Migrator(driver, { schema: s, logger, migrations: [...MIGRATIONS, edited] });
+    expect((await m.up()).applied).toEqual([]);
+    expect(logger.warnings.map((w) => [w.msg, (w.obj as { migration: string }).migration])).toEqual([
+      ['migration-checksum-drift', addColumn.id],
+    ]);
+    expect((await m.status()).map((x) => [x.id, x.checksumDrift])).toEqual([
+      [MIGRATIONS[0]!.id, false],
+      [addColumn.id, true],
+    ]);
+  });
+
+  it('migrate sql appends later migrations after the bundled ones, leaving the post one for its phase', async () => {
+    const s = schema();
+    const script = new Migrator(driver, { schema: s, migrations: next }).script({ phase: 'pre' });
+    expect([...script.matchAll(/^-- (\d{4}_\w+)/gm)].map((x) => x[1])).toEqual([
+      MIGRATIONS[0]!.id,
+      addColumn.id,
+      concurrentIndex.id,
+    ]);
+    // The no-transaction file is not wrapped, so the script runs statement by statement (psql).
+    expect(script).toContain(`-- ${concurrentIndex.id} (runs outside a transaction)`);
+    const withoutConcurrent = new Migrator(driver, {
+      schema: s,
+      migrations: [...MIGRATIONS, addColumn],
+    }).script();
+    await driver.query(withoutConcurrent);
+    await expect(
+      new Migrator(driver, { schema: s, migrations: [...MIGRATIONS, addColumn] }).verify(),
+    ).resolves.toBeUndefined();
+    expect(await columnExists(s)).toBe(true);
+  });
+});

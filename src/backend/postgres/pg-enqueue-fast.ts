@@ -5,6 +5,7 @@ import type { EnqueueArgs } from '../types.js';
 import { textArrayLiteral } from './batch-column.js';
 import { translateUnique } from './pg-enqueue.js';
 import type { PgOps } from './pg-ops.js';
+import { toStoredRetryKind } from './row-mapper.js';
 
 /** The columns each COPY line fills, in order. */
 const COPY_COLUMNS = [
@@ -82,7 +83,7 @@ export function* copyChunks(list: readonly EnqueueArgs[], now: DbClock): Generat
     out +=
       `${a.id}\t${field(a.actor)}\t${field(a.queue)}\t${field(a.identityKey)}\t${field(a.fairnessKey)}` +
       `\t${field(a.payloadJson)}\t${a.payloadSchemaVer}\t${later ? 'scheduled' : 'pending'}\t${a.priority}` +
-      `\t${a.maxAttempts}\t${field(a.retryKind)}\t${deadline === null ? NULL : iso(deadline)}` +
+      `\t${a.maxAttempts}\t${field(toStoredRetryKind(a.retryKind))}\t${deadline === null ? NULL : iso(deadline)}` +
       `\t${field(interval(a.startToCloseMs))}\t${field(interval(a.heartbeatTimeoutMs))}\t${now.text}` +
       `\t${later ? iso(wanted) : now.text}\t${field(a.idempotencyKey)}\t${field(a.idempotencyScope)}` +
       `\t${field(a.traceId)}\t${field(a.spanId)}\t${field(JSON.stringify(a.metadata))}` +

@@ -2,7 +2,7 @@ import type { Executor } from '../../db/driver.js';
 import { MaxPendingExceededError, SingletonCollisionError } from '../../errors/backpressure-errors.js';
 import type { EnqueueArgs, JobRow } from '../types.js';
 import type { PgOps } from './pg-ops.js';
-import { toJobRow } from './row-mapper.js';
+import { toJobRow, toStoredRetryKind } from './row-mapper.js';
 import { newJobRow } from '../new-job-row.js';
 import {
   dateColumn,
@@ -120,7 +120,7 @@ function jobParams(a: EnqueueArgs): unknown[] {
     a.payloadSchemaVer,
     a.priority,
     a.maxAttempts,
-    a.retryKind,
+    toStoredRetryKind(a.retryKind),
     a.scheduledAt,
     a.scheduleToClose,
     a.scheduleToCloseIntervalMs,
@@ -195,7 +195,7 @@ export async function enqueueMany(
     numberColumn(list, (a) => a.payloadSchemaVer),
     numberColumn(list, (a) => a.priority),
     numberColumn(list, (a) => a.maxAttempts),
-    textColumn(list, (a) => a.retryKind),
+    textColumn(list, (a) => toStoredRetryKind(a.retryKind)),
     dateColumn(list, (a) => a.scheduledAt),
     dateColumn(list, (a) => a.scheduleToClose),
     numberColumn(list, (a) => a.scheduleToCloseIntervalMs),

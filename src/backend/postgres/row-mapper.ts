@@ -24,6 +24,19 @@ const numOrNull = (v: unknown): number | null => (v === null || v === undefined 
 // Drivers parse jsonb themselves (a JSON string value arrives as a JS string, not as JSON text).
 const json = (v: unknown): unknown => v;
 
+/**
+ * `jobs.retry_kind` as stored: the reference schema's names (`non_retryable`), where the API spells
+ * the kind in camel case. Every Postgres write of a retry kind goes through here.
+ */
+export function toStoredRetryKind(kind: RetryKind): string {
+  return kind === 'nonRetryable' ? 'non_retryable' : kind;
+}
+
+/** The API's {@link RetryKind} of a stored `jobs.retry_kind` (the inverse of {@link toStoredRetryKind}). */
+function retryKindOf(stored: unknown): RetryKind {
+  return stored === 'non_retryable' ? 'nonRetryable' : (stored as RetryKind);
+}
+
 /** Maps a row selected with `JOB_COLUMNS` to a {@link JobRow}: a claimed job's fields and the rest. */
 export function toJobRow(r: Raw): JobRow {
   return {
@@ -32,7 +45,7 @@ export function toJobRow(r: Raw): JobRow {
     fairnessKey: strOrNull(r.fairness_key),
     status: r.status as JobStatus,
     maxAttempts: Number(r.max_attempts),
-    retryKind: r.retry_kind as RetryKind,
+    retryKind: retryKindOf(r.retry_kind),
     scheduleToClose: dateOrNull(r.schedule_to_close),
     createdAt: date(r.created_at),
     scheduledAt: date(r.scheduled_at),
