@@ -24,6 +24,7 @@ export type {
   JobEvent,
   ProgressPublisher,
 } from './progress/progress-event.js';
+export { RedisLiveProgress } from './progress/redis-live-progress.js';
 export {
   TaskQ,
   DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES,
