@@ -89,11 +89,11 @@ export async function enqueueOne(
   if (wake === 'afterCommit' && r.verdict === 'insert' && r.id === a.id) await announceWake(ops);
   switch (r.verdict) {
     case 'singleton': {
-      const deadline = r.singleton_deadline_ms === null ? null : Number(r.singleton_deadline_ms);
+      const retryAfter = r.singleton_retry_after_ms;
       throw new SingletonCollisionError(
         a.actor,
         r.singleton_job_id as string,
-        deadline === null ? null : Math.max(0, deadline - Date.now()),
+        retryAfter === null || retryAfter === undefined ? null : Number(retryAfter),
       );
     }
     case 'max_pending':

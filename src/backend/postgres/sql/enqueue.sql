@@ -82,7 +82,10 @@ SELECT g.verdict,
   (SELECT count(*) FROM notify)::int AS notified,
   (SELECT n FROM pend) AS pending_count,
   (SELECT id FROM single) AS singleton_job_id,
-  (extract(epoch FROM (SELECT schedule_to_close FROM single)) * 1000)::float8 AS singleton_deadline_ms,
+  -- How long until the blocking job's deadline, on the database clock (null: it has none).
+  (SELECT CASE WHEN schedule_to_close IS NOT NULL
+            THEN greatest(0, extract(epoch FROM (schedule_to_close - clock_timestamp())) * 1000) END
+   FROM single)::float8 AS singleton_retry_after_ms,
   r.*
 FROM gate g
 LEFT JOIN LATERAL (
