@@ -201,6 +201,8 @@ describe('JobHandle.progressStream()', () => {
   });
 
   it('breaking out of the loop releases the LISTEN connection', async () => {
+    // A client keeps its LISTEN a moment after its last wait or stream: let earlier tests' go.
+    await waitFor(async () => (await listenConnections()) === 0, 10_000, 'earlier LISTENs to close');
     const open = gate('break-pg');
     gate('break-pg:hold');
     const h = await tqPg.enqueue(steps, { n: 3, delayMs: 1, gate: 'break-pg', holdAfter: 1 });
