@@ -1,25 +1,15 @@
-import { Worker as Thread } from 'node:worker_threads';
+import type { Worker as Thread } from 'node:worker_threads';
 
 import type { Logger } from '../../obs/logger.js';
-import { RetryAfter, Snooze } from '../../retry/control-flow.js';
 import { TaskQError } from '../../errors/taskq-error.js';
-import type { FromThread, ThreadErrorData, ToThread } from './thread-protocol.js';
-import { THREAD_ENTRY_SOURCE } from './thread-entry-source.js';
-
-/** An error thrown by a thread-isolated handler, rebuilt on the worker's side (its class name kept). */
-export class ThreadError extends Error {
-  /** Class name of the original error in the thread. */
-  readonly originalClass: string;
-  readonly code: string | undefined;
-
-  constructor(data: ThreadErrorData) {
-    super(data.message);
-    this.name = data.className;
-    this.originalClass = data.className;
-    this.code = data.code;
-    if (data.stack) this.stack = data.stack;
-  }
-}
+import { deserializeThrown } from './thread-error-codec.js';
+import {
+  locateThreadEntry,
+  startThread,
+  tsxLoader,
+  type ThreadEntryLocation,
+} from './thread-entry-location.js';
+import type { FromThread, ThreadJobFacts, ToThread } from './thread-protocol.js';
 
 /** The handler's thread was terminated (phase 2 of a cancel, or shutdown). */
 export class ThreadTerminated extends TaskQError {
@@ -37,19 +27,12 @@ export interface ThreadRun {
   terminate(): void;
 }
 
-const ENTRY = new URL(`data:text/javascript,${encodeURIComponent(THREAD_ENTRY_SOURCE)}`);
-
 /**
  * A handler module written in TypeScript (tests, `taskq dev`) needs a loader inside the thread:
  * tsx's register API, when tsx is installed. Compiled `.js` modules need nothing.
  */
 function loaderFor(module: string): string | undefined {
-  if (!/\.(c|m)?ts$/.test(module)) return undefined;
-  try {
-    return import.meta.resolve('tsx/esm/api');
-  } catch {
-    return undefined;
-  }
+  return /\.(c|m)?ts$/.test(module) ? tsxLoader() : undefined;
 }
 const IDLE_TIMEOUT_MS = 30_000;
 
@@ -62,8 +45,12 @@ export class ThreadPool {
   private readonly idle: { thread: Thread; timer: NodeJS.Timeout }[] = [];
   private readonly busy = new Set<Thread>();
   private closed = false;
+  private readonly entry: ThreadEntryLocation;
 
-  constructor(private readonly logger: Logger) {}
+  /** @throws ThreadEntryUnavailable when the thread entry cannot be found (see `locateThreadEntry`). */
+  constructor(private readonly logger: Logger) {
+    this.entry = locateThreadEntry(import.meta.url);
+  }
 
   private take(): Thread {
     const entry = this.idle.pop();
@@ -71,7 +58,7 @@ export class ThreadPool {
       clearTimeout(entry.timer);
       return entry.thread;
     }
-    const thread = new Thread(ENTRY);
+    const thread = startThread(this.entry);
     thread.unref();
     return thread;
   }
@@ -97,7 +84,7 @@ export class ThreadPool {
       module: string;
       exportName: string;
       payload: unknown;
-      ctx: Extract<ToThread, { type: 'run' }>['ctx'];
+      ctx: ThreadJobFacts;
     },
     hooks: {
       onProgress: (update: unknown) => void;
@@ -135,11 +122,7 @@ export class ThreadPool {
         case 'error': {
           cleanup();
           this.giveBack(thread);
-          const c = msg.error.control;
-          if (c?.kind === 'snooze') settle.reject(new Snooze(c.delayMs));
-          else if (c?.kind === 'retryAfter')
-            settle.reject(new RetryAfter(c.delayMs, { consumeBudget: c.consumeBudget }));
-          else settle.reject(new ThreadError(msg.error));
+          settle.reject(deserializeThrown(msg.error));
           return;
         }
       }
@@ -163,7 +146,9 @@ export class ThreadPool {
     thread.on('message', onMessage);
     thread.on('error', onError);
     thread.on('exit', onExit);
-    thread.postMessage({ type: 'run', ...job, abortFlag, loader: loaderFor(job.module) } satisfies ToThread);
+    // A thread started from the TypeScript sources has tsx's loader already.
+    const loader = this.entry.loader === undefined ? loaderFor(job.module) : undefined;
+    thread.postMessage({ type: 'run', ...job, abortFlag, loader } satisfies ToThread);
     return {
       result,
       abort: (reason) => {

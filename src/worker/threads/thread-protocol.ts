@@ -1,6 +1,6 @@
-/** Messages between the worker and a handler thread. */
+/** Messages between the worker and a handler thread, and the context a thread hands its handler. */
 
-/** Serialised error crossing the thread boundary. */
+/** Serialised error crossing the thread boundary (see thread-error-codec.ts). */
 export interface ThreadErrorData {
   className: string;
   message: string;
@@ -11,6 +11,36 @@ export interface ThreadErrorData {
     { kind: 'snooze'; delayMs: number } | { kind: 'retryAfter'; delayMs: number; consumeBudget: boolean };
 }
 
+/** The attempt's plain facts, sent with each job. */
+export interface ThreadJobFacts {
+  jobId: string;
+  actor: string;
+  queue: string;
+  attempt: number;
+  workerId: string;
+  heartbeatDetails: unknown;
+}
+
+/**
+ * What a thread-isolated handler receives as `ctx`: the worker's `JobContext` minus what cannot
+ * cross a thread (the pino logger becomes `console`). `signal` and `shouldAbort()` follow the
+ * worker's cancel requests; `shouldAbort()` also reads the shared flag, so a busy loop can poll it.
+ */
+export interface ThreadJobContext extends Readonly<ThreadJobFacts> {
+  /** The validated payload (same value as the handler's first argument). */
+  readonly payload: unknown;
+  /** Aborted when the worker asks the job to stop (its reason's message is the worker's). */
+  readonly signal: AbortSignal;
+  /** True once the job should stop. */
+  shouldAbort(): boolean;
+  /** Proves the handler is alive; `details` go to the next attempt as `heartbeatDetails`. */
+  heartbeat(details?: unknown): void;
+  /** Reports progress (forwarded to the worker's progress tracker). */
+  progress(update: unknown): Promise<void>;
+  /** The thread's console. */
+  readonly log: Console;
+}
+
 /** Parent → thread. */
 export type ToThread =
   | {
@@ -18,14 +48,7 @@ export type ToThread =
       module: string;
       exportName: string;
       payload: unknown;
-      ctx: {
-        jobId: string;
-        actor: string;
-        queue: string;
-        attempt: number;
-        workerId: string;
-        heartbeatDetails: unknown;
-      };
+      ctx: ThreadJobFacts;
       /** Int32 flag: 1 once the job should stop (readable by a blocked handler via `ctx.shouldAbort()`). */
       abortFlag: SharedArrayBuffer;
       /** Module whose `register()` installs a TypeScript loader in the thread (TS handler modules only). */
