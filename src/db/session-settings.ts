@@ -3,20 +3,19 @@
  * left as it is — set these on it for the same effect).
  *
  * `jit = off` everywhere: TaskQ's statements are short, but on a large `jobs` table the claim
- * statement's estimated cost passes `jit_above_cost` and each execution would spend tens of
- * milliseconds compiling itself (measured: 56 of 58 ms at 1M rows).
+ * statement's estimated cost passes `jit_above_cost`, and each execution would spend most of its time
+ * compiling itself.
  */
 export const TASKQ_SESSION_SETTINGS: Readonly<Record<string, string>> = Object.freeze({ jit: 'off' });
 
 /**
  * Worker pools (dispatcher and heartbeat) also always plan for the actual arguments
  * (`force_custom_plan`): their statements take arrays (heartbeats, progress flushes, re-pends,
- * sweeps), and a generic plan cannot know their length. After five executions Postgres used to
- * switch such a statement to a generic plan that joined its CTEs by nested loops (the settle
- * statement: 187 ms instead of 18 ms at 400 items, before it moved to a connection of its own with
- * a plan written for it). A custom plan costs about 1 ms of planning per call. Client connections
- * keep the default: the single-job enqueue statement is planned once and reused (twice the
- * enqueue rate).
+ * sweeps), and a generic plan cannot know their length. After five executions Postgres may switch
+ * such a statement to a generic plan that joins its CTEs by nested loops, quadratic in the array's
+ * length; planning every call costs far less than such a plan. Client connections keep the
+ * default: the single-job enqueue statement is planned once and reused, and planning it on every
+ * call would slow enqueues down markedly.
  */
 export const WORKER_SESSION_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
   ...TASKQ_SESSION_SETTINGS,
@@ -25,11 +24,10 @@ export const WORKER_SESSION_SETTINGS: Readonly<Record<string, string>> = Object.
 
 /**
  * The worker's claim and settle connections run one statement each, always with its generic plan
- * (`force_generic_plan`): planning either statement costs about 1 ms, more than executing it for a
- * small batch. Both generic plans are written to stay on the primary key and the dispatch indexes
- * whatever the batch size (the id list in `dispatch.sql`, the `status::text` guard in `settle.sql`).
- * Measured at 10k and 1M rows: claims of 1–100 jobs take 0.7 vs 1.8 ms for one job and 4.9 vs
- * 8.1 ms for 100 at 1M rows against custom plans; settles 38 vs 45 µs per job at 200 outcomes.
+ * (`force_generic_plan`): planning either statement costs more than executing it for a small batch.
+ * Both generic plans are written to stay on the primary key and the dispatch indexes whatever the
+ * batch size (the id list in `dispatch.sql`, the `status::text` guard in `settle.sql`), so they beat
+ * custom plans for large batches and large tables too (bench/NOTES.md).
  */
 export const GENERIC_PLAN_SESSION_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
   ...TASKQ_SESSION_SETTINGS,
@@ -42,10 +40,9 @@ export const GENERIC_PLAN_SESSION_SETTINGS: Readonly<Record<string, string>> = O
  * - on an empty `jobs` table the outcome write was planned as a sequential scan of `jobs` joined by
  *   nested loop to the outcomes, and the lean claim's update of its locked rows as a sequential scan
  *   filtered by row address;
- * - on a backlog not analyzed yet (100k jobs enqueued just before the worker started), both claims
+ * - on a backlog not analyzed yet (jobs enqueued just before the worker started), both claims
  *   read every pending job of the queue through a per-queue index and sorted them, instead of
- *   reading the dispatch index in order and stopping at the limit (24 ms per claim of 100 jobs at
- *   40k pending, the sort spilling to disk).
+ *   reading the dispatch index in order and stopping at the limit (the sort spilling to disk).
  * Each would cost the whole table or backlog per batch, until the next analyze re-made the plan
  * (EXPLAIN; test/backend/plan-shapes.test.ts). Every table the statements read has the index it needs, in
  * the order they need; the settings only stop the planner from betting on a table staying small.

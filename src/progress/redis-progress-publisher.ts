@@ -265,8 +265,8 @@ let redisClass: typeof Redis | null = null;
 
 /**
  * ioredis's client class, loaded on first use rather than imported: a process that never talks to
- * Redis (the default) never loads it. Importing ioredis costs ~13 MB of RSS and tens of
- * milliseconds at start, in every worker and client process.
+ * Redis (the default) never loads it. Importing ioredis adds noticeably to the memory and start-up
+ * time of every worker and client process.
  */
 function loadRedisClass(): typeof Redis {
   redisClass ??= (createRequire(import.meta.url)('ioredis') as { Redis: typeof Redis }).Redis;
@@ -277,10 +277,9 @@ function loadRedisClass(): typeof Redis {
  * Builds a TaskQ-owned ioredis client that fails commands at once while disconnected (no offline
  * queue) and pipelines automatically: the commands issued in one turn of the event loop go out in
  * one socket write. A busy worker issues several per job (a rate limit's script, the lifecycle
- * events on the job's and the schema's progress channels), and one write each cost a system call
- * and a wake-up of the Redis server: in alternating in-process drains of 20,000 jobs of an actor
- * with a token bucket that never binds (3 pairs, c=10), Redis's CPU per job fell from 36–41 to
- * 18 µs and the drain went from 6.6–6.9k to 7.3–7.4k jobs/s.
+ * events on the job's and the schema's progress channels), and a write per command costs a system
+ * call and a wake-up of the Redis server each: about half of Redis's CPU per job, and a slower drain
+ * (bench/NOTES.md).
  */
 export function createOwnedRedis(
   url: unknown,

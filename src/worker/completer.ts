@@ -12,11 +12,8 @@ interface Pending {
 /**
  * Most settlements written by one statement. It moves with the adaptive prefetch's cap
  * (`ADAPTIVE_PREFETCH_MAX` in producer.ts), and for the same reason: one outcome write per claim.
- * From 500 to 1,000 together with that cap, in 3 alternating pairs of `npm run bench -- --only
- * processing` runs: TaskQ's mean ratio to graphile-worker's tuned configuration 0.90 → 0.96 at c=10,
- * 0.89 → 0.96 at c=50, 0.64 → 0.77 and 0.68 → 0.72 with 2 and 4 processes; Postgres CPU per job
- * ~7 % lower in in-process drains, peak RSS at c=50 unchanged (172 MB). Either change alone gained
- * nothing: claims of 1,000 behind writes of 500 left the two cores idle a quarter of a drain.
+ * Raised together, the two made drains faster and cheaper for Postgres; either alone gained nothing,
+ * since a claim then waits for several smaller writes while the cores sit idle (bench/NOTES.md).
  */
 export const MAX_SETTLE_BATCH = 1000;
 
@@ -25,25 +22,17 @@ export const MAX_SETTLE_BATCH = 1000;
  * the writes in flight. More would not make the next write larger (it takes at most
  * {@link MAX_SETTLE_BATCH}); it would only keep finished jobs in memory longer — long enough, at a
  * few thousand, to outlive the young generation and be promoted, so that the garbage collector
- * copied them and full collections freed them. Against the earlier bound of
- * `max(1000, 4 × (maxConcurrency + largest prefetch))`, in alternating in-process drains of 40,000
- * no-op jobs (4 pairs each): worker CPU per job −18 % at c=10 and −25 % at c=50, throughput +5 % and
- * +14 %; peak RSS over 100,000 jobs at c=50 181–185 → 153–174 MB. (Measured when a write took
- * 500 outcomes; at 1,000 the worker's CPU per job did not grow.)
+ * copies them and only full collections free them. A larger bound cost the worker more CPU per job
+ * and more memory, and drained more slowly (bench/NOTES.md).
  */
 export const MAX_SETTLE_BACKLOG = MAX_SETTLE_BATCH;
 
 /**
  * Most outcome writes in flight at once. While one write runs, a second starts once
- * {@link SECOND_WRITE_MIN} outcomes wait for it. Why: with one write at a time, a single busy worker
- * left the machine's two cores idle for about a fifth of a drain (`/proc/stat`, in-process drains of
- * 40,000 no-op jobs) — a write spends part of its time waiting, not computing, not least for its
- * commit's WAL flush (a few hundred kilobytes for 500 outcomes) — and with two, 11–15 %. In 3
- * alternating pairs of `npm run bench -- --only processing` runs, TaskQ's mean ratio to
- * graphile-worker's tuned configuration went from 0.82 to 0.97 at c=10 and from 0.87 to 0.98 at
- * c=50, level with 2 and 4 worker processes (0.68 → 0.69, 0.72 → 0.73).
- * Starting the second write at half a batch instead gained less with one process and lost with
- * several (0.64 / 0.68). (Measured with batches of 500 and two claims in flight.)
+ * {@link SECOND_WRITE_MIN} outcomes wait for it. A write spends part of its time waiting rather than
+ * computing, not least for its commit's WAL flush, so with one write at a time a busy worker leaves
+ * the cores idle for part of a drain; a second write fills that time. Starting it at half a batch
+ * instead gained less with one worker process and lost with several (bench/NOTES.md).
  */
 export const MAX_SETTLE_WRITES_IN_FLIGHT = 2;
 

@@ -1,6 +1,6 @@
 /**
  * An abort flag whose `AbortSignal` exists only once someone asks for it. Creating an
- * `AbortController` costs about 5 µs in Node (its signal is an EventTarget), which the worker paid
+ * `AbortController` is costly in Node (its signal is an EventTarget), a cost the worker paid
  * for every job although most handlers never look at the signal and most jobs are never aborted.
  * `aborted` and `reason` are plain fields; `signal` creates the controller on first use, already
  * aborted (with the same reason) if the abort came first.

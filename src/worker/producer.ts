@@ -36,26 +36,21 @@ export const ADAPTIVE_QUEUE_MS = 50;
 /**
  * Adaptive prefetch never exceeds this many jobs (it binds only for jobs shorter than
  * `50 ms × maxConcurrency ÷ 1000`). Larger claims mean fewer claim statements and fewer claims
- * contending at the head of the dispatch index: against a cap of 200, a cap of 500 ran no-op jobs
- * 11–21 % faster at c=10 and 8–34 % with 2 and 4 worker processes (Postgres CPU per job 13–20 %
- * lower), level at c=50, in four alternating benchmark runs. From 500 to 1,000 it gained only with
- * outcome writes of as many jobs (`MAX_SETTLE_BATCH`, completer.ts, where the measurements are): a
- * claim of 1,000 behind writes of 500 waited for two of them, and the cores sat idle. The price:
- * peak RSS (185 → 211 MB at c=50 from 200 to 500; unchanged from 500 to 1,000).
+ * contending at the head of the dispatch index, so short jobs cost Postgres less CPU each. A cap this
+ * large pays only with outcome writes of as many jobs (`MAX_SETTLE_BATCH`, completer.ts): a claim
+ * behind smaller writes waits for several of them while the cores sit idle. The price is memory: the
+ * local queue holds up to this many claimed jobs with their payloads (bench/NOTES.md).
  */
 export const ADAPTIVE_PREFETCH_MAX = 1000;
 
 /**
- * Most claims in flight at once: one. A worker used to start a second claim beside the first once a
- * quarter of its capacity was free, so that claim time (which grows with the claim's size) did not
- * cap it. With claims of up to 1,000 jobs ({@link ADAPTIVE_PREFETCH_MAX}) the overlap cost more
- * than it gave: the second claim walked past every row the first held locked (`SKIP LOCKED` still
- * visits them) and the two contended at the head of the dispatch index. With one claim, in
- * in-process drains of 40,000 no-op jobs, worker and Postgres CPU per job were ~10 % and ~4 % lower;
- * in 4 alternating pairs of `npm run bench -- --only processing` runs, TaskQ's mean ratio to
- * graphile-worker's tuned configuration went from 0.93 to 1.03 at c=10 (ahead in every pair), 0.68
- * to 0.75 with 2 processes and 0.74 to 0.82 with 4, and from 1.05 to 0.98 at c=50 (behind in three
- * pairs of four). A worker also holds one Postgres connection fewer.
+ * Most claims in flight at once: one. A second claim beside the first would keep claim time (which
+ * grows with the claim's size) from capping the worker, but with claims of up to 1,000 jobs
+ * ({@link ADAPTIVE_PREFETCH_MAX}) the overlap costs more than it gives: the second claim walks past
+ * every row the first holds locked (`SKIP LOCKED` still visits them) and the two contend at the head
+ * of the dispatch index. One claim costs less CPU per job, in the worker and in Postgres, and drains
+ * faster except at high concurrency in a single process, where it loses a little; it also holds one
+ * Postgres connection fewer (bench/NOTES.md).
  */
 export const MAX_CLAIMS_IN_FLIGHT = 1;
 
@@ -187,9 +182,9 @@ export class Producer {
    * Capacity may have been freed (a handler ended, an outcome was written): claim if that is worth
    * it now. Slots free one job at a time, so a sleeping loop is woken only when it would start a
    * claim: waking it for each (a new sleep, timer and promise per job) cost more than the check.
-   * Nothing happens while the database is known to be {@link drained}: under a trickle such claims
-   * came back empty (a third to two thirds of all claims), and a job announced during one waited
-   * for it to end before its own claim could start.
+   * Nothing happens while the database is known to be {@link drained}: under a trickle many such
+   * claims came back empty, and a job announced during one waited for it to end before its own claim
+   * could start.
    */
   capacityFreed(): void {
     this.capacityEvents++;

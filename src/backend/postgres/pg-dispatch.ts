@@ -57,7 +57,8 @@ export class Dispatcher {
   /**
    * Runs the claim statement `req` would use with a limit of 0 on `connections` connections at once
    * (opening them): each gets its plan, and nothing is claimed. A claim on a new connection pays for
-   * connecting, loading the catalog and planning (20–35 ms, measured) — at the start of a burst.
+   * connecting, loading the catalog and planning, many times a warm claim's cost; warming moves that
+   * cost from the start of the first burst to the worker's start.
    */
   async warmUp(req: DispatchRequest, connections: number): Promise<void> {
     const run = () =>

@@ -69,7 +69,7 @@ const ROWS_PER_CHUNK = 500;
  * absolute deadline wins.
  */
 export function* copyChunks(list: readonly EnqueueArgs[], now: DbClock): Generator<string> {
-  // Plain concatenation: an array per line (22 fields, then join) cost about twice as much.
+  // Plain concatenation: cheaper than an array of fields per line joined afterwards.
   let out = '';
   for (let i = 0; i < list.length; i++) {
     const a = list[i]!;

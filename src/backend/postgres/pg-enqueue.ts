@@ -20,13 +20,13 @@ type Raw = Record<string, unknown>;
  * - `inline`: the insert statement NOTIFYs, so the wake-up leaves when the insert commits, the
  *   earliest it can. But Postgres holds one server-wide lock from a notifying transaction's
  *   pre-commit until its commit record is flushed: concurrent notifying commits are flushed one by
- *   one instead of together (measured here with 16 clients: ~2.9k single-row insert commits/s
- *   with a NOTIFY inside, ~10.8k without).
+ *   one instead of together, which cuts the commit rate of concurrent enqueues several times over.
  * - `afterCommit`: the insert statement does not NOTIFY; once it has committed, a separate
  *   `announce` (a transaction that writes nothing, so its commit waits for no flush) sends the
- *   wake-up. One more round trip, so a wake-up ~0.1 ms later. The enqueue resolves after it, as
- *   an inline one resolves after its NOTIFY: once an enqueue has returned, its wake-up has left
- *   (a caller that then sends a NOTIFY of its own, or reads the channel, sees them in that order).
+ *   wake-up. One more round trip, so the wake-up leaves slightly later. The enqueue resolves after
+ *   it, as an inline one resolves after its NOTIFY: once an enqueue has returned, its wake-up has
+ *   left (a caller that then sends a NOTIFY of its own, or reads the channel, sees them in that
+ *   order).
  * The backend chooses `inline` when no other enqueue of its own is in flight and `afterCommit`
  * otherwise. An enqueue on the caller's connection always notifies inline: the NOTIFY belongs to
  * the caller's transaction and is delivered only if it commits.

@@ -69,9 +69,9 @@ ins AS (
   FROM timed i, now_
   -- enqueueBatchUnkeyed (pg-ops.ts) is this statement without the lines marked [keyed], for batches
   -- in which no item has an idempotency key. Item order decides which of two items with the same key
-  -- is inserted (the first); without keys nothing depends on it, and sorting 1,000 wide rows cost
-  -- ~5 % of the statement (the rows come out of unnest in item order anyway, and the caller pairs
-  -- returned rows by id should they not).
+  -- is inserted (the first); without keys nothing depends on it, and sorting a batch of wide rows is
+  -- a noticeable part of the statement (the rows come out of unnest in item order anyway, and the
+  -- caller pairs returned rows by id should they not).
   ORDER BY i.ord -- [keyed]
   ON CONFLICT (idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING -- [keyed]
   RETURNING j.id, j.status, j.scheduled_at, j.schedule_to_close, j.idempotency_key

@@ -214,9 +214,9 @@ SELECT pg_advisory_xact_lock(hashtextextended($1, 0));
 -- analyzed while empty (0: an ANALYZE of an empty table stores no column statistics) yet more than
 -- 20 pages on disk, or ten times the pages it had at the last analyze or vacuum. Fresh tables
 -- filled in a burst are the case: with default selectivities the claim statement sorts the whole
--- backlog instead of walking the dispatch index (measured: 11 ms instead of 1.5 ms per claim at 30k
--- pending jobs; a table analyzed empty and then loaded with 15k jobs/s for five seconds fell
--- further behind with every claim). File size is read live, unlike the cumulative statistics.
+-- backlog instead of walking the dispatch index, so each claim costs in proportion to the backlog
+-- and a worker behind a growing one falls further behind with every claim. File size is read live,
+-- unlike the cumulative statistics.
 SELECT (c.reltuples <= 0 AND p.pages > 20) OR p.pages > 10 * greatest(c.relpages, 20) AS stale
 FROM pg_class c
 CROSS JOIN LATERAL (

@@ -131,9 +131,10 @@ upd AS (
       heartbeat_details = coalesce(o.heartbeat_details::jsonb, j.heartbeat_details)
   FROM outcome o
   -- `status::text` on purpose: it keeps the planner off jobs_running_idx. The prepared statement runs
-  -- a generic plan, which expects one running job and ten items; it used to scan the running index
-  -- and join every running job to every item (a nested loop over the CTE: 17 ms instead of 3 ms for
-  -- 200 items). Without that index the only good path is the primary key, once per item.
+  -- a generic plan, which expects one running job and ten items; with that index it would scan the
+  -- running index and join every running job to every item (a nested loop over the CTE), a cost of
+  -- running jobs times items. Without that index the only good path is the primary key, once per
+  -- item.
   WHERE j.id = o.id AND j.status::text = 'running' AND j.locked_by_worker = o.worker_id
   -- The item's own fields come back with the row, so the inserts below need no join (a join of
   -- two CTEs is planned as a nested loop when the plan is generic: quadratic in the batch). The
@@ -164,7 +165,7 @@ events AS (
   INSERT INTO {schema}.job_events (job_id, kind, detail)
   SELECT u.id, 'state_change',
          -- The usual detail (a first attempt succeeded, every item of the batch from one worker: $18)
-         -- is built once per statement, not per row (jsonb_build_object costs ~2 µs a row).
+         -- is built once per statement, not per row (jsonb_build_object is costly per row).
          CASE WHEN u.kind = 'succeeded' AND u.status = 'succeeded' AND u.ran_attempt = 1 AND u.worker_id = $18::uuid
            THEN (SELECT jsonb_build_object('from_state', 'running', 'to_state', 'succeeded', 'reason', 'succeeded',
                                            'worker_id', $18::uuid, 'attempt', 1))
@@ -178,8 +179,8 @@ events AS (
 -- A succeeded item whose row was written ends `succeeded` with no error class, which the caller
 -- knows already: those rows come back only when some succeeded item was not written (this worker
 -- no longer owned its job), so that the caller can tell which. Every other item comes back with
--- what its row says. One row (id NULL) carries the count of succeeded items written. A drain of
--- 20,000 jobs used to send 20,000 rows that told the caller nothing new.
+-- what its row says. One row (id NULL) carries the count of succeeded items written. Otherwise a
+-- busy worker would receive a row per job that tells it nothing new.
 written AS (
   SELECT count(*) FILTER (WHERE u.kind = 'succeeded')::int AS n FROM upd u
 )
@@ -198,8 +199,7 @@ SELECT NULL, NULL, NULL, (SELECT n FROM written);
 -- its result and result_expires_at, its job_attempts row, its job_events row) under the same
 -- ownership guard, and returns the same rows, with a plan a fraction of the size: no outcome to
 -- decide, and an UPDATE that sets ten columns to known values instead of computing twenty with
--- CASE. Measured per job on the server (alternating batches of 200 with `settle`): see
--- docs/performance.md.
+-- CASE, so it costs the server less per job than `settle` (bench/NOTES.md).
 --
 -- $1 ids, $2 worker ids, $3 results (json text), $4 fallback result ttl ms, $5 result sizes,
 -- $6 handler start times (epoch ms), $7 durations ms; $8–$13 the same columns' values when every
