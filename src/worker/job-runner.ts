@@ -646,7 +646,7 @@ export class JobRunner {
   ): Promise<void> {
     job.settled = true;
     const tracked = this.tracker.end(job.row.id);
-    // Set on the outcome itself (made for this job alone): a spread copy cost ~0.4 kB per job.
+    // Set on the outcome itself (made for this job alone): a spread copy would allocate per job.
     outcome.progress = tracked.progress;
     outcome.heartbeatDetailsJson = tracked.heartbeatDetailsJson;
     // A continuation rather than an `await` in an async function: a busy worker has a few hundred
@@ -680,8 +680,8 @@ interface RunClock {
 
 /**
  * The attempt's start and duration. The duration is kept to the microsecond: the digits below it
- * are timer noise, and a double with all seventeen of them cost the outcome write ~1 µs per job to
- * turn into text.
+ * are timer noise, and a double with all seventeen of them is slower to turn into the outcome
+ * write's text.
  */
 function timing(clock: RunClock): { handlerStartedAt: Date; durationMs: number } {
   return {

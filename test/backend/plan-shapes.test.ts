@@ -112,8 +112,7 @@ describe('generic plans of the worker statements on an empty jobs table', () => 
  * A backlog enqueued just before the worker starts is not analyzed yet: the statistics still say the
  * table is empty, every index looks as good as another, and a plan that reads all pending jobs
  * through a per-queue index and sorts them looked as cheap as reading the dispatch index in order
- * (measured: 24 ms per claim of 100 jobs at 40k pending, a sort spilling to disk, until the next
- * analyze re-made the plan).
+ * (a sort of the whole backlog per claim, until the next analyze re-made the plan).
  */
 describe('claim plans made before a backlog is analyzed', () => {
   const backlogSchema = uniqueSchemaName('plans_backlog');

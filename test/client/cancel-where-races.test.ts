@@ -2,13 +2,11 @@
  * `cancelWhere` under READ COMMITTED: its statement reads the matching ids with one snapshot and
  * then locks the rows. A row another session changes after that snapshot is locked in its newest
  * version and the statement's conditions are checked again against it (Postgres's EvalPlanQual
- * recheck). The statement used to select the rows to lock with `id IN (the matching ids)`; when
- * the planner made that a join against the de-duplicated ids (a hash aggregate over both status
- * groups), the recheck dropped every changed row, so running jobs whose heartbeat landed during a
- * bulk cancel were neither flagged nor counted (seen as a flaky `bulk cancel` test: 9,992 of
- * 10,000). These tests hold the statement on a row lock, let a heartbeat (or a claim) commit in
- * between, and check that every job is still cancelled or flagged, for each join strategy the
- * planner can pick.
+ * recheck). Selecting the rows to lock with `id IN (the matching ids)` lets the planner make that a
+ * join against the de-duplicated ids, and then the recheck drops every changed row: running jobs
+ * whose heartbeat landed during a bulk cancel would be neither flagged nor counted. These tests
+ * hold the statement on a row lock, let a heartbeat (or a claim) commit in between, and check that
+ * every job is still cancelled or flagged, for each join strategy the planner can pick.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

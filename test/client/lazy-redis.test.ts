@@ -1,6 +1,6 @@
 /**
  * ioredis is loaded only when TaskQ builds a Redis client of its own: a process that never talks to
- * Redis (the default) does not carry it (~13 MB of RSS and tens of milliseconds of start-up).
+ * Redis (the default) does not carry its memory and start-up cost.
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
