@@ -32,6 +32,7 @@ import { TASKQ_VERSION } from '../version.js';
 import { AdminClient } from '../admin/admin-client.js';
 import { SystemClock } from '../clock.js';
 import { RateLimitRegistry } from '../ratelimit/registry.js';
+import { rateLimitStoresFor } from '../ratelimit/stores/rate-limit-stores.js';
 import { RateLimitGate, type QueueCap } from './rate-limit-gate.js';
 import { RateLimitSweeper } from './rate-limit-sweeper.js';
 import type { Redis } from 'ioredis';
@@ -320,6 +321,17 @@ export class Worker {
     const s = this.settings;
     const pg = this.backend instanceof PostgresBackend ? this.backend : null;
     const hb = this.heartbeatBackend instanceof PostgresBackend ? this.heartbeatBackend : pg;
+    const clock = new SystemClock();
+    const stores = rateLimitStoresFor({
+      driver: pg?.driver ?? null,
+      leaseDriver: hb?.driver ?? null,
+      schema: s.schema,
+      redis: this.options.redis ?? null,
+      redisUrl: s.redisUrl,
+      clock,
+      pgFallback: s.rateLimitPgFallbackEnabled,
+      logger: this.logger.child({ component: 'ratelimit' }),
+    });
     this.limits = new RateLimitGate({
       registry:
         this.options.rateLimitRegistry ??
@@ -331,10 +343,9 @@ export class Worker {
       actors: this.actors,
       workerId: this.workerId,
       settings: s,
-      driver: pg?.driver ?? null,
-      heartbeatDriver: hb?.driver ?? null,
-      redis: this.options.redis ?? null,
-      clock: new SystemClock(),
+      stores,
+      closeStores: true,
+      clock,
       logger: this.logger,
     });
     await this.limits.start(caps);

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import * as LUA from '../../src/ratelimit/lua.generated.js';
+import * as LUA from '../../src/ratelimit/stores/redis/lua.generated.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import {
   RateLimitRegistry,
