@@ -7,7 +7,6 @@ import { ReservationUnavailable } from './errors.js';
 import { checkName, checkNumber, checkUuid } from './names.js';
 import { sharedStoreOf } from './stores/context-stores.js';
 import { MemoryRateLimitStore } from './stores/memory/memory-rate-limit-store.js';
-import { PostgresRateLimitStore } from './stores/postgres/postgres-rate-limit-store.js';
 import type { RateLimitStore } from './stores/rate-limit-store.js';
 import {
   DEFAULT_RESERVATION_BACKOFF_MS,
@@ -256,10 +255,10 @@ export async function syncSlots(
   const store =
     'store' in options
       ? options.store
-      : new PostgresRateLimitStore({
-          driver: options.driver,
-          ...(options.schema !== undefined ? { schema: options.schema } : {}),
-        });
+      : sharedStoreOf(
+          { driver: options.driver, ...(options.schema !== undefined ? { schema: options.schema } : {}) },
+          'syncSlots',
+        );
   const inserted: { bucketName: string; slotIndex: number }[] = [];
   const deleted: { bucketName: string; slotIndex: number }[] = [];
   const skippedHeld: { bucketName: string; slotIndex: number }[] = [];
