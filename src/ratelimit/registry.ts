@@ -19,7 +19,7 @@ import type { ActorAcquireRequest, ActorLimitEntry, RateLimitPrimitive } from '.
 import { publishBucket, sweepIdleKeyedRows, type SweepIdleKeyedResult } from './maintenance.js';
 import { QUEUE_CONCURRENCY_PREFIX, checkNumber, checkUuid, isReservedName } from './names.js';
 import { SlidingWindow } from './sliding-window.js';
-import { sharedStoreOrNull } from './stores/context-stores.js';
+import { hasSharedStore, sharedStoreOrNull } from './stores/context-stores.js';
 import { TokenBucket } from './token-bucket.js';
 import {
   DEFAULT_MAX_KEYED_RATE_LIMITS,
@@ -532,7 +532,7 @@ export class RateLimitRegistry {
     const name = primitive.name;
     if (!this.keyedRateLimits.touch(name)) return;
     const now = this.clock.monotonic();
-    if (primitive.backend === 'memory' || !sharedStoreOrNull(ctx)) return;
+    if (primitive.backend === 'memory' || !hasSharedStore(ctx)) return;
     // Postgres-backed buckets refresh last_used_at with every acquire; a Redis-backed one's row is
     // published on first use and re-touched now and then, so the leader sweep sees it in use.
     const published = this.keyedRateLimitPublishedAt.get(name);

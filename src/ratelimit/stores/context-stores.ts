@@ -20,6 +20,11 @@ export function sharedStoreOrNull(ctx: RateLimitContext): RateLimitStore | null 
   });
 }
 
+/** @internal Whether a context has a shared store (without building one). */
+export function hasSharedStore(ctx: RateLimitContext): boolean {
+  return ctx.stores ? true : Boolean(ctx.driver);
+}
+
 /** @internal The shared store of a context, or a configuration error naming what is missing. */
 export function sharedStoreOf(ctx: RateLimitContext, bucketName: string): RateLimitStore {
   const store = sharedStoreOrNull(ctx);
