@@ -90,13 +90,15 @@ describe('rateLimitStoresFor', () => {
     expect(await redis.ping()).toBe('PONG'); // a given client is never closed
   });
 
-  it('with a Redis URL: the client is built on open() and closed by close()', async () => {
-    const stores = rateLimitStoresFor({ redisUrl: TEST_REDIS_URL, redisKeyPrefix: prefix });
-    await stores.redis!.open?.();
-    const d = await stores.redis!.acquireTokens(bucket(), 1);
-    expect(d).toMatchObject({ status: 'allowed', backend: 'redis' });
-    await stores.close();
-    await expect(stores.redis!.acquireTokens(bucket(), 1)).rejects.toThrow(/unavailable/);
+  it('with a Redis URL: the client is built on first need (open() or a first operation) and closed by close()', async () => {
+    for (const first of ['open', 'use'] as const) {
+      const stores = rateLimitStoresFor({ redisUrl: TEST_REDIS_URL, redisKeyPrefix: prefix });
+      if (first === 'open') await stores.redis!.open?.();
+      const d = await stores.redis!.acquireTokens(bucket(), 1);
+      expect(d).toMatchObject({ status: 'allowed', backend: 'redis' });
+      await stores.close();
+      await expect(stores.redis!.acquireTokens(bucket(), 1)).rejects.toThrow(/unavailable/);
+    }
   });
 
   it('a bad Redis URL is refused when the store is first opened, not before', async () => {

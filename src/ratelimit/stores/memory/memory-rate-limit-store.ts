@@ -150,6 +150,8 @@ export class MemoryRateLimitStore implements RateLimitStore {
     const now = this.timeOf(cell);
     cell.tokens = Math.min(bucket.capacity, this.available(cell, bucket, now) + count);
     cell.at = now;
+    cell.capacity = bucket.capacity;
+    cell.refillPerSecond = bucket.refillPerSecond;
   }
 
   async peekTokens(bucket: TokenBucketSpec): Promise<TokenBucketReading> {

@@ -81,11 +81,16 @@ function replyNumber(value: string | undefined, bucketName: string, what: string
   return n;
 }
 
+const unusedFactory = (): never => {
+  throw new Error('a key-prefix view uses its base store’s client');
+};
+
 const NO_SLOTS = 'reservations live in Postgres or memory: the Redis store holds no slots';
 
 /** The client of a store and its prefix views: given, or built and owned on first need. */
 class RedisConnection {
   private client: Redis | null;
+  private opening: Promise<void> | null = null;
   private closed = false;
   private lastWarn = 0;
 
@@ -97,26 +102,18 @@ class RedisConnection {
     this.client = given;
   }
 
-  /** The client; an owned one is built (and starts connecting) on first call. */
-  get(): Redis {
+  /** The client; an owned one is built and connected (once) first. */
+  async get(): Promise<Redis> {
+    if (this.createClient && !this.closed) await this.open();
     if (this.client) return this.client;
-    if (this.closed || !this.createClient)
-      throw new Error('Connection is closed (the rate-limit store was closed)');
-    const client = this.build(this.createClient);
-    client.connect().catch(() => undefined); // reported by the error listener
-    return client;
+    throw new Error('Connection is closed (the rate-limit store was closed)');
   }
 
-  async open(): Promise<void> {
-    if (!this.createClient || this.closed) return;
-    const client = this.client ?? this.build(this.createClient);
-    if (client.status !== 'wait') return;
-    try {
-      await client.connect();
-    } catch (err) {
-      // Not fatal: acquisitions fall back to Postgres (or surface the error) until Redis is back.
-      this.logger?.warn({ err: (err as Error).message }, 'ratelimit-redis-unavailable-at-start');
-    }
+  /** Builds and connects an owned client, once; a failed connect is logged, not thrown. */
+  open(): Promise<void> {
+    if (!this.createClient || this.closed) return Promise.resolve();
+    this.opening ??= this.connect(this.createClient);
+    return this.opening;
   }
 
   async close(): Promise<void> {
@@ -124,7 +121,7 @@ class RedisConnection {
     if (this.createClient && this.client) await closeOwnedRedis(this.client);
   }
 
-  private build(createClient: () => Redis): Redis {
+  private async connect(createClient: () => Redis): Promise<void> {
     const client = createClient();
     client.on('error', (err: Error) => {
       // ioredis reports every failed reconnect; one line per 10 s is enough.
@@ -133,7 +130,12 @@ class RedisConnection {
       this.logger?.warn({ err: err.message }, 'ratelimit-redis-error');
     });
     this.client = client;
-    return client;
+    try {
+      await client.connect();
+    } catch (err) {
+      // Not fatal: acquisitions fall back to Postgres (or surface the error) until Redis is back.
+      this.logger?.warn({ err: (err as Error).message }, 'ratelimit-redis-unavailable-at-start');
+    }
   }
 }
 
@@ -175,7 +177,8 @@ export class RedisRateLimitStore implements RateLimitStore {
     if (prefix === this.keyPrefix) return this;
     let view = this.views.get(prefix);
     if (!view) {
-      view = new RedisRateLimitStore({ createClient: () => this.connection.get(), keyPrefix: prefix });
+      // The view's own connection is replaced by the base store's before any use.
+      view = new RedisRateLimitStore({ createClient: unusedFactory, keyPrefix: prefix });
       view.connection = this.connection;
       view.views = this.views;
       this.views.set(prefix, view);
@@ -332,7 +335,7 @@ export class RedisRateLimitStore implements RateLimitStore {
   async resetBucket(name: string, kind: BucketKind): Promise<void> {
     const key = this.key(kind, name);
     try {
-      await this.connection.get().del(key);
+      await (await this.connection.get()).del(key);
     } catch (err) {
       throw this.mapError(err, name, key, false);
     }
@@ -400,7 +403,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     args: readonly (string | number)[],
   ): Promise<string[]> {
     try {
-      return await runScript(this.connection.get(), command, key, args);
+      return await runScript(await this.connection.get(), command, key, args);
     } catch (err) {
       throw this.mapError(err, bucketName, key, refund);
     }
