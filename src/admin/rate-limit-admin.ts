@@ -4,6 +4,7 @@ import type { Driver } from '../db/driver.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { RateLimitNotFound } from '../ratelimit/errors.js';
 import { SlidingWindow } from '../ratelimit/sliding-window.js';
+import { rateLimitStoresFor, type RateLimitStores } from '../ratelimit/stores/rate-limit-stores.js';
 import { TokenBucket } from '../ratelimit/token-bucket.js';
 import type { RateLimitContext, RateLimitState } from '../ratelimit/types.js';
 import { renderSql, validateSchemaName } from '../schema-name.js';
@@ -68,6 +69,7 @@ const toReservation = (r: Raw): ReservationRow => ({
 export class RateLimitAdmin {
   private readonly sql: Record<keyof typeof SQL, string>;
   private readonly schema: string;
+  private readonly stores: RateLimitStores;
 
   /**
    * @param driver Postgres.
@@ -77,12 +79,13 @@ export class RateLimitAdmin {
   constructor(
     private readonly driver: Driver,
     schema = 'taskq',
-    private readonly redis: Redis | null = null,
+    redis: Redis | null = null,
   ) {
     this.schema = validateSchemaName(schema);
     this.sql = Object.fromEntries(
       Object.entries(SQL).map(([k, v]) => [k, renderSql(v, this.schema)]),
     ) as Record<keyof typeof SQL, string>;
+    this.stores = rateLimitStoresFor({ driver, schema: this.schema, redis, pgFallback: true });
   }
 
   /** Every published rate limit and every reservation with slot rows. */
@@ -118,7 +121,7 @@ export class RateLimitAdmin {
   }
 
   private ctx(): RateLimitContext {
-    return { driver: this.driver, schema: this.schema, redis: this.redis, pgFallback: true };
+    return { stores: this.stores };
   }
 
   private async find(

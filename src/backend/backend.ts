@@ -1,4 +1,8 @@
+import type { Redis } from 'ioredis';
+
 import type { ClientLike } from '../db/driver.js';
+import type { Logger } from '../obs/logger.js';
+import type { RateLimitStores } from '../ratelimit/stores/rate-limit-stores.js';
 import type { NormalizedJobFilter } from './job-filter.js';
 import type {
   ActorCapacityChange,
@@ -42,6 +46,18 @@ export const BACKEND_PROTOCOL_VERSION = 1;
 export interface JobPage {
   jobs: JobRow[];
   nextCursor: string | null;
+}
+
+/** What {@link Backend.rateLimitStores} takes besides the backend's own connections. */
+export interface RateLimitStoreOptions {
+  /** Your ioredis client for Redis-backed limits (never closed). Wins over `redisUrl`. */
+  redis?: Redis | null;
+  /** `TASKQ_REDIS_URL`: a client built (lazily) and owned by the stores. */
+  redisUrl?: string | null;
+  /** Fall back to Postgres while Redis is unreachable (`TASKQ_RATE_LIMIT_PG_FALLBACK_ENABLED`). */
+  pgFallback: boolean;
+  /** Where the stores' warnings go. */
+  logger: Logger;
 }
 
 /**
@@ -192,6 +208,14 @@ export interface Backend {
   setQueueMode(queue: string, mode: QueueMode): Promise<QueueConfigRow>;
   /** Sets (or with null, clears) a queue's fleet-wide cap on running jobs, creating its row. */
   setQueueMaxConcurrent(queue: string, maxConcurrent: number | null): Promise<QueueConfigRow>;
+  /**
+   * The stores rate limits and reservations keep their state in, beside this backend's own: on
+   * Postgres its tables, on its dispatcher pool (lease renewals on its heartbeat pool); in memory, a
+   * store on the backend's clock. With `redis` or `redisUrl`, also the Redis store, falling back to
+   * the Postgres one while Redis is unreachable. `close()` releases what this built (an owned Redis
+   * client), never the backend's pools.
+   */
+  rateLimitStores(options: RateLimitStoreOptions): RateLimitStores & { close(): Promise<void> };
   /**
    * Checks that the storage is ready for this version of TaskQ before a worker claims anything.
    * @throws SchemaNotMigratedError, SchemaTooNewError

@@ -3,10 +3,11 @@ import type { Driver } from '../db/driver.js';
 import { toMs, type Duration } from '../duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
-import { DEFAULT_SCHEMA } from '../schema-name.js';
 import { ReservationUnavailable } from './errors.js';
 import { checkName, checkNumber, checkUuid } from './names.js';
-import { requireDriver, schemaOf, sql, toNumber } from './pg-store.js';
+import { sharedStoreOf } from './stores/context-stores.js';
+import { MemoryRateLimitStore } from './stores/memory/memory-rate-limit-store.js';
+import type { RateLimitStore } from './stores/rate-limit-store.js';
 import {
   DEFAULT_RESERVATION_BACKOFF_MS,
   RESERVATION_RETRY_HINT_MARGIN_MS,
@@ -24,8 +25,8 @@ export interface ConcurrencyReservationOptions {
   /** Materialised from a keyed ref (set by the registry): its rows may be reclaimed once idle. */
   keyed?: boolean;
   /**
-   * Use a per-process in-memory slot table on this clock instead of Postgres (tests, single
-   * process). The context's driver is then ignored.
+   * Keep the slots in a memory store of this instance's own, on this clock, instead of the
+   * context's shared store (tests, single process). The context's driver and stores are then ignored.
    */
   clock?: Clock;
   /** Where the construction-time lease warning goes. */
@@ -48,7 +49,7 @@ export interface SlotLease {
   readonly jobId: string;
   /** The worker holding the slot. */
   readonly workerId: string;
-  /** Store of the slot table. */
+  /** The store that holds the slot (`'memory'` for an own table, or a memory shared store). */
   readonly backend: 'postgres' | 'memory';
 }
 
@@ -77,17 +78,11 @@ export type TryAcquireResult =
   | { readonly ok: true; readonly lease: SlotLease }
   | { readonly ok: false; readonly retryAfterMs: number; readonly totalRows: number };
 
-interface MemorySlot {
-  jobId: string | null;
-  workerId: string | null;
-  fence: string | null;
-  leaseExpiresAt: number | null;
-}
-
 /**
- * A hard concurrency cap: at most `slots` holders at once, fleet-wide. Slots are pre-allocated rows
- * of `{schema}.reservation_slots` (create them with `ensureSlots` / `syncSlots`), taken with
- * `FOR UPDATE SKIP LOCKED` in one statement and held under a lease on the database clock; an
+ * A hard concurrency cap: at most `slots` holders at once, fleet-wide. The slots live in the
+ * context's shared store — pre-allocated rows of `{schema}.reservation_slots` in Postgres (create
+ * them with `ensureSlots` / `syncSlots`), taken with `FOR UPDATE SKIP LOCKED` in one statement and
+ * held under a lease on the database clock — or in a memory store of its own with `clock`. An
  * expired lease is free. Names are free text (`:` allowed).
  */
 export class ConcurrencyReservation {
@@ -103,11 +98,10 @@ export class ConcurrencyReservation {
   readonly lockLeaseMs: number | null;
   /** Materialised from a keyed ref. */
   readonly keyed: boolean;
-  /** In-memory mode clock (null: Postgres). */
+  /** Clock of the own memory store (null: the slots live in the context's shared store). */
   readonly clock: Clock | null;
 
-  private readonly table: MemorySlot[] | null;
-  private fenceSeq = 0;
+  private readonly own: MemoryRateLimitStore | null;
 
   constructor(name: string, options: ConcurrencyReservationOptions) {
     this.name = checkName(name, 'ConcurrencyReservation.name');
@@ -119,7 +113,7 @@ export class ConcurrencyReservation {
       options.lockLease === undefined ? null : toMs(options.lockLease, 'ConcurrencyReservation.lockLease');
     this.keyed = options.keyed ?? false;
     this.clock = options.clock ?? null;
-    this.table = this.clock ? [] : null;
+    this.own = this.clock ? new MemoryRateLimitStore({ clock: this.clock }) : null;
     if (this.leaseShorterThanLockLease()) {
       options.logger?.warn(
         { bucketName: this.name, leaseMs: this.leaseMs, lockLeaseMs: this.lockLeaseMs },
@@ -128,9 +122,9 @@ export class ConcurrencyReservation {
     }
   }
 
-  /** Store of the slot table. */
+  /** Where the slots live: `'memory'` with an own store (`clock`), else `'postgres'` (the shared store). */
   get backend(): 'postgres' | 'memory' {
-    return this.table ? 'memory' : 'postgres';
+    return this.own ? 'memory' : 'postgres';
   }
 
   /** True when `lease` is shorter than `lockLease` (slots could expire under a running job). */
@@ -154,37 +148,27 @@ export class ConcurrencyReservation {
   async tryAcquire(jobId: string, workerId: string, ctx: RateLimitContext): Promise<TryAcquireResult> {
     const job = checkUuid(jobId, 'jobId');
     const worker = checkUuid(workerId, 'workerId');
-    if (this.table && this.clock) return this.tryAcquireMemory(this.table, this.clock, job, worker);
-    const driver = requireDriver(ctx, this.name);
-    const { rows } = await driver.query(sql('reservationAcquire', schemaOf(ctx)), [
-      this.name,
-      job,
-      worker,
-      this.leaseMs,
-    ]);
-    const row = rows[0];
-    const slotIndex = toNumber(row?.slot_index);
-    if (row && slotIndex !== null && typeof row.fence === 'string') {
+    const outcome = await this.store(ctx).acquireSlot(this, job, worker);
+    if (outcome.ok) {
       return {
         ok: true,
         lease: Object.freeze({
           bucketName: this.name,
-          slotIndex,
-          fence: row.fence,
+          slotIndex: outcome.slotIndex,
+          fence: outcome.fence,
           jobId: job,
           workerId: worker,
-          backend: 'postgres' as const,
+          backend: outcome.backend === 'memory' ? ('memory' as const) : ('postgres' as const),
         }),
       };
     }
-    const hint = toNumber(row?.retry_ms);
     return {
       ok: false,
       retryAfterMs:
-        hint !== null
-          ? Math.ceil(Math.max(0, hint) + RESERVATION_RETRY_HINT_MARGIN_MS)
+        outcome.retryMs !== null
+          ? Math.ceil(Math.max(0, outcome.retryMs) + RESERVATION_RETRY_HINT_MARGIN_MS)
           : DEFAULT_RESERVATION_BACKOFF_MS,
-      totalRows: toNumber(row?.total_rows) ?? 0,
+      totalRows: outcome.totalRows,
     };
   }
 
@@ -204,100 +188,41 @@ export class ConcurrencyReservation {
         `must be ${JSON.stringify(this.name)}`,
       );
     }
-    if (this.table) {
-      const slot = this.table[slotIndex];
-      if (!slot || slot.jobId === null || slot.workerId !== worker) return false;
-      if (fence !== null && slot.fence !== fence) return false;
-      slot.jobId = null;
-      slot.workerId = null;
-      slot.fence = null;
-      slot.leaseExpiresAt = null;
-      return true;
-    }
-    const driver = requireDriver(ctx, this.name);
-    const { rows } = await driver.query(sql('reservationRelease', schemaOf(ctx)), [
-      this.name,
-      slotIndex,
-      worker,
-      fence,
-    ]);
-    return rows.length > 0;
+    return this.store(ctx).releaseSlot(this.name, slotIndex, worker, fence);
   }
 
   /** Renews (to now + `leaseMs`, default this reservation's lease) every slot of this reservation `workerId` holds. Returns how many. */
   async extendLeases(workerId: string, ctx: RateLimitContext = {}, leaseMs = this.leaseMs): Promise<number> {
     const worker = checkUuid(workerId, 'workerId');
     const ms = checkNumber(leaseMs, 'leaseMs');
-    if (this.table && this.clock) {
-      const now = this.clock.now().getTime();
-      let n = 0;
-      for (const slot of this.table) {
-        if (slot.jobId !== null && slot.workerId === worker) {
-          slot.leaseExpiresAt = Math.max(slot.leaseExpiresAt ?? 0, now + ms);
-          n++;
-        }
-      }
-      return n;
-    }
-    const driver = requireDriver(ctx, this.name);
-    const { rows } = await driver.query(sql('reservationExtendLeases', schemaOf(ctx)), [
-      worker,
-      ms,
-      this.name,
-    ]);
-    return rows.length;
+    return this.store(ctx).extendSlotLeases(worker, ms, this.name);
   }
 
-  /** Free / held / total slots now. */
+  /** Free / held / total slots now (the configured `slots`, all free, when none exists yet). */
   async peek(ctx: RateLimitContext = {}): Promise<ReservationState> {
-    if (this.table && this.clock) {
-      const now = this.clock.now().getTime();
-      this.ensureMemory(this.table);
-      const held = this.table.filter((s) => s.jobId !== null && (s.leaseExpiresAt ?? Infinity) >= now).length;
-      return Object.freeze({
-        freeCount: this.table.length - held,
-        totalSlots: this.table.length,
-        heldCount: held,
-      });
-    }
-    const driver = requireDriver(ctx, this.name);
-    const { rows } = await driver.query(sql('reservationPeek', schemaOf(ctx)), [this.name]);
-    const total = toNumber(rows[0]?.total_slots) ?? 0;
-    if (total === 0) return Object.freeze({ freeCount: this.slots, totalSlots: this.slots, heldCount: 0 });
-    return Object.freeze({
-      freeCount: toNumber(rows[0]?.free_count) ?? 0,
-      totalSlots: total,
-      heldCount: toNumber(rows[0]?.held_count) ?? 0,
-    });
+    const counts = await this.store(ctx).peekSlots(this.name);
+    if (counts.total === 0)
+      return Object.freeze({ freeCount: this.slots, totalSlots: this.slots, heldCount: 0 });
+    return Object.freeze({ freeCount: counts.free, totalSlots: counts.total, heldCount: counts.held });
   }
 
   /**
-   * Creates the slot rows idempotently (refreshing `last_used_at`, never touching holders). The
+   * Creates the slots idempotently (refreshing `last_used_at`, never touching holders). The
    * worker calls it at startup for every registered reservation; the registry on the first use of
    * a keyed key.
    */
   async ensureSlots(ctx: RateLimitContext = {}): Promise<void> {
-    if (this.table) {
-      this.ensureMemory(this.table);
-      return;
-    }
-    const driver = requireDriver(ctx, this.name);
-    await driver.query(sql('reservationEnsureSlots', schemaOf(ctx)), [this.name, this.slots, this.keyed]);
+    await this.store(ctx).ensureSlots(this);
   }
 
-  /** Whether any slot row of this reservation exists (read-only probe). */
+  /** Whether any slot of this reservation exists (read-only probe). */
   async slotRowsExist(ctx: RateLimitContext = {}): Promise<boolean> {
-    if (this.table) return this.table.length > 0;
-    const driver = requireDriver(ctx, this.name);
-    const { rows } = await driver.query(sql('reservationSlotRowsExist', schemaOf(ctx)), [this.name]);
-    return rows[0]?.present === true;
+    return this.store(ctx).slotRowsExist(this.name);
   }
 
-  /** Memory mode: some slot is held by a live lease (eviction would drop it). Always false on Postgres. */
+  /** With an own memory store: some slot is held by a live lease (eviction would drop it). Else false. */
   hasLiveHolders(): boolean {
-    if (!this.table || !this.clock) return false;
-    const now = this.clock.now().getTime();
-    return this.table.some((s) => s.jobId !== null && (s.leaseExpiresAt ?? Infinity) >= now);
+    return this.own?.hasLiveSlotHolders(this.name) ?? false;
   }
 
   /** Same configuration (name, slots, lease, store) as `other`. */
@@ -311,93 +236,39 @@ export class ConcurrencyReservation {
     );
   }
 
-  private ensureMemory(table: MemorySlot[]): void {
-    while (table.length < this.slots)
-      table.push({ jobId: null, workerId: null, fence: null, leaseExpiresAt: null });
-  }
-
-  private tryAcquireMemory(table: MemorySlot[], clock: Clock, job: string, worker: string): TryAcquireResult {
-    this.ensureMemory(table);
-    const now = clock.now().getTime();
-    const index = table.findIndex(
-      (s) => s.jobId === null || (s.leaseExpiresAt !== null && s.leaseExpiresAt < now),
-    );
-    const slot = index >= 0 ? table[index] : undefined;
-    if (slot) {
-      this.fenceSeq += 1;
-      const fence = `${now}#${this.fenceSeq}`;
-      slot.jobId = job;
-      slot.workerId = worker;
-      slot.fence = fence;
-      slot.leaseExpiresAt = now + this.leaseMs;
-      return {
-        ok: true,
-        lease: Object.freeze({
-          bucketName: this.name,
-          slotIndex: index,
-          fence,
-          jobId: job,
-          workerId: worker,
-          backend: 'memory' as const,
-        }),
-      };
-    }
-    const live = table
-      .filter((s) => s.jobId !== null && s.leaseExpiresAt !== null && s.leaseExpiresAt >= now)
-      .map((s) => (s.leaseExpiresAt as number) - now);
-    return {
-      ok: false,
-      retryAfterMs:
-        live.length > 0
-          ? Math.ceil(Math.min(...live) + RESERVATION_RETRY_HINT_MARGIN_MS)
-          : DEFAULT_RESERVATION_BACKOFF_MS,
-      totalRows: table.length,
-    };
+  private store(ctx: RateLimitContext): RateLimitStore {
+    return this.own ?? sharedStoreOf(ctx, this.name);
   }
 }
 
 /**
- * Makes the slot rows of Postgres-backed `reservations` match their `slots`: creates missing rows
- * (filling gaps), deletes excess rows that are free or lease-expired, and reports excess rows a
- * live lease still holds (a later sync deletes them). Each reservation in its own transaction; safe
- * to re-run. Call it after changing slot counts. In-memory reservations are skipped.
+ * Makes the slots of shared-store reservations match their `slots`: creates missing ones (filling
+ * gaps), deletes excess slots that are free or lease-expired, and reports excess slots a live lease
+ * still holds (a later sync deletes them). Each reservation in its own transaction; safe to re-run.
+ * Call it after changing slot counts. Reservations with an own memory store (`clock`) are skipped.
+ * Give the Postgres `driver` (and `schema`), or the shared `store`.
  */
 export async function syncSlots(
   reservations: readonly ConcurrencyReservation[],
-  options: { driver: Driver; schema?: string },
+  options: { driver: Driver; schema?: string } | { store: RateLimitStore },
 ): Promise<SyncResult> {
-  const schema = options.schema ?? DEFAULT_SCHEMA;
+  const store =
+    'store' in options
+      ? options.store
+      : sharedStoreOf(
+          { driver: options.driver, ...(options.schema !== undefined ? { schema: options.schema } : {}) },
+          'syncSlots',
+        );
   const inserted: { bucketName: string; slotIndex: number }[] = [];
   const deleted: { bucketName: string; slotIndex: number }[] = [];
   const skippedHeld: { bucketName: string; slotIndex: number }[] = [];
   for (const res of reservations) {
     if (res.backend === 'memory') continue;
-    await options.driver.transaction(async (tx) => {
-      const ensured = await tx.query(sql('reservationEnsureSlots', schema), [res.name, res.slots, res.keyed]);
-      for (const row of ensured.rows) {
-        if (row.inserted === true) inserted.push({ bucketName: res.name, slotIndex: Number(row.slot_index) });
-      }
-      const held = await tx.query(sql('reservationSyncHeldExcess', schema), [res.name, res.slots]);
-      for (const row of held.rows)
-        skippedHeld.push({ bucketName: res.name, slotIndex: Number(row.slot_index) });
-      const gone = await tx.query(sql('reservationSyncDeleteExcess', schema), [res.name, res.slots]);
-      for (const row of gone.rows) deleted.push({ bucketName: res.name, slotIndex: Number(row.slot_index) });
-    });
+    const r = await store.syncSlots(res);
+    const named = (slotIndex: number) => ({ bucketName: res.name, slotIndex });
+    inserted.push(...r.inserted.map(named));
+    deleted.push(...r.deleted.map(named));
+    skippedHeld.push(...r.skippedHeld.map(named));
   }
   return Object.freeze({ inserted, deleted, skippedHeld });
-}
-
-/** @internal Schema-wide heartbeat renewal (the registry's `extendReservationLeases`). */
-export async function extendAllLeases(
-  workerId: string,
-  leaseMs: number,
-  ctx: RateLimitContext,
-): Promise<number> {
-  const driver = requireDriver(ctx, 'reservations');
-  const { rows } = await driver.query(sql('reservationExtendLeases', schemaOf(ctx)), [
-    checkUuid(workerId, 'workerId'),
-    checkNumber(leaseMs, 'leaseMs'),
-    null,
-  ]);
-  return rows.length;
 }

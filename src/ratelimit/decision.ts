@@ -1,6 +1,4 @@
-import type { Clock } from '../clock.js';
-import { RateLimitBackendMissing } from './errors.js';
-import type { RateLimitBackend, RateLimitContext, RateLimitDecision, RateLimitState } from './types.js';
+import type { RateLimitBackend, RateLimitDecision, RateLimitState } from './types.js';
 
 /** Builds an immutable decision. */
 export function decision(fields: {
@@ -33,36 +31,4 @@ export function state(
 /** Rounds a store's retry hint up to whole ms, at least 1 ms (a denial never says "retry now"). */
 export function retryMs(ms: number): number {
   return Math.max(1, Math.ceil(ms - 1e-6));
-}
-
-/** The clock of a memory-backed call, or a configuration error. */
-export function requireClock(ctx: RateLimitContext, bucketName: string): Clock {
-  if (!ctx.clock) {
-    throw new RateLimitBackendMissing(
-      bucketName,
-      'clock',
-      "backend 'memory' runs on an injected clock: pass ctx.clock (a SystemClock, or a FakeClock in tests)",
-    );
-  }
-  return ctx.clock;
-}
-
-/**
- * Wall-clock time of a memory primitive that never runs backwards: a backward step of the injected
- * clock counts as zero elapsed time (the last time seen is kept).
- */
-export class ClampedTime {
-  private last: number | null = null;
-
-  /** Current ms, clamped to never go below the previous reading. */
-  now(clock: Clock): number {
-    const t = clock.now().getTime();
-    this.last = this.last === null ? t : Math.max(this.last, t);
-    return this.last;
-  }
-
-  /** Forgets the last reading (reset). */
-  clear(): void {
-    this.last = null;
-  }
 }

@@ -83,13 +83,16 @@ export class RateLimitStoreCorrupt extends TaskQError {
  * The rate-limit store could not be reached and nothing could stand in for it: a Redis connection
  * or timeout error with the Postgres fallback disabled (`pgFallback: false`, i.e.
  * `TASKQ_RATE_LIMIT_PG_FALLBACK_ENABLED=false`) or no `driver` to fall back to; or a Postgres row
- * lock that was not won within the lock budget on a refund. The original error is `cause`.
+ * lock that was not won within the lock budget on a refund. The original error is `cause`. A store
+ * raises it for an outage, and a `FallbackRateLimitStore` reacts to it.
  */
 export class RateLimitStoreUnavailable extends TaskQError {
   /** Name of the primitive. */
   readonly bucketName: string;
   /** The store that failed. */
   readonly backend: RateLimitBackend;
+  /** What went wrong, without the store and bucket names. */
+  readonly reason: string;
 
   constructor(
     bucketName: string,
@@ -104,12 +107,14 @@ export class RateLimitStoreUnavailable extends TaskQError {
     );
     this.bucketName = bucketName;
     this.backend = backend;
+    this.reason = reason;
   }
 }
 
 /**
- * A primitive was used without the connection its backend needs: `backend: 'redis'` without
- * `ctx.redis`, `'postgres'` (or a reservation) without `ctx.driver`, `'memory'` without `ctx.clock`.
+ * A primitive was used without the store its backend needs: `backend: 'redis'` without `ctx.redis`
+ * (or a Redis store), `'postgres'` (or a reservation) without `ctx.driver` (or a shared store),
+ * `'memory'` without `ctx.clock`; or a reservation was given a store that holds no slots (Redis).
  * A configuration error, never retried and never covered by the Postgres fallback.
  */
 export class RateLimitBackendMissing extends TaskQError {

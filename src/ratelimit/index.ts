@@ -1,5 +1,5 @@
-// `taskq/ratelimit`: token buckets, sliding windows, concurrency reservations, keyed refs and the
-// registry that composes them per job.
+// `taskq/ratelimit`: token buckets, sliding windows, concurrency reservations, keyed refs, the
+// registry that composes them per job, and the stores that hold their state.
 export { TokenBucket, defaultTokenBucketTtlMs, type TokenBucketOptions } from './token-bucket.js';
 export { SlidingWindow, type SlidingWindowOptions } from './sliding-window.js';
 export {
@@ -45,7 +45,36 @@ export {
   type ReservationUnavailableSource,
 } from './errors.js';
 export { QUEUE_CONCURRENCY_PREFIX, queueConcurrencyReservationName } from './names.js';
-export { isRedisConnectionError } from './redis-store.js';
+export {
+  FallbackRateLimitStore,
+  MemoryRateLimitStore,
+  PostgresRateLimitStore,
+  RedisRateLimitStore,
+  isRedisConnectionError,
+  rateLimitStoresFor,
+  type BucketKind,
+  type BucketMetadata,
+  type FallbackRateLimitStoreOptions,
+  type GcraOutcome,
+  type GcraReading,
+  type MemoryRateLimitStoreOptions,
+  type PostgresRateLimitStoreOptions,
+  type RateLimitStore,
+  type RateLimitStores,
+  type RateLimitStoresOptions,
+  type RedisRateLimitStoreOptions,
+  type ReservationSpec,
+  type SlidingLogOutcome,
+  type SlidingLogReading,
+  type SlidingWindowSpec,
+  type SlotCounts,
+  type SlotOutcome,
+  type SlotSyncResult,
+  type StoreBusy,
+  type TokenBucketOutcome,
+  type TokenBucketReading,
+  type TokenBucketSpec,
+} from './stores/index.js';
 export {
   DEFAULT_MAX_KEYED_RATE_LIMITS,
   DEFAULT_MAX_KEYED_RESERVATIONS,

@@ -29,7 +29,7 @@ export interface KeyedReservationOptions<P> {
   slots: number;
   /** Lease of every derived reservation. */
   lease: Duration;
-  /** In-memory slot tables on this clock instead of Postgres (tests). */
+  /** Keep each derived reservation's slots in a memory store of its own on this clock, instead of the shared store (tests). */
   clock?: Clock;
 }
 
@@ -65,7 +65,7 @@ export interface KeyedReservationRef<P = unknown> {
   readonly slots: number;
   /** Lease per key, in ms. */
   readonly leaseMs: number;
-  /** In-memory mode clock (null: Postgres). */
+  /** Clock of the derived reservations' own memory stores (null: the context's shared store). */
   readonly clock: Clock | null;
 }
 

@@ -4,7 +4,7 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { WaitTimeoutError } from '../errors/job-errors.js';
 import { silentLogger, type Logger } from '../obs/logger.js';
 import type { Schema } from '../schema-validation.js';
-import { ConcurrencyReservation, extendAllLeases } from './concurrency-reservation.js';
+import { ConcurrencyReservation } from './concurrency-reservation.js';
 import { RateLimitNotFound, ReservationUnavailable } from './errors.js';
 import { RateLimitHandle, ReservationHandle, type AcquiredResource } from './handles.js';
 import {
@@ -19,6 +19,7 @@ import type { ActorAcquireRequest, ActorLimitEntry, RateLimitPrimitive } from '.
 import { publishBucket, sweepIdleKeyedRows, type SweepIdleKeyedResult } from './maintenance.js';
 import { QUEUE_CONCURRENCY_PREFIX, checkNumber, checkUuid, isReservedName } from './names.js';
 import { SlidingWindow } from './sliding-window.js';
+import { hasSharedStore, sharedStoreOrNull } from './stores/context-stores.js';
 import { TokenBucket } from './token-bucket.js';
 import {
   DEFAULT_MAX_KEYED_RATE_LIMITS,
@@ -531,7 +532,7 @@ export class RateLimitRegistry {
     const name = primitive.name;
     if (!this.keyedRateLimits.touch(name)) return;
     const now = this.clock.monotonic();
-    if (primitive.backend === 'memory' || !ctx.driver) return;
+    if (primitive.backend === 'memory' || !hasSharedStore(ctx)) return;
     // Postgres-backed buckets refresh last_used_at with every acquire; a Redis-backed one's row is
     // published on first use and re-touched now and then, so the leader sweep sees it in use.
     const published = this.keyedRateLimitPublishedAt.get(name);
@@ -648,20 +649,24 @@ export class RateLimitRegistry {
   }
 
   /**
-   * Heartbeat: renews to now + `leaseMs` every reservation slot `workerId` holds — one statement
-   * for the schema's Postgres rows (when `ctx.driver` is set), plus the in-memory reservations.
-   * Returns how many slots were renewed.
+   * Heartbeat: renews to now + `leaseMs` every reservation slot `workerId` holds — one operation on
+   * the context's shared store (`ctx.stores.shared`, or Postgres on `ctx.driver`: one statement for
+   * the schema's rows), plus the reservations with an own memory store. Returns how many slots were
+   * renewed.
    */
   async extendReservationLeases(workerId: string, leaseMs: number, ctx: RateLimitContext): Promise<number> {
+    const worker = checkUuid(workerId, 'workerId');
+    const ms = checkNumber(leaseMs, 'leaseMs');
     let n = 0;
     for (const r of this.reservationMap.values()) {
-      if (r.backend === 'memory') n += await r.extendLeases(workerId, ctx, leaseMs);
+      if (r.backend === 'memory') n += await r.extendLeases(worker, ctx, ms);
     }
-    if (ctx.driver) n += await extendAllLeases(workerId, leaseMs, ctx);
+    const shared = sharedStoreOrNull(ctx);
+    if (shared) n += await shared.extendSlotLeases(worker, ms, null);
     return n;
   }
 
-  /** Leader sweep of idle keyed Postgres rows; see {@link sweepIdleKeyedRows}. */
+  /** Leader sweep of idle keyed state in the shared store; see {@link sweepIdleKeyedRows}. */
   sweepIdleKeyedRows(idleForMs: number, ctx: RateLimitContext): Promise<SweepIdleKeyedResult> {
     return sweepIdleKeyedRows(idleForMs, this.withDefaults(ctx));
   }

@@ -1,28 +1,9 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Duration } from '../duration.js';
-import { ClampedTime, decision, requireClock, retryMs, state } from './decision.js';
-import { resetStores } from './reset-stores.js';
-import { RateLimitStoreCorrupt, RateLimitStoreUnavailable } from './errors.js';
+import { decision, retryMs, state } from './decision.js';
 import { checkName, checkNumber, optionalDuration } from './names.js';
-import {
-  CREATE_RACE_ATTEMPTS,
-  isLockTimeout,
-  lockTimeoutMs,
-  lockTimeoutSetting,
-  requireDriver,
-  schemaOf,
-  sql,
-  toNumber,
-} from './pg-store.js';
-import {
-  mapRedisDataError,
-  mapRedisRefundError,
-  redisKey,
-  replyNumber,
-  requireRedis,
-  runScript,
-  withPgFallback,
-} from './redis-store.js';
+import { OwnMemoryStore, storeFor, storeThatDecided } from './stores/context-stores.js';
+import type { RateLimitStore, TokenBucketOutcome } from './stores/rate-limit-store.js';
 import {
   TTL_SAFETY_MARGIN_MS,
   type RateLimitBackend,
@@ -61,9 +42,10 @@ export function defaultTokenBucketTtlMs(capacity: number, refillPerSecond: numbe
  * Token-bucket rate limiter: starts full, each admission spends tokens, tokens flow back
  * continuously at `refillPerSecond` up to `capacity`. Burst-tolerant throughput control.
  *
- * The Redis backend runs one atomic Lua script on the Redis clock (`TIME`); the Postgres backend
- * one statement on `clock_timestamp()` under a bounded row lock (a lock not won in time is a
- * denial, never an admission); the memory backend runs on `ctx.clock`.
+ * The state lives in a {@link RateLimitStore} chosen by `backend`: the context's Redis store (one
+ * atomic Lua script on the Redis clock, with the Postgres fallback), its shared store (Postgres:
+ * one statement on `clock_timestamp()` under a bounded row lock — a lock not won in time is a
+ * denial, never an admission), or a memory store of this instance's own on `ctx.clock`.
  */
 export class TokenBucket {
   /** Discriminator. */
@@ -81,9 +63,7 @@ export class TokenBucket {
   /** Materialised from a keyed ref. */
   readonly keyed: boolean;
 
-  private readonly time = new ClampedTime();
-  private memTokens: number | null = null;
-  private memAt: number | null = null;
+  private readonly memory = new OwnMemoryStore();
 
   constructor(name: string, options: TokenBucketOptions) {
     this.name = checkName(name, 'TokenBucket.name');
@@ -123,20 +103,7 @@ export class TokenBucket {
         `must not exceed the capacity (${this.capacity}): such a request could never be admitted`,
       );
     }
-    switch (this.backend) {
-      case 'memory':
-        return this.acquireMemory(ctx, count);
-      case 'postgres':
-        return this.acquirePostgres(ctx, count);
-      case 'redis':
-        return withPgFallback(
-          ctx,
-          this.name,
-          'acquire',
-          (redis) => this.acquireRedis(ctx, redis, count),
-          () => this.acquirePostgres(ctx, count),
-        );
-    }
+    return this.toDecision(await this.store(ctx).acquireTokens(this, count), count);
   }
 
   /**
@@ -146,98 +113,26 @@ export class TokenBucket {
   async refund(decisionToRefund: RateLimitDecision, ctx: RateLimitContext, count = 1): Promise<void> {
     checkNumber(count, 'TokenBucket.refund.count');
     if (!decisionToRefund.allowed) return;
-    switch (decisionToRefund.backend) {
-      case 'memory': {
-        const now = this.time.now(requireClock(ctx, this.name));
-        const avail = this.memAvailable(now);
-        this.memTokens = Math.min(this.capacity, avail + count);
-        this.memAt = now;
-        return;
-      }
-      case 'redis': {
-        const key = redisKey(ctx, 'tb', this.name);
-        const redis = requireRedis(ctx, this.name);
-        const reply = await runScript(redis, 'taskqRlTokenBucket', key, [
-          'refund',
-          this.capacity,
-          this.refillPerSecond,
-          count,
-          Math.ceil(this.ttlMs),
-        ]).catch((err: unknown) => {
-          throw mapRedisRefundError(err, this.name, key);
-        });
-        if (reply[0] === 'corrupt') throw this.corrupt(reply);
-        return;
-      }
-      case 'postgres': {
-        const driver = requireDriver(ctx, this.name);
-        try {
-          await driver.query(sql('tokenBucketRefund', schemaOf(ctx)), [
-            this.name,
-            this.capacity,
-            this.refillPerSecond,
-            count,
-            lockTimeoutSetting(ctx),
-          ]);
-        } catch (err) {
-          if (isLockTimeout(err)) {
-            throw new RateLimitStoreUnavailable(
-              this.name,
-              'postgres',
-              `refund could not lock the bucket row within ${lockTimeoutMs(ctx)} ms`,
-              { cause: err },
-            );
-          }
-          throw err;
-        }
-        return;
-      }
-    }
+    await storeThatDecided(ctx, this.backend, decisionToRefund.backend, this.name, this.memory).refundTokens(
+      this,
+      count,
+    );
   }
 
   /** Current state without consuming anything. */
   async peek(ctx: RateLimitContext): Promise<RateLimitState> {
-    switch (this.backend) {
-      case 'memory': {
-        const now = this.time.now(requireClock(ctx, this.name));
-        return this.toState(this.memAvailable(now), 'memory');
-      }
-      case 'postgres':
-        return this.toState(await this.peekPostgres(ctx), 'postgres');
-      case 'redis':
-        return withPgFallback(
-          ctx,
-          this.name,
-          'peek',
-          async (redis) => {
-            const key = redisKey(ctx, 'tb', this.name);
-            const reply = await runScript(redis, 'taskqRlTokenBucket', key, [
-              'peek',
-              this.capacity,
-              this.refillPerSecond,
-              1,
-              Math.ceil(this.ttlMs),
-            ]).catch((err: unknown) => {
-              throw mapRedisDataError(err, this.name, key);
-            });
-            if (reply[0] === 'corrupt') throw this.corrupt(reply);
-            return this.toState(replyNumber(reply[1], this.name, 'tokens'), 'redis');
-          },
-          async () => this.toState(await this.peekPostgres(ctx), 'postgres'),
-        );
-    }
+    const reading = await this.store(ctx).peekTokens(this);
+    return this.toState(reading.available, reading.backend);
   }
 
   /**
-   * Refills the bucket to capacity at once (Redis `DEL`; Postgres clears the row's state, keeping
-   * the row; memory restores capacity). Idempotent. Logs warning `ratelimit-reset`.
+   * Refills the bucket to capacity at once (Redis `DEL`, also clearing the Postgres fallback state;
+   * Postgres clears the row's state, keeping the row; memory restores capacity). Idempotent. Logs
+   * warning `ratelimit-reset`.
    */
   async reset(ctx: RateLimitContext): Promise<void> {
-    await resetStores(this, ctx, 'tb', () => {
-      this.memTokens = null;
-      this.memAt = null;
-      this.time.clear();
-    });
+    await this.store(ctx).resetBucket(this.name, 'token_bucket');
+    ctx.logger?.warn({ bucketName: this.name, backend: this.backend }, 'ratelimit-reset');
   }
 
   /**
@@ -247,7 +142,8 @@ export class TokenBucket {
    */
   holdsConsumedQuota(): boolean {
     if (this.refillPerSecond !== 0 || this.backend !== 'memory') return false;
-    return this.memTokens !== null && this.memTokens < this.capacity;
+    const tokens = this.memory.current?.storedTokens(this.name) ?? null;
+    return tokens !== null && tokens < this.capacity;
   }
 
   /** Same configuration (name, capacity, refill, backend, TTL) as `other`. */
@@ -272,133 +168,35 @@ export class TokenBucket {
     };
   }
 
-  private memAvailable(now: number): number {
-    if (this.memTokens === null || this.memAt === null) return this.capacity;
-    const elapsed = Math.max(0, now - this.memAt);
-    return Math.min(this.capacity, this.memTokens + (elapsed / 1000) * this.refillPerSecond);
+  private store(ctx: RateLimitContext): RateLimitStore {
+    return storeFor(ctx, this.backend, this.name, this.memory);
   }
 
-  private acquireMemory(ctx: RateLimitContext, count: number): RateLimitDecision {
-    const now = this.time.now(requireClock(ctx, this.name));
-    const prev = this.memTokens;
-    const avail = this.memAvailable(now);
-    const allowed = avail >= count;
-    this.memTokens = allowed ? avail - count : avail;
-    this.memAt = now;
-    return this.toDecision(allowed, this.memTokens, avail, count, 'memory', prev);
-  }
-
-  private async acquireRedis(
-    ctx: RateLimitContext,
-    redis: NonNullable<RateLimitContext['redis']>,
-    count: number,
-  ): Promise<RateLimitDecision> {
-    const key = redisKey(ctx, 'tb', this.name);
-    let reply: string[];
-    try {
-      reply = await runScript(redis, 'taskqRlTokenBucket', key, [
-        'acquire',
-        this.capacity,
-        this.refillPerSecond,
-        count,
-        Math.ceil(this.ttlMs),
-      ]);
-    } catch (err) {
-      throw mapRedisDataError(err, this.name, key);
+  /** The decision of a store's outcome; the retry hint is the time until `count` tokens are back. */
+  private toDecision(outcome: TokenBucketOutcome, count: number): RateLimitDecision {
+    if (outcome.status === 'busy') {
+      // Fail closed: a bucket whose state the store could not lock in time admits nobody.
+      return decision({
+        allowed: false,
+        remaining: 0,
+        retryAfterMs: outcome.retryAfterMs,
+        bucketName: this.name,
+        backend: outcome.backend,
+      });
     }
-    if (reply[0] === 'corrupt') throw this.corrupt(reply);
-    const after = replyNumber(reply[1], this.name, 'tokens');
-    const avail = replyNumber(reply[2], this.name, 'available tokens');
-    return this.toDecision(reply[0] === 'allowed', after, avail, count, 'redis', null);
-  }
-
-  private async acquirePostgres(ctx: RateLimitContext, count: number): Promise<RateLimitDecision> {
-    const driver = requireDriver(ctx, this.name);
-    const text = sql('tokenBucketAcquire', schemaOf(ctx));
-    const params = [
-      this.name,
-      this.capacity,
-      this.refillPerSecond,
-      count,
-      lockTimeoutSetting(ctx),
-      this.keyed,
-      this.backend === 'memory' ? 'postgres' : this.backend,
-    ];
-    for (let attempt = 1; ; attempt++) {
-      let rows: Record<string, unknown>[];
-      try {
-        ({ rows } = await driver.query(text, params));
-      } catch (err) {
-        if (!isLockTimeout(err)) throw err;
-        ctx.logger?.debug(
-          { bucketName: this.name, lockTimeoutMs: lockTimeoutMs(ctx) },
-          'ratelimit-lock-timeout',
-        );
-        // Fail closed: a bucket whose row lock cannot be won in time admits nobody.
-        return decision({
-          allowed: false,
-          remaining: 0,
-          retryAfterMs: Math.ceil(lockTimeoutMs(ctx)),
-          bucketName: this.name,
-          backend: 'postgres',
-        });
-      }
-      const row = rows[0];
-      if (row === undefined) {
-        if (attempt < CREATE_RACE_ATTEMPTS) continue;
-        throw new Error(`token bucket ${this.name}: its row kept appearing concurrently; try again`);
-      }
-      const tokens = toNumber(row.tokens);
-      const avail = toNumber(row.avail);
-      if (tokens === null || avail === null || tokens < 0) {
-        throw new RateLimitStoreCorrupt(this.name, 'postgres', `tokens is ${String(row.tokens)}`);
-      }
-      return this.toDecision(
-        row.allowed === true,
-        tokens,
-        avail,
-        count,
-        'postgres',
-        toNumber(row.prev_tokens),
-      );
-    }
-  }
-
-  private async peekPostgres(ctx: RateLimitContext): Promise<number> {
-    const driver = requireDriver(ctx, this.name);
-    const { rows } = await driver.query(sql('tokenBucketPeek', schemaOf(ctx)), [
-      this.name,
-      this.capacity,
-      this.refillPerSecond,
-    ]);
-    const row = rows[0];
-    if (row === undefined) return this.capacity;
-    const avail = toNumber(row.avail);
-    if (avail === null || avail < 0)
-      throw new RateLimitStoreCorrupt(this.name, 'postgres', `tokens is ${String(row.avail)}`);
-    return avail;
-  }
-
-  private toDecision(
-    allowed: boolean,
-    after: number,
-    avail: number,
-    count: number,
-    backend: RateLimitBackend,
-    prev: number | null,
-  ): RateLimitDecision {
+    const allowed = outcome.status === 'allowed';
     const retry = allowed
       ? 0
       : this.refillPerSecond > 0
-        ? retryMs(((count - avail) / this.refillPerSecond) * 1000)
+        ? retryMs(((count - outcome.available) / this.refillPerSecond) * 1000)
         : null;
     return decision({
       allowed,
-      remaining: after,
+      remaining: outcome.tokens,
       retryAfterMs: retry,
       bucketName: this.name,
-      backend,
-      previousState: { tokens: prev },
+      backend: outcome.backend,
+      previousState: { tokens: outcome.previousTokens },
     });
   }
 
@@ -422,9 +220,5 @@ export class TokenBucket {
       windowMs: null,
       style: null,
     });
-  }
-
-  private corrupt(reply: string[]): RateLimitStoreCorrupt {
-    return new RateLimitStoreCorrupt(this.name, 'redis', `hash holds tokens=${reply[1]} ts=${reply[2]}`);
   }
 }

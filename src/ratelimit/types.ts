@@ -3,6 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Clock } from '../clock.js';
 import type { Driver } from '../db/driver.js';
 import type { Logger } from '../obs/logger.js';
+import type { RateLimitStores } from './stores/rate-limit-stores.js';
 
 /** Where a rate limit keeps its state. `'memory'` is per process (tests, single-process dev). */
 export type RateLimitBackend = 'redis' | 'postgres' | 'memory';
@@ -11,10 +12,17 @@ export type RateLimitBackend = 'redis' | 'postgres' | 'memory';
 export type SlidingWindowStyle = 'log' | 'gcra';
 
 /**
- * The connections and settings a primitive needs for one call. The worker builds one per process
- * and passes it to every `acquire` / `release` / `peek`; non-job code does the same.
+ * The stores (or connections) and settings a primitive needs for one call. The worker builds one
+ * per process and passes it to every `acquire` / `release` / `peek`; non-job code does the same.
+ * Give either `stores` (see `rateLimitStoresFor`) or the connections (`redis`, `driver`, `schema`,
+ * `pgFallback`, `lockTimeoutMs`) from which the stores are built per call.
  */
 export interface RateLimitContext {
+  /**
+   * The stores to use; when set, `redis`, `driver`, `schema`, `pgFallback` and `lockTimeoutMs` are
+   * ignored (the stores were built with them). `'memory'` primitives keep their own store on `clock`.
+   */
+  stores?: RateLimitStores | null;
   /** ioredis client, for `backend: 'redis'` primitives. */
   redis?: Redis | null;
   /** Postgres driver, for `'postgres'` primitives, reservations and the Redis fallback. */
@@ -30,7 +38,7 @@ export interface RateLimitContext {
   pgFallback?: boolean;
   /** Where warnings go (fallbacks, resets, rollback failures). Default: silent. */
   logger?: Logger;
-  /** Prefix of every Redis key. Default `'taskq:rl:'`; a registry passes its own. */
+  /** Prefix of every Redis key. Default `'taskq:rl:'` (or the Redis store's own); a registry passes its own. */
   redisKeyPrefix?: string;
   /**
    * How long a Postgres acquire waits for a contended bucket row lock before it gives up and

@@ -1,13 +1,9 @@
-import type { Redis } from 'ioredis';
-
 import type { AnyActor } from '../actor.js';
 import type { Clock } from '../clock.js';
-import type { Driver } from '../db/driver.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { MissingProvider } from '../errors/missing-provider-error.js';
 import { TaskQError } from '../errors/taskq-error.js';
 import type { Logger } from '../obs/logger.js';
-import { closeOwnedRedis, createOwnedRedis } from '../progress/redis-progress-publisher.js';
 import { collectActorPrimitives, missingNames, syncRateLimitBuckets } from '../ratelimit/actor-limits.js';
 import { ConcurrencyReservation, syncSlots } from '../ratelimit/concurrency-reservation.js';
 import type { AcquiredResource } from '../ratelimit/handles.js';
@@ -15,6 +11,7 @@ import { ReservationUnavailable } from '../ratelimit/errors.js';
 import { isKeyedRateLimitRef, isKeyedReservationRef } from '../ratelimit/keyed-refs.js';
 import { queueConcurrencyReservationName } from '../ratelimit/names.js';
 import type { ActorLimitEntry, RateLimitRegistry } from '../ratelimit/registry.js';
+import type { RateLimitStores } from '../ratelimit/stores/rate-limit-stores.js';
 import { KEYED_IDLE_THRESHOLD_MS, type RateLimitContext } from '../ratelimit/types.js';
 import type { WorkerSettings } from '../settings/worker-settings.js';
 import { BucketTurns } from './bucket-turns.js';
@@ -28,17 +25,25 @@ export interface QueueCap {
 
 /** What the gate needs from the worker. */
 export interface RateLimitGateOptions {
+  /** Where the actors' names resolve; the gate registers the declared instances and queue caps in it. */
   registry: RateLimitRegistry;
+  /** The worker's actors, by name. */
   actors: ReadonlyMap<string, AnyActor>;
+  /** The worker's id (a UUID): the holder of its reservation slots. */
   workerId: string;
+  /** The worker's settings (`schema`, `lockLeaseMs` for slot leases and queue caps). */
   settings: WorkerSettings;
-  /** Dispatcher pool: acquisitions, releases, slot sync. Null on the in-memory backend. */
-  driver: Driver | null;
-  /** Heartbeat pool: lease renewals, so they are not queued behind dispatch. */
-  heartbeatDriver: Driver | null;
-  /** The user's Redis client (not closed by the gate); default one built from `settings.redisUrl`. */
-  redis?: Redis | null;
+  /**
+   * Where the state lives (see `rateLimitStoresFor`): `shared` for acquisitions, releases, slot
+   * sync and the leader sweep; `leases` for the heartbeat's renewals; `redis` for Redis-backed
+   * limits (opened at start when an actor needs it; null: declaring one is a startup error).
+   */
+  stores: RateLimitStores;
+  /** `close()` also closes `stores` (they were built for this gate alone). Default false. */
+  closeStores?: boolean;
+  /** Clock of memory-backed primitives. */
   clock: Clock;
+  /** The worker's logger (the gate logs as `component: 'ratelimit'`). */
   logger: Logger;
 }
 
@@ -78,7 +83,6 @@ export class RateLimitGate {
   private readonly registry: RateLimitRegistry;
   private readonly ctx: RateLimitContext;
   private readonly heartbeatCtx: RateLimitContext;
-  private ownedRedis: Redis | null = null;
   private readonly capped = new Set<string>();
   private readonly logger: Logger;
   /** This worker's jobs waiting out a rate limit's denial, in turns per limit. */
@@ -87,15 +91,9 @@ export class RateLimitGate {
   constructor(private readonly options: RateLimitGateOptions) {
     this.registry = options.registry;
     this.logger = options.logger.child({ component: 'ratelimit' });
-    this.ctx = {
-      driver: options.driver,
-      schema: options.settings.schema,
-      clock: options.clock,
-      pgFallback: options.settings.rateLimitPgFallbackEnabled,
-      logger: this.logger,
-      redis: options.redis ?? null,
-    };
-    this.heartbeatCtx = { ...this.ctx, driver: options.heartbeatDriver ?? options.driver };
+    const stores = options.stores;
+    this.ctx = { stores, clock: options.clock, logger: this.logger };
+    this.heartbeatCtx = { ...this.ctx, stores: { ...stores, shared: stores.leases ?? stores.shared } };
   }
 
   /** True when some actor declares a limit or a queue cap applies (otherwise the gate is skipped). */
@@ -116,39 +114,30 @@ export class RateLimitGate {
     if (missing.length > 0) throw new MissingProvider(missing);
     for (const { queue, maxConcurrent } of caps) {
       const name = queueConcurrencyReservationName(queue);
+      // A queue cap's slots live in the shared store: Postgres, or memory on the in-memory backend.
       this.registry.registerQueueCapReservation(
-        new ConcurrencyReservation(name, {
-          slots: maxConcurrent,
-          lease: this.options.settings.lockLeaseMs,
-          ...(this.options.driver ? {} : { clock: this.options.clock }),
-        }),
+        new ConcurrencyReservation(name, { slots: maxConcurrent, lease: this.options.settings.lockLeaseMs }),
       );
       this.capped.add(queue);
     }
-    if (this.options.driver) {
-      const pgReservations = [...this.registry.reservations.values()].filter((r) => r.backend === 'postgres');
-      let synced: Awaited<ReturnType<typeof syncSlots>>;
-      try {
-        synced = await syncSlots(pgReservations, {
-          driver: this.options.driver,
-          schema: this.options.settings.schema,
-        });
-      } catch (err) {
-        // The worker must not run with slots it could not create (the cap would not hold), and
-        // the driver's error alone does not say which reservations were being synced.
-        const names = pgReservations.map((r) => r.name).join(', ');
-        throw new TaskQError(
-          'TASKQ_RESERVATION_SYNC_FAILED',
-          `the worker did not start: syncing the slots of reservations [${names}] in schema ` +
-            `${this.options.settings.schema} failed: ${err instanceof Error ? err.message : String(err)}`,
-          { cause: err },
-        );
-      }
-      if (synced.skippedHeld.length > 0)
-        this.logger.warn({ ...synced }, 'reservation-sync-skipped-held-slots');
+    const shared = [...this.registry.reservations.values()].filter((r) => r.backend !== 'memory');
+    let synced: Awaited<ReturnType<typeof syncSlots>>;
+    try {
+      synced = await syncSlots(shared, { store: this.options.stores.shared });
+    } catch (err) {
+      // The worker must not run with slots it could not create (the cap would not hold), and
+      // the store's error alone does not say which reservations were being synced.
+      const names = shared.map((r) => r.name).join(', ');
+      throw new TaskQError(
+        'TASKQ_RESERVATION_SYNC_FAILED',
+        `the worker did not start: syncing the slots of reservations [${names}] in schema ` +
+          `${this.options.settings.schema} failed: ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
     }
-    await this.connectRedis(actors);
-    if (this.options.driver) await syncRateLimitBuckets(this.registry, this.ctx);
+    if (synced.skippedHeld.length > 0) this.logger.warn({ ...synced }, 'reservation-sync-skipped-held-slots');
+    await this.openRedis(actors);
+    await syncRateLimitBuckets(this.registry, this.ctx);
     this.logger.info(
       {
         rateLimits: this.registry.rateLimits.size,
@@ -159,36 +148,21 @@ export class RateLimitGate {
     );
   }
 
-  private async connectRedis(actors: readonly AnyActor[]): Promise<void> {
+  /** Opens the Redis store when a Redis-backed limit is declared (an outage then is not fatal). */
+  private async openRedis(actors: readonly AnyActor[]): Promise<void> {
     const needsRedis =
       [...this.registry.rateLimits.values()].some((p) => p.backend === 'redis') ||
       actors.some((a) => a.rateLimits.some(usesRedis));
-    if (!needsRedis || this.ctx.redis) return;
-    const url = this.options.settings.redisUrl;
-    if (!url) {
+    if (!needsRedis) return;
+    const redis = this.options.stores.redis;
+    if (!redis) {
       throw new InvalidArgumentError(
         'redisUrl',
         null,
         'a Redis-backed rate limit is declared: set TASKQ_REDIS_URL (or pass a redis client), or declare the limit with backend "postgres"',
       );
     }
-    const redis = createOwnedRedis(url, 'redisUrl', { connectionName: 'taskq-ratelimit', lazyConnect: true });
-    let lastWarn = 0;
-    redis.on('error', (err: Error) => {
-      // ioredis reports every failed reconnect; one line per 10 s is enough.
-      if (Date.now() - lastWarn < 10_000) return;
-      lastWarn = Date.now();
-      this.logger.warn({ err: err.message }, 'ratelimit-redis-error');
-    });
-    this.ownedRedis = redis;
-    this.ctx.redis = redis;
-    this.heartbeatCtx.redis = redis;
-    try {
-      await redis.connect();
-    } catch (err) {
-      // Not fatal: acquisitions fall back to Postgres (or surface the error) until Redis is back.
-      this.logger.warn({ err: (err as Error).message }, 'ratelimit-redis-unavailable-at-start');
-    }
+    await redis.open?.();
   }
 
   /** True when this job has anything to acquire. */
@@ -364,16 +338,14 @@ export class RateLimitGate {
     );
   }
 
-  /** Leader: deletes keyed rows idle for an hour fleet-wide (Postgres only). */
+  /** Leader: deletes keyed state idle for an hour fleet-wide from the shared store. */
   async sweepFleet(): Promise<void> {
-    if (!this.options.driver) return;
     const r = await this.registry.sweepIdleKeyedRows(KEYED_IDLE_THRESHOLD_MS, this.ctx);
     this.logger.debug({ ...r }, 'ratelimit-keyed-rows-swept');
   }
 
-  /** Closes the Redis client the gate opened. */
+  /** Closes the stores when they were built for this gate (`closeStores`); else nothing. */
   async close(): Promise<void> {
-    if (this.ownedRedis) await closeOwnedRedis(this.ownedRedis);
-    this.ownedRedis = null;
+    if (this.options.closeStores) await this.options.stores.close?.();
   }
 }

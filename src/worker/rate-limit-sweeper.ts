@@ -8,7 +8,8 @@ export const RATE_LIMIT_SWEEP_INTERVAL_MS = 30_000;
 /**
  * Every 30 s: every worker forgets keyed limits idle for an hour (they re-materialise on next use,
  * so a worker that saw many tenants does not grow without bound); the maintenance leader also
- * deletes keyed Postgres rows idle for an hour fleet-wide (rows of a process that died).
+ * deletes keyed state idle for an hour from the shared store, fleet-wide (rows of a process that
+ * died).
  */
 export class RateLimitSweeper extends LoopService {
   constructor(

@@ -274,9 +274,12 @@ export class Worker {
     const caps = await this.queueCaps();
     if (!this.options.rateLimitRegistry && !RateLimitGate.wanted(this.actors.values(), caps)) return;
     const s = this.settings;
-    // Replaced by the rate-limit stores the backend provides (issue 61, point 3).
-    const pg = this.backend.kind === 'postgres' ? (this.backend as unknown as { driver: Driver }) : null;
-    const hb = pg;
+    const stores = this.backend.rateLimitStores({
+      redis: this.options.redis ?? null,
+      redisUrl: s.redisUrl,
+      pgFallback: s.rateLimitPgFallbackEnabled,
+      logger: this.logger.child({ component: 'ratelimit' }),
+    });
     this.limits = new RateLimitGate({
       registry:
         this.options.rateLimitRegistry ??
@@ -288,9 +291,8 @@ export class Worker {
       actors: this.actors,
       workerId: this.workerId,
       settings: s,
-      driver: pg?.driver ?? null,
-      heartbeatDriver: hb?.driver ?? null,
-      redis: this.options.redis ?? null,
+      stores,
+      closeStores: true,
       clock: new SystemClock(),
       logger: this.logger,
     });

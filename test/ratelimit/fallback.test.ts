@@ -4,26 +4,119 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import {
+  FallbackRateLimitStore,
+  PostgresRateLimitStore,
   RateLimitRegistry,
   RateLimitStoreUnavailable,
+  RedisRateLimitStore,
   SlidingWindow,
   TokenBucket,
   isRedisConnectionError,
+  type TokenBucketSpec,
 } from '../../src/ratelimit/index.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
 import { captureLogger, uniqueName } from './conformance.js';
-import { deadRedis } from './helpers.js';
+import { deadRedis, dropPrefix, testRedis, uniquePrefix } from './helpers.js';
+import { defineRateLimitStoreConformance } from './store-conformance.js';
 
 let db: TestSchema;
 let dead: Redis;
+let live: Redis;
+const prefix = uniquePrefix();
 
 beforeAll(async () => {
   db = await migratedSchema('rl_fb');
   dead = deadRedis();
+  live = testRedis();
 });
 afterAll(async () => {
   dead.disconnect();
+  await dropPrefix(live, prefix);
+  live.disconnect();
   await db.drop();
+});
+
+const pgStore = (): PostgresRateLimitStore =>
+  new PostgresRateLimitStore({ driver: db.driver, schema: db.schema });
+
+// During an outage the composition is the fallback store, operation for operation.
+defineRateLimitStoreConformance('Redis down, falling back to Postgres', () => ({
+  store: () => new FallbackRateLimitStore(new RedisRateLimitStore({ redis: dead }), pgStore()),
+  decidedBy: 'postgres',
+  elapse: (ms) => new Promise((r) => setTimeout(r, ms)),
+  holdsSlots: false,
+  publishes: true,
+  sweeps: false,
+}));
+
+describe('FallbackRateLimitStore', () => {
+  const bucket = (): TokenBucketSpec => ({
+    name: uniqueName('fbs'),
+    capacity: 2,
+    refillPerSecond: 0,
+    ttlMs: 60_000,
+    keyed: false,
+    backend: 'redis',
+  });
+
+  it('decides on the primary while it is up; forBackend finds either member', async () => {
+    const primary = new RedisRateLimitStore({ redis: live, keyPrefix: prefix });
+    const fallback = pgStore();
+    const store = new FallbackRateLimitStore(primary, fallback);
+    expect(store.backend).toBe('redis');
+    expect((await store.acquireTokens(bucket(), 1)).backend).toBe('redis');
+    expect(store.forBackend('redis')).toBe(primary);
+    expect(store.forBackend('postgres')).toBe(fallback);
+    expect(store.forBackend('memory')).toBeNull();
+  });
+
+  it('a refund through the composition goes to the primary and never falls back', async () => {
+    const store = new FallbackRateLimitStore(new RedisRateLimitStore({ redis: dead }), pgStore());
+    const err = await store.refundTokens(bucket(), 1).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(RateLimitStoreUnavailable);
+    expect((err as RateLimitStoreUnavailable).reason).toMatch(/^refund failed: /);
+  });
+
+  it('disabled or without a fallback, the outage surfaces with the reason', async () => {
+    const primary = new RedisRateLimitStore({ redis: dead });
+    const off = await new FallbackRateLimitStore(primary, pgStore(), { enabled: false })
+      .acquireTokens(bucket(), 1)
+      .catch((e: unknown) => e);
+    expect(off).toBeInstanceOf(RateLimitStoreUnavailable);
+    expect((off as Error).message).toMatch(/fallback disabled/);
+    expect(isRedisConnectionError((off as Error).cause)).toBe(true);
+    const none = await new FallbackRateLimitStore(primary, null)
+      .peekTokens(bucket())
+      .catch((e: unknown) => e);
+    expect(none).toBeInstanceOf(RateLimitStoreUnavailable);
+    expect((none as Error).message).toMatch(/no ctx\.driver to fall back to Postgres/);
+  });
+
+  it('a reset on the primary clears the fallback state too; a failure there is only logged', async () => {
+    const logger = captureLogger();
+    const primary = new RedisRateLimitStore({ redis: live, keyPrefix: prefix });
+    const b = bucket();
+    const fallback = pgStore();
+    await fallback.acquireTokens(b, 2); // state left by an earlier outage
+    await new FallbackRateLimitStore(primary, fallback, { logger }).resetBucket(b.name, 'token_bucket');
+    expect((await fallback.peekTokens(b)).available).toBe(2);
+    const broken = new PostgresRateLimitStore({ driver: db.driver, schema: 'no_such_schema_here' });
+    await new FallbackRateLimitStore(primary, broken, { logger }).resetBucket(b.name, 'token_bucket');
+    expect(logger.entries.some((e) => e.msg === 'ratelimit-reset-fallback-state-failed')).toBe(true);
+  });
+
+  it('withKeyPrefix applies to the primary and keeps the fallback', async () => {
+    const primary = new RedisRateLimitStore({ redis: live, keyPrefix: prefix });
+    const store = new FallbackRateLimitStore(primary, pgStore());
+    const other = `${prefix}other:`;
+    const view = store.withKeyPrefix(other);
+    expect(store.withKeyPrefix(prefix)).toBe(store);
+    expect(store.withKeyPrefix(other)).toBe(view);
+    const b = bucket();
+    await view.acquireTokens(b, 1);
+    expect(await live.exists(`${other}tb:${b.name}`)).toBe(1);
+    expect(await live.exists(`${prefix}tb:${b.name}`)).toBe(0);
+  });
 });
 
 describe('Redis unreachable', () => {

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 
 import { FakeClock } from '../../src/testing/fake-clock.js';
-import { RateLimitBackendMissing, SlidingWindow, TokenBucket } from '../../src/ratelimit/index.js';
+import {
+  MemoryRateLimitStore,
+  RateLimitBackendMissing,
+  SlidingWindow,
+  TokenBucket,
+} from '../../src/ratelimit/index.js';
 import {
   captureLogger,
   defineReservationConformance,
@@ -9,6 +14,7 @@ import {
   defineTokenBucketConformance,
   type ConformanceHarness,
 } from './conformance.js';
+import { defineRateLimitStoreConformance } from './store-conformance.js';
 
 function memoryHarness(): ConformanceHarness {
   const clock = new FakeClock(Date.UTC(2025, 0, 1));
@@ -26,6 +32,19 @@ defineTokenBucketConformance(memoryHarness);
 defineSlidingWindowConformance(memoryHarness, 'log');
 defineSlidingWindowConformance(memoryHarness, 'gcra');
 defineReservationConformance(memoryHarness);
+
+defineRateLimitStoreConformance('memory', () => {
+  const clock = new FakeClock(Date.UTC(2025, 0, 1));
+  return {
+    store: () => new MemoryRateLimitStore({ clock }),
+    async elapse(ms) {
+      clock.advance(ms);
+    },
+    holdsSlots: true,
+    publishes: false,
+    sweeps: true,
+  };
+});
 
 describe('memory backend specifics', () => {
   it('the guide example: drain 10, deny, one second refills', async () => {

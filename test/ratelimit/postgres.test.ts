@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import {
   ConcurrencyReservation,
+  PostgresRateLimitStore,
   RateLimitBackendMissing,
   RateLimitStoreCorrupt,
   RateLimitStoreUnavailable,
@@ -21,6 +22,7 @@ import {
   uniqueName,
   type ConformanceHarness,
 } from './conformance.js';
+import { defineRateLimitStoreConformance } from './store-conformance.js';
 
 let db: TestSchema;
 
@@ -44,6 +46,14 @@ defineTokenBucketConformance(pgHarness);
 defineSlidingWindowConformance(pgHarness, 'log');
 defineSlidingWindowConformance(pgHarness, 'gcra');
 defineReservationConformance(pgHarness);
+
+defineRateLimitStoreConformance('postgres', () => ({
+  store: () => new PostgresRateLimitStore({ driver: db.driver, schema: db.schema }),
+  elapse: (ms) => new Promise((r) => setTimeout(r, ms)),
+  holdsSlots: true,
+  publishes: true,
+  sweeps: true,
+}));
 
 /** Holds the row lock of bucket `name` in another session until `release()` is called. */
 async function holdRowLock(name: string): Promise<{ release(): Promise<void> }> {

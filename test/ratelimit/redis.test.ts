@@ -3,12 +3,13 @@ import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import * as LUA from '../../src/ratelimit/lua.generated.js';
+import * as LUA from '../../src/ratelimit/stores/redis/lua.generated.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import {
   RateLimitRegistry,
   RateLimitBackendMissing,
   RateLimitStoreCorrupt,
+  RedisRateLimitStore,
   SlidingWindow,
   TokenBucket,
 } from '../../src/ratelimit/index.js';
@@ -19,6 +20,7 @@ import {
   uniqueName,
   type ConformanceHarness,
 } from './conformance.js';
+import { defineRateLimitStoreConformance } from './store-conformance.js';
 import { dropPrefix, testRedis, uniquePrefix } from './helpers.js';
 
 let redis: Redis;
@@ -46,6 +48,18 @@ function redisHarness(): ConformanceHarness {
 defineTokenBucketConformance(redisHarness);
 defineSlidingWindowConformance(redisHarness, 'log');
 defineSlidingWindowConformance(redisHarness, 'gcra');
+
+defineRateLimitStoreConformance('redis', () => {
+  const prefix = uniquePrefix();
+  prefixes.push(prefix);
+  return {
+    store: () => new RedisRateLimitStore({ redis, keyPrefix: prefix }),
+    elapse: (ms) => new Promise((r) => setTimeout(r, ms)),
+    holdsSlots: false,
+    publishes: false,
+    sweeps: false,
+  };
+});
 
 describe('redis backend specifics', () => {
   it('keys are {prefix}{tb|gcra|swlog}:{name} and carry the documented TTLs', async () => {

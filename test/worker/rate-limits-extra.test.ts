@@ -23,6 +23,7 @@ import {
   keyedRateLimit,
   keyedReservation,
   queueConcurrencyReservationName,
+  rateLimitStoresFor,
   type RateLimitContext,
 } from '../../src/ratelimit/index.js';
 import { loadWorkerSettings } from '../../src/settings/load-worker-settings.js';
@@ -62,8 +63,7 @@ function gateFor(registry: RateLimitRegistry, a: AnyActor, logger: Logger = sile
     workerId: randomUUID(),
     settings: loadWorkerSettings({ overrides: { pgDsn: TEST_DSN, schema: db.schema, queues: [QUEUE] } })
       .settings,
-    driver: db.driver,
-    heartbeatDriver: db.driver,
+    stores: rateLimitStoresFor({ driver: db.driver, schema: db.schema }),
     clock: new SystemClock(),
     logger,
   });

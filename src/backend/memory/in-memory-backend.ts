@@ -4,7 +4,13 @@ import type { Clock } from '../../clock.js';
 import { SystemClock } from '../../clock.js';
 import type { ClientLike } from '../../db/driver.js';
 import { MaxPendingExceededError, SingletonCollisionError } from '../../errors/backpressure-errors.js';
-import { BACKEND_PROTOCOL_VERSION, type Backend, type JobPage } from '../backend.js';
+import { rateLimitStoresFor, type RateLimitStores } from '../../ratelimit/stores/rate-limit-stores.js';
+import {
+  BACKEND_PROTOCOL_VERSION,
+  type Backend,
+  type JobPage,
+  type RateLimitStoreOptions,
+} from '../backend.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
 import { ACTIVE_STATUSES, RETRYABLE_TERMINAL_STATUSES } from '../state-machine.js';
 import type {
@@ -621,6 +627,17 @@ export class InMemoryBackend implements Backend {
     };
     this.queues.set(queue, row);
     return clone(row);
+  }
+
+  /** A memory store on this backend's clock (and Redis when given: its fallback is not memory). */
+  rateLimitStores(o: RateLimitStoreOptions): RateLimitStores & { close(): Promise<void> } {
+    return rateLimitStoresFor({
+      clock: this.clock,
+      redis: o.redis ?? null,
+      redisUrl: o.redisUrl ?? null,
+      pgFallback: o.pgFallback,
+      logger: o.logger,
+    });
   }
 
   /** Nothing to migrate in memory: always ready. */

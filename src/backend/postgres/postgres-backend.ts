@@ -17,7 +17,14 @@ import {
   validateSchemaName,
   wakeChannel,
 } from '../../schema-name.js';
-import { BACKEND_PROTOCOL_VERSION, type Backend, type JobPage } from '../backend.js';
+import { SystemClock } from '../../clock.js';
+import { rateLimitStoresFor, type RateLimitStores } from '../../ratelimit/stores/rate-limit-stores.js';
+import {
+  BACKEND_PROTOCOL_VERSION,
+  type Backend,
+  type JobPage,
+  type RateLimitStoreOptions,
+} from '../backend.js';
 import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 import { isTerminal } from '../state-machine.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
@@ -543,6 +550,19 @@ export class PostgresBackend implements Backend {
   async setQueueMaxConcurrent(queue: string, maxConcurrent: number | null): Promise<QueueConfigRow> {
     const cap = checkQueueCap(queue, maxConcurrent);
     return toQueueConfigRow((await this.run('upsertQueueMaxConcurrent', [queue, cap]))[0]!);
+  }
+
+  rateLimitStores(o: RateLimitStoreOptions): RateLimitStores & { close(): Promise<void> } {
+    return rateLimitStoresFor({
+      driver: this.driver,
+      leaseDriver: this.heartbeatDriver,
+      schema: this.schema,
+      redis: o.redis ?? null,
+      redisUrl: o.redisUrl ?? null,
+      clock: new SystemClock(),
+      pgFallback: o.pgFallback,
+      logger: o.logger,
+    });
   }
 
   async verifySchema(): Promise<void> {

@@ -3,7 +3,9 @@
 -- requests pass at once, then one per T.
 -- KEYS[1] window key
 -- ARGV: mode ('acquire' | 'peek' | 'refund'), limit, window (ms), ttl (ms)
--- Reply: { status, remaining, retry after (us), previous TAT (us, or '') }.
+-- Reply: { status, debt (us), previous TAT (us, or '') }. The debt is the TAT this call reached (or,
+-- denied, would have reached) minus now; peek reports the current TAT minus now. The caller derives
+-- the remaining estimate and the retry hint from it.
 local key = KEYS[1]
 local mode = ARGV[1]
 local limit = tonumber(ARGV[2])
@@ -23,7 +25,7 @@ local stored = nil
 if raw ~= false then
   stored = tonumber(raw)
   if stored == nil or stored ~= stored or stored == math.huge or stored == -math.huge then
-    return { 'corrupt', tostring(raw), '0', '' }
+    return { 'corrupt', tostring(raw), '' }
   end
 end
 local tat = stored or now
@@ -35,29 +37,13 @@ if stored ~= nil then
   prev = string.format('%.0f', stored)
 end
 
-local function remaining_at(v)
-  local r = math.floor((window_us - (v - now)) / interval + 1e-9)
-  if r < 0 then
-    r = 0
-  end
-  return r
-end
-
 if mode == 'peek' then
-  local r = remaining_at(tat)
-  local retry = 0
-  if r < 1 then
-    retry = tat + interval - window_us - now
-    if retry < 0 then
-      retry = 0
-    end
-  end
-  return { 'peek', tostring(r), num(retry), prev }
+  return { 'peek', num(tat - now), prev }
 end
 
 if mode == 'refund' then
   if stored == nil then
-    return { 'refund', tostring(remaining_at(now)), '0', prev }
+    return { 'refund', '0', prev }
   end
   local back = tat - interval
   if back <= now then
@@ -66,13 +52,12 @@ if mode == 'refund' then
   else
     redis.call('SET', key, string.format('%.0f', back), 'PX', ttl_ms)
   end
-  return { 'refund', tostring(remaining_at(back)), '0', prev }
+  return { 'refund', num(back - now), prev }
 end
 
 local new_tat = tat + interval
-local allow_at = new_tat - window_us
-if now < allow_at then
-  return { 'denied', '0', num(allow_at - now), prev }
+if now < new_tat - window_us then
+  return { 'denied', num(new_tat - now), prev }
 end
 redis.call('SET', key, string.format('%.0f', new_tat), 'PX', ttl_ms)
-return { 'allowed', tostring(remaining_at(new_tat)), '0', prev }
+return { 'allowed', num(new_tat - now), prev }
