@@ -3,6 +3,7 @@ import { FakeClock } from '../../src/testing/fake-clock.js';
 import { defineBackendContract, type ContractHarness } from './backend-contract.js';
 import { defineWorkerBackendContract } from './worker-backend-contract.js';
 import { defineMaintenanceContract } from './maintenance-contract.js';
+import { defineOperatorConfigContract } from './operator-config-contract.js';
 
 async function harness(): Promise<ContractHarness> {
   const clock = new FakeClock(Date.now());
@@ -67,3 +68,4 @@ async function harness(): Promise<ContractHarness> {
 defineBackendContract('InMemoryBackend', harness);
 defineWorkerBackendContract('InMemoryBackend', harness);
 defineMaintenanceContract('InMemoryBackend', harness);
+defineOperatorConfigContract('InMemoryBackend', harness);

@@ -3,6 +3,7 @@ import { migratedSchema } from '../helpers/db.js';
 import { defineBackendContract, type ContractHarness } from './backend-contract.js';
 import { defineWorkerBackendContract } from './worker-backend-contract.js';
 import { defineMaintenanceContract } from './maintenance-contract.js';
+import { defineOperatorConfigContract } from './operator-config-contract.js';
 
 async function harness(): Promise<ContractHarness> {
   const db = await migratedSchema('contract');
@@ -84,3 +85,4 @@ async function harness(): Promise<ContractHarness> {
 defineBackendContract('PostgresBackend', harness);
 defineWorkerBackendContract('PostgresBackend', harness);
 defineMaintenanceContract('PostgresBackend', harness);
+defineOperatorConfigContract('PostgresBackend', harness);
