@@ -10,6 +10,7 @@ import type { WatchReclaimsOptions } from './reclaim-watcher.js';
 import type { Driver } from '../db/driver.js';
 import { TASKQ_SESSION_SETTINGS } from '../db/session-settings.js';
 import { PgDriver } from '../db/pg-driver.js';
+import { validateConnectionString } from '../db/connection-string.js';
 import { toMs, type Duration } from '../duration.js';
 import { TaskQStateError } from '../errors/client-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
@@ -113,9 +114,7 @@ export class TaskQ implements AsyncDisposable {
         'give exactly one of dsn, pool, poolFactory or driver',
       );
     }
-    if (options.dsn !== undefined && (typeof options.dsn !== 'string' || options.dsn.trim() === '')) {
-      throw new InvalidArgumentError('TaskQ.open.dsn', options.dsn, 'must be a non-empty connection string');
-    }
+    if (options.dsn !== undefined) validateConnectionString(options.dsn, 'TaskQ.open.dsn');
     const schema = validateSchemaName(options.schema ?? 'taskq', 'TaskQ.open.schema');
     const logger = options.logger ?? silentLogger;
     const redis = TaskQ.redisOf(options);
