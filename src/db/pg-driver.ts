@@ -2,13 +2,8 @@ import pg from 'pg';
 
 import { maskConnectionString, pgConnectionSettings } from './connection-string.js';
 import { connectionErrorOf } from './connection-failure.js';
-import {
-  copyFromClient,
-  type DedicatedConnection,
-  type Driver,
-  type Executor,
-  type QueryResult,
-} from './driver.js';
+import type { DedicatedConnection, Driver, Executor, QueryResult } from './driver.js';
+import { copyFromClient } from './pg-copy.js';
 
 /**
  * How to reach a Postgres server: a connection string (a `postgres://` URL or libpq key=value

@@ -1,3 +1,6 @@
+// Types only (erased from the build): the package itself is loaded on first use.
+import type { PGlite } from '@electric-sql/pglite';
+
 import { isPackageNotFound, MissingDependencyError } from '../errors/missing-dependency-error.js';
 import type { DedicatedConnection, Driver, Executor, QueryResult } from './driver.js';
 
@@ -55,9 +58,9 @@ export class PgliteDriver implements Driver {
    * @throws MissingDependencyError when `@electric-sql/pglite` is not installed
    */
   static async open(dataDir?: string): Promise<PgliteDriver> {
-    let mod: typeof import('@electric-sql/pglite');
+    let PGliteClass: typeof PGlite;
     try {
-      mod = await import('@electric-sql/pglite');
+      ({ PGlite: PGliteClass } = await import('@electric-sql/pglite'));
     } catch (err) {
       if (!isPackageNotFound(err, PGLITE_PACKAGE)) throw err;
       throw new MissingDependencyError(
@@ -67,7 +70,7 @@ export class PgliteDriver implements Driver {
         { alternative: 'set TASKQ_PG_DSN to run on a Postgres server', cause: err },
       );
     }
-    const db = dataDir ? new mod.PGlite(dataDir) : new mod.PGlite();
+    const db = dataDir ? new PGliteClass(dataDir) : new PGliteClass();
     await db.waitReady;
     return new PgliteDriver(db as unknown as PgliteDatabase, true);
   }
