@@ -225,23 +225,22 @@ async function main() {
         'taskq dev',
       );
 
-      step('a TypeScript --module without tsx, then with it');
+      step('a TypeScript --module without tsx, then with it (taskq worker and taskq dev)');
       writeFileSync(join(project, 'actors.ts'), `${files.get('actors.mjs')}\n`);
       const worker = ['taskq', 'worker', '--module', './actors.ts', '--queues', 'emails', '--until-idle'];
-      expectRefusal(
-        run('npx', worker, { cwd: project, env, allowFail: true }),
-        2,
-        'npm install -D tsx',
-        'without tsx',
-      );
+      const dev = ['taskq', 'dev', '--module', './actors.ts', '--until-idle'];
+      for (const args of [worker, dev]) {
+        const r = run('npx', args, { cwd: project, env, allowFail: true });
+        expectRefusal(r, 2, 'npm install -D tsx', `taskq ${args[1]} without tsx`);
+      }
       run('npm', ['install', '-D', 'tsx'], { cwd: project, env, timeout: 10 * MINUTE });
-      writeFileSync(
-        join(project, 'enqueue-again.mjs'),
-        files.get('enqueue.mjs').replace("'welcome:42'", "'welcome:ts'"),
-      );
-      const enqueued = run('node', ['enqueue-again.mjs'], { cwd: project, env });
-      run('npx', worker, { cwd: project, env });
-      await expectSucceeded(pool, schema, enqueued, 'with tsx');
+      const again = files.get('enqueue.mjs');
+      for (const [i, args] of [worker, dev].entries()) {
+        writeFileSync(join(project, 'enqueue-again.mjs'), again.replace("'welcome:42'", `'welcome:ts${i}'`));
+        const enqueued = run('node', ['enqueue-again.mjs'], { cwd: project, env });
+        run('npx', args, { cwd: project, env });
+        await expectSucceeded(pool, schema, enqueued, `taskq ${args[1]} with tsx`);
+      }
 
       step('tsc --strict --skipLibCheck false against the installed package (ESM and CommonJS files)');
       // .mts is an ES module and .cts a CommonJS one whatever the project's "type".

@@ -13,6 +13,7 @@ import type { CliIo } from '../../src/cli/io.js';
 import { CliExit } from '../../src/cli/io.js';
 import { runCli } from '../../src/cli/main.js';
 import { loadActorModule } from '../../src/cli/worker-command.js';
+import { isPackageNotFound, MissingDependencyError } from '../../src/errors/missing-dependency-error.js';
 import { TASKQ_VERSION } from '../../src/version.js';
 import { REPO_ROOT } from '../fixtures/cli/run-cli-process.js';
 
@@ -130,5 +131,31 @@ describe('connection strings in the CLI', () => {
   it('`migrate sql`, which never connects, does not read TASKQ_PG_DSN', async () => {
     const cli = io({ TASKQ_PG_DSN: 'mysql://db/app' });
     expect(await runCli(['migrate', 'sql'], cli)).toBe(0);
+  });
+});
+
+describe('an optional package that is not installed', () => {
+  it('is told apart from a failure inside an installed package, and named with its install command', async () => {
+    const missing = await import('@electric-sql/pglite-not-installed' as string).catch((e: unknown) => e);
+    expect(isPackageNotFound(missing, '@electric-sql/pglite-not-installed')).toBe(true);
+    expect(isPackageNotFound(missing, '@electric-sql/pglite')).toBe(false);
+    expect(
+      isPackageNotFound(new Error("Cannot find package '@electric-sql/pglite'"), '@electric-sql/pglite'),
+    ).toBe(false);
+    const err = new MissingDependencyError(
+      '@electric-sql/pglite',
+      'The embedded Postgres',
+      'npm install -D @electric-sql/pglite',
+      {
+        alternative: 'set TASKQ_PG_DSN',
+        cause: missing,
+      },
+    );
+    expect(err.code).toBe('TASKQ_MISSING_DEPENDENCY');
+    expect(err.message).toBe(
+      'The embedded Postgres needs the package @electric-sql/pglite, which is not installed. ' +
+        'Install it: npm install -D @electric-sql/pglite; or set TASKQ_PG_DSN',
+    );
+    expect(err.cause).toBe(missing);
   });
 });
