@@ -70,7 +70,7 @@ async function runBuiltInDemo(io: CliIo, dataDir: string, dsn: string | null): P
  * Opens the embedded database in `dataDir`.
  * @throws CliExit (2) naming the package to install when PGlite is not installed
  */
-export async function openEmbedded(dataDir: string): Promise<PgliteDriver> {
+async function openEmbedded(dataDir: string): Promise<PgliteDriver> {
   try {
     mkdirSync(dataDir, { recursive: true });
     return await PgliteDriver.open(dataDir);
