@@ -112,7 +112,7 @@ export {
   type MigrationPhase,
 } from './migrations/migrator.js';
 export { PgDriver, type PgDriverOptions } from './db/pg-driver.js';
-export { PgliteDriver } from './db/pglite-driver.js';
+export { PgliteDriver, type PgliteDatabase } from './db/pglite-driver.js';
 export type { Driver, Executor, DedicatedConnection, ClientLike } from './db/driver.js';
 export * from './errors/index.js';
 export {

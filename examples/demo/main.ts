@@ -14,6 +14,7 @@ import {
   type JobRow,
   type Logger,
 } from '../../src/index.js';
+import { maskConnectionString } from '../../src/db/connection-string.js';
 import { Worker } from '../../src/worker/index.js';
 import demoActors, {
   add,
@@ -60,7 +61,7 @@ export async function runDemo({ io, dataDir, dsn }: RunDemoOptions): Promise<num
   let driver: Driver;
   if (dsn) {
     driver = new PgDriver({ connection: dsn, maxPoolSize: 6, applicationName: 'taskq-demo' });
-    io.out(`TaskQ demo on Postgres ${redacted(dsn)}, schema ${DEMO_SCHEMA}`);
+    io.out(`TaskQ demo on Postgres ${maskConnectionString(dsn)}, schema ${DEMO_SCHEMA}`);
   } else {
     mkdirSync(dataDir, { recursive: true });
     driver = await PgliteDriver.open(dataDir);
@@ -189,15 +190,4 @@ function problemsOnly(io: DemoIo): Logger {
 
 function seconds(ms: number): string {
   return `${(ms / 1000).toFixed(1)} s`;
-}
-
-/** The DSN without its password, for printing. */
-function redacted(dsn: string): string {
-  try {
-    const url = new URL(dsn);
-    if (url.password) url.password = '***';
-    return url.toString();
-  } catch {
-    return '(TASKQ_PG_DSN)';
-  }
 }

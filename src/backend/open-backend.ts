@@ -1,5 +1,6 @@
 import type pg from 'pg';
 
+import { validateConnectionString } from '../db/connection-string.js';
 import type { Driver } from '../db/driver.js';
 import { PgDriver } from '../db/pg-driver.js';
 import {
@@ -85,11 +86,7 @@ function pickSource(o: ConnectionSource, field: string): keyof ConnectionSource 
   return given[0]!;
 }
 
-function checkDsn(dsn: unknown, field: string): string {
-  if (typeof dsn !== 'string' || dsn.trim() === '')
-    throw new InvalidArgumentError(field, dsn, 'must be a non-empty connection string');
-  return dsn;
-}
+const checkDsn = (dsn: unknown, field: string): string => validateConnectionString(dsn, field);
 
 /**
  * The backend of a client (`TaskQ.open`, the CLI): Postgres over one pool. Every option is checked

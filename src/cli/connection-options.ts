@@ -1,3 +1,5 @@
+import { validateConnectionString } from '../db/connection-string.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { validateSchemaName } from '../schema-name.js';
 import { CliExit, type CliIo } from './io.js';
 
@@ -7,15 +9,35 @@ export interface ConnectionFlags {
   schema?: string;
 }
 
-/** Resolves the connection string and schema, failing with an actionable message. */
+/**
+ * Checks a connection string the CLI read from `source` (`--dsn`, `TASKQ_PG_DSN`) with the rule
+ * `TaskQ.open` applies, and returns it trimmed.
+ * @throws CliExit (2) naming the source, the value with its password masked, and the rule
+ */
+export function checkCliDsn(dsn: string, source: string): string {
+  try {
+    return validateConnectionString(dsn, source);
+  } catch (err) {
+    if (err instanceof InvalidArgumentError) throw new CliExit(2, err.message);
+    throw err;
+  }
+}
+
+/** Resolves the connection string and schema, failing with an actionable message (exit 2). */
 export function resolveConnection(
   flags: ConnectionFlags,
   io: CliIo,
   options: { dsnRequired?: boolean } = {},
 ): { dsn: string | null; schema: string } {
-  const dsn = flags.dsn ?? io.env.TASKQ_PG_DSN ?? null;
-  if (options.dsnRequired !== false && (dsn === null || dsn.trim() === '')) {
-    throw new CliExit(2, 'no database: pass --dsn postgres://... or set TASKQ_PG_DSN');
+  const raw = flags.dsn ?? io.env.TASKQ_PG_DSN ?? null;
+  const source = flags.dsn !== undefined ? '--dsn' : 'TASKQ_PG_DSN';
+  let dsn: string | null = null;
+  // A command that never connects (`migrate sql`) neither needs nor checks a DSN.
+  if (options.dsnRequired !== false) {
+    if (raw === null || raw.trim() === '') {
+      throw new CliExit(2, 'no database: pass --dsn postgres://... or set TASKQ_PG_DSN');
+    }
+    dsn = checkCliDsn(raw, source);
   }
   const rawSchema = flags.schema ?? io.env.TASKQ_SCHEMA_NAME ?? 'taskq';
   try {

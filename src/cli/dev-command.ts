@@ -11,6 +11,8 @@ import { PgliteDriver } from '../db/pglite-driver.js';
 import { Migrator } from '../migrations/migrator.js';
 import type { WorkerSettingsInput } from '../settings/load-worker-settings.js';
 import type { Worker } from '../worker/worker.js';
+import { MissingDependencyError } from '../errors/missing-dependency-error.js';
+import { checkCliDsn } from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 import {
   loadActorModule,
@@ -57,8 +59,25 @@ async function runBuiltInDemo(io: CliIo, dataDir: string, dsn: string | null): P
     );
   }
   const { runDemo } = (await import(url.href)) as DemoModule;
-  const code = await runDemo({ io, dataDir, dsn });
+  const code = await runDemo({ io, dataDir, dsn }).catch((err: unknown) => {
+    if (err instanceof MissingDependencyError) throw new CliExit(2, err.message);
+    throw err;
+  });
   if (code !== 0) throw new CliExit(code, 'the demo did not finish as expected (see above)');
+}
+
+/**
+ * Opens the embedded database in `dataDir`.
+ * @throws CliExit (2) naming the package to install when PGlite is not installed
+ */
+async function openEmbedded(dataDir: string): Promise<PgliteDriver> {
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    return await PgliteDriver.open(dataDir);
+  } catch (err) {
+    if (err instanceof MissingDependencyError) throw new CliExit(2, err.message);
+    throw err;
+  }
 }
 
 /** Defaults the queues to the actors' home queues, unless `TASKQ_QUEUES` names them. */
@@ -104,7 +123,7 @@ export function devCommand(io: CliIo): Command {
     .option('--data-dir <dir>', 'embedded database folder (default: $TASKQ_DEV_DATA_DIR or ./.taskq-dev)')
     .option('--until-idle', 'stop once the queues stay empty')
     .action(async (flags: DevFlags) => {
-      const dsn = io.env.TASKQ_PG_DSN?.trim() ? (io.env.TASKQ_PG_DSN as string) : null;
+      const dsn = io.env.TASKQ_PG_DSN?.trim() ? checkCliDsn(io.env.TASKQ_PG_DSN, 'TASKQ_PG_DSN') : null;
       const dataDir = devDataDir(flags, io);
       if (flags.module === undefined) {
         await runBuiltInDemo(io, dataDir, dsn);
@@ -144,8 +163,7 @@ export function devCommand(io: CliIo): Command {
         return;
       }
 
-      mkdirSync(dataDir, { recursive: true });
-      const driver = await PgliteDriver.open(dataDir);
+      const driver = await openEmbedded(dataDir);
       try {
         const { applied } = await new Migrator(driver, { schema }).up();
         for (const id of applied) io.out(`taskq dev: schema ${schema}: applied ${id}`);

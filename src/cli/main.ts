@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 
 import { TaskQError } from '../errors/taskq-error.js';
+import { TASKQ_VERSION } from '../version.js';
 import { CliExit, processIo, type CliIo } from './io.js';
 import { migrateCommand } from './migrate-command.js';
 import { actorConfigCommand, queuesCommand } from './queues-command.js';
@@ -12,6 +13,7 @@ import { devCommand } from './dev-command.js';
 export function buildProgram(io: CliIo): Command {
   const program = new Command('taskq')
     .description('TaskQ: Postgres-backed background jobs for Node.js')
+    .version(TASKQ_VERSION, '-v, --version', 'print the TaskQ version')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
   program.addCommand(migrateCommand(io));

@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import { extname, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
 
 import { Command } from 'commander';
 
@@ -17,6 +16,7 @@ import type { WorkerSettings } from '../settings/worker-settings.js';
 import { EXIT_CODES, runWorker, type RunWorkerOptions } from '../worker/run-worker.js';
 import { MissingProvider } from '../errors/missing-provider-error.js';
 import { RateLimitRegistry } from '../ratelimit/registry.js';
+import { importUserModule, type ImportUserModuleOptions } from './import-user-module.js';
 import { CliExit, type CliIo } from './io.js';
 
 /** Flags of `taskq worker` as commander hands them over (all text). */
@@ -61,29 +61,43 @@ export interface ActorModule {
 /**
  * Imports the module at `modulePath` (relative to the current directory) and finds its actors:
  * a default export that is an array of actors, or else every export that is an actor. An exported
- * `RateLimitRegistry` (at most one) is handed to the worker.
+ * `RateLimitRegistry` (at most one) is handed to the worker. A TypeScript module is loaded through
+ * the project's tsx on a Node.js that cannot load TypeScript itself (see `importUserModule`).
  * @throws CliExit (2) when the file is missing, fails to load, or holds no actors.
  */
-export async function loadActorModule(modulePath: string, io: CliIo): Promise<ActorModule> {
+export async function loadActorModule(
+  modulePath: string,
+  io: CliIo,
+  options: ImportUserModuleOptions = {},
+): Promise<ActorModule> {
   const file = resolve(process.cwd(), modulePath);
   if (!existsSync(file)) throw new CliExit(2, `--module ${modulePath}: no such file (looked for ${file})`);
   let mod: Record<string, unknown>;
   try {
-    mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    mod = commonJsExports(await importUserModule(file, modulePath, options));
   } catch (err) {
-    const e = err as { code?: string; message?: string; stack?: string };
-    if (e.code === 'ERR_UNKNOWN_FILE_EXTENSION' && ['.ts', '.mts', '.cts'].includes(extname(file))) {
-      throw new CliExit(
-        2,
-        `--module ${modulePath}: this Node.js cannot import TypeScript by itself; compile the module to ` +
-          `JavaScript, or load a TypeScript runner first: NODE_OPTIONS='--import tsx' npx taskq ...`,
-      );
-    }
+    if (err instanceof CliExit) throw err;
+    const e = err as { message?: string; stack?: string };
     // A bug in the user's module: its stack says where.
     if (!(err instanceof TaskQError) && e.stack) io.err(e.stack);
     throw new CliExit(2, `--module ${modulePath}: loading it failed: ${e.message ?? String(err)}`);
   }
   return { actors: actorsOf(mod, modulePath), exports: mod, rateLimitRegistry: registryOf(mod, modulePath) };
+}
+
+/**
+ * The exports of a CommonJS module whose named exports Node could not detect (the namespace then
+ * holds only `default`, the `module.exports` object), else the namespace as it is. A default export
+ * that is itself an actor or an array stays as it is.
+ */
+function commonJsExports(ns: Record<string, unknown>): Record<string, unknown> {
+  const keys = Object.keys(ns).filter((k) => k !== 'module.exports');
+  const value = ns.default;
+  if (keys.length !== 1 || keys[0] !== 'default' || value === null || typeof value !== 'object') return ns;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  if (Array.isArray(value) || looksLikeActor(value) || (proto !== Object.prototype && proto !== null))
+    return ns;
+  return { ...(value as Record<string, unknown>) };
 }
 
 function registryOf(mod: Record<string, unknown>, modulePath: string): RateLimitRegistry | undefined {

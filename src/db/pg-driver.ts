@@ -1,14 +1,14 @@
 import pg from 'pg';
 
-import {
-  copyFromClient,
-  type DedicatedConnection,
-  type Driver,
-  type Executor,
-  type QueryResult,
-} from './driver.js';
+import { maskConnectionString, pgConnectionSettings } from './connection-string.js';
+import { connectionErrorOf } from './connection-failure.js';
+import type { DedicatedConnection, Driver, Executor, QueryResult } from './driver.js';
+import { copyFromClient } from './pg-copy.js';
 
-/** How to reach a Postgres server: a connection string or node-postgres client config. */
+/**
+ * How to reach a Postgres server: a connection string (a `postgres://` URL or libpq key=value
+ * pairs, checked by `validateConnectionString`) or node-postgres client config.
+ */
 export type PgConnectionConfig = string | pg.ClientConfig;
 
 /** Options of {@link PgDriver}. */
@@ -33,7 +33,17 @@ export interface PgDriverOptions {
 }
 
 function toConfig(connection: PgConnectionConfig): pg.ClientConfig {
-  return typeof connection === 'string' ? { connectionString: connection } : { ...connection };
+  return typeof connection === 'string'
+    ? (pgConnectionSettings(connection, 'PgDriver.connection') as pg.ClientConfig)
+    : { ...connection };
+}
+
+/** The server a config points at, for connection errors: never with its password. */
+function describeTarget(config: pg.ClientConfig | undefined): string {
+  if (config === undefined) return 'the server of the given pool';
+  if (typeof config.connectionString === 'string') return maskConnectionString(config.connectionString);
+  const db = config.database ? `/${config.database}` : '';
+  return `${config.host ?? 'localhost'}:${config.port ?? 5432}${db}`;
 }
 
 class PgDedicatedConnection implements DedicatedConnection {
@@ -93,14 +103,21 @@ export class PgDriver implements Driver {
   readonly pool: pg.Pool;
   private readonly owned: boolean;
   private readonly config: pg.ClientConfig | null;
+  /** The server, as connection errors name it. */
+  private readonly target: string;
 
   constructor(options: PgDriverOptions) {
     if (options.pool) {
       this.pool = options.pool;
       this.owned = options.ownPool ?? false;
       this.config = null;
+      this.target = describeTarget((options.pool as { options?: pg.ClientConfig }).options);
     } else if (options.connection !== undefined) {
       this.config = { ...toConfig(options.connection) };
+      this.target =
+        typeof options.connection === 'string'
+          ? maskConnectionString(options.connection.trim())
+          : describeTarget(this.config);
       if (options.applicationName && !this.config.application_name)
         this.config.application_name = options.applicationName;
       if (options.statementTimeoutMs !== undefined) {
@@ -123,14 +140,29 @@ export class PgDriver implements Driver {
   }
 
   async query<R>(text: string, values?: readonly unknown[], name?: string): Promise<QueryResult<R>> {
-    const res = name
-      ? await this.pool.query({ name, text, values: values ? [...values] : undefined })
-      : await this.pool.query(text, values ? [...values] : undefined);
-    return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+    try {
+      const res = name
+        ? await this.pool.query({ name, text, values: values ? [...values] : undefined })
+        : await this.pool.query(text, values ? [...values] : undefined);
+      return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+    } catch (err) {
+      // pool.query connects when the pool has no idle connection: a failure to connect becomes a
+      // ConnectionError; a failure of the statement itself passes through.
+      throw connectionErrorOf(err, this.target) ?? err;
+    }
+  }
+
+  /** Connects `connect()`'s way, turning a failure to connect into a ConnectionError. */
+  private async connecting<C>(connect: () => Promise<C>): Promise<C> {
+    try {
+      return await connect();
+    } catch (err) {
+      throw connectionErrorOf(err, this.target) ?? err;
+    }
   }
 
   async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
+    const client = await this.connecting(() => this.pool.connect());
     let broken: Error | undefined;
     try {
       await client.query('BEGIN');
@@ -168,14 +200,14 @@ export class PgDriver implements Driver {
         ...(appName ? { application_name: appName } : {}),
       });
       client.on('error', () => undefined);
-      await client.connect();
+      await this.connecting(() => client.connect());
       const pid = (client as unknown as { processID?: number }).processID ?? null;
       return new PgDedicatedConnection(client, pid, () => {
         void client.end().catch(() => undefined);
       });
     }
     // A caller-owned pool gives us no way to open a fresh client: hold one of its connections.
-    const client = await this.pool.connect();
+    const client = await this.connecting(() => this.pool.connect());
     const pid = (client as unknown as { processID?: number }).processID ?? null;
     return new PgDedicatedConnection(client, pid, (err) => client.release(err ?? true));
   }

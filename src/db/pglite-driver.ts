@@ -1,8 +1,17 @@
+// Types only (erased from the build): the package itself is loaded on first use.
 import type { PGlite } from '@electric-sql/pglite';
 
+import { isPackageNotFound, MissingDependencyError } from '../errors/missing-dependency-error.js';
 import type { DedicatedConnection, Driver, Executor, QueryResult } from './driver.js';
 
-interface PGliteLike {
+/** The embedded Postgres package: an optional dependency, loaded by {@link PgliteDriver.open} only. */
+export const PGLITE_PACKAGE = '@electric-sql/pglite';
+
+/**
+ * What the driver uses of a PGlite instance (`@electric-sql/pglite`). Declared here rather than
+ * imported so that TaskQ's published types hold without PGlite installed.
+ */
+export interface PgliteDatabase {
   query<R>(text: string, params?: unknown[]): Promise<{ rows: R[]; affectedRows?: number }>;
   exec(text: string): Promise<{ rows: unknown[]; affectedRows?: number }[]>;
   transaction<T>(
@@ -31,21 +40,39 @@ function toResult<R>(res: { rows: R[]; affectedRows?: number }): QueryResult<R> 
  */
 export class PgliteDriver implements Driver {
   readonly kind = 'pglite' as const;
-  private readonly db: PGliteLike;
+  private readonly db: PgliteDatabase;
 
+  /**
+   * @param db an open PGlite instance
+   * @param owned close `db` on `close()`. Default true.
+   */
   constructor(
-    db: PGlite,
+    db: PgliteDatabase,
     private readonly owned = true,
   ) {
-    this.db = db as unknown as PGliteLike;
+    this.db = db;
   }
 
-  /** Opens (creating if needed) an embedded database stored in `dataDir`, or in memory when omitted. */
+  /**
+   * Opens (creating if needed) an embedded database stored in `dataDir`, or in memory when omitted.
+   * @throws MissingDependencyError when `@electric-sql/pglite` is not installed
+   */
   static async open(dataDir?: string): Promise<PgliteDriver> {
-    const { PGlite: PGliteCtor } = await import('@electric-sql/pglite');
-    const db = dataDir ? new PGliteCtor(dataDir) : new PGliteCtor();
+    let PGliteClass: typeof PGlite;
+    try {
+      ({ PGlite: PGliteClass } = await import('@electric-sql/pglite'));
+    } catch (err) {
+      if (!isPackageNotFound(err, PGLITE_PACKAGE)) throw err;
+      throw new MissingDependencyError(
+        PGLITE_PACKAGE,
+        'The embedded Postgres (taskq dev and the demo without TASKQ_PG_DSN)',
+        `npm install -D ${PGLITE_PACKAGE}`,
+        { alternative: 'set TASKQ_PG_DSN to run on a Postgres server', cause: err },
+      );
+    }
+    const db = dataDir ? new PGliteClass(dataDir) : new PGliteClass();
     await db.waitReady;
-    return new PgliteDriver(db, true);
+    return new PgliteDriver(db as unknown as PgliteDatabase, true);
   }
 
   async query<R>(text: string, values?: readonly unknown[]): Promise<QueryResult<R>> {

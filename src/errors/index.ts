@@ -25,3 +25,5 @@ export { EmptyFilterError, TaskQStateError } from './client-errors.js';
 export { ActorConfigDriftError, ActorConfigDriftList } from './actor-config-errors.js';
 export { ProgressTooLarge, HeartbeatTimeout } from './progress-errors.js';
 export { MissingProvider, type MissingProviderEntry } from './missing-provider-error.js';
+export { ConnectionError, type ConnectionFailureReason } from './connection-error.js';
+export { MissingDependencyError } from './missing-dependency-error.js';

@@ -1,3 +1,4 @@
+import { redactSecrets } from './redact-secrets.js';
 import { TaskQError } from './taskq-error.js';
 
 /**
@@ -22,12 +23,16 @@ export class InvalidArgumentError extends TaskQError {
   }
 }
 
-/** Renders a value for an error message without dumping large or nested inputs. */
+/**
+ * Renders a value for an error message without dumping large or nested inputs, and without the
+ * password of a connection string (URL user info or a `password=` pair).
+ */
 export function describeValue(value: unknown): string {
   if (value === undefined) return 'undefined';
   if (value === null) return 'null';
   if (typeof value === 'string') {
-    const shown = value.length > 60 ? `${value.slice(0, 57)}...` : value;
+    const safe = redactSecrets(value);
+    const shown = safe.length > 60 ? `${safe.slice(0, 57)}...` : safe;
     return JSON.stringify(shown);
   }
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint')

@@ -1,3 +1,4 @@
+import { CONNECTION_STRING_RULE, validateConnectionString } from '../db/connection-string.js';
 import { formatMs } from '../duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { isUuid } from '../ids.js';
@@ -81,8 +82,8 @@ type FieldFor<K extends Key> = FieldCommon<K> & KindSpec<K> & NullableSpec<K>;
 /** One row of the settings table. */
 export type SettingField = { [K in Key]: FieldFor<K> }[Key];
 
-/** Postgres connection strings must use one of these schemes. */
-const DSN_RULE = 'must be a connection string starting with postgres:// or postgresql://';
+/** Postgres connection strings: the one rule of `validateConnectionString`. */
+const DSN_RULE = CONNECTION_STRING_RULE;
 const REDIS_RULE = 'must be a URL starting with redis:// or rediss://';
 const HH_MM_RULE = 'must be a time of day HH:MM between 00:00 and 23:59 (UTC)';
 const CRON_RULE =
@@ -110,7 +111,7 @@ function ruleOf(check: () => unknown): string | undefined {
   }
 }
 
-const dsn = matching(/^postgres(ql)?:\/\//i, DSN_RULE);
+const dsn = (value: string): string | undefined => ruleOf(() => validateConnectionString(value, 'dsn'));
 const hhmm = matching(/^([01]\d|2[0-3]):[0-5]\d$/, HH_MM_RULE);
 const cron = (value: string): string | undefined =>
   value.trim().split(/\s+/).length === 5 ? undefined : CRON_RULE;

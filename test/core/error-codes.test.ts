@@ -146,6 +146,17 @@ const PACKAGE_ERRORS: Case[] = [
     make: () => new taskq.MissingProvider([{ actor: 'a', namespace: 'rate_limit', name: 'api' }]),
     code: 'TASKQ_MISSING_PROVIDER',
   },
+  {
+    cls: taskq.ConnectionError,
+    make: () =>
+      new taskq.ConnectionError('refused', 'db:5432/app', 'connect ECONNREFUSED', new Error('socket')),
+    code: 'TASKQ_CONNECTION_FAILED',
+  },
+  {
+    cls: taskq.MissingDependencyError,
+    make: () => new taskq.MissingDependencyError('@electric-sql/pglite', 'The embedded Postgres', 'npm i'),
+    code: 'TASKQ_MISSING_DEPENDENCY',
+  },
   { cls: taskq.Snooze, make: () => new taskq.Snooze('1s'), code: 'TASKQ_SNOOZE' },
   { cls: taskq.RetryAfter, make: () => new taskq.RetryAfter(500), code: 'TASKQ_RETRY_AFTER' },
   {
