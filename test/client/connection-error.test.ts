@@ -11,7 +11,7 @@ import { TaskQ } from '../../src/client/taskq.js';
 import { PgDriver } from '../../src/db/pg-driver.js';
 import { ConnectionError } from '../../src/errors/index.js';
 import { Migrator } from '../../src/migrations/migrator.js';
-import { isTransientError } from '../../src/worker/transient-errors.js';
+import { isTransientError } from '../../src/db/transient-errors.js';
 import { TEST_DSN, uniqueSchemaName } from '../helpers/db.js';
 
 /** A loopback port nothing listens on: bound, read, and released. */
