@@ -120,4 +120,4 @@ export {
   type RateLimitBucketRow,
   type ReservationRow,
   type PeekResult,
-} from './admin/rate-limit-admin.js';
+} from './ratelimit/rate-limit-admin.js';

@@ -1,11 +1,12 @@
 import { Command } from 'commander';
 import type { Redis } from 'ioredis';
 
-import { RateLimitAdmin } from '../admin/rate-limit-admin.js';
-import { PgDriver } from '../db/pg-driver.js';
+import { openClientBackend } from '../backend/open-backend.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { closeOwnedRedis, createOwnedRedis } from '../progress/redis-progress-publisher.js';
 import { RateLimitBackendMissing, RateLimitNotFound } from '../ratelimit/errors.js';
+import { RateLimitAdmin } from '../ratelimit/rate-limit-admin.js';
+import { silentLogger } from '../obs/logger.js';
 import type { RateLimitState } from '../ratelimit/types.js';
 import { resolveConnection, type ConnectionFlags } from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
@@ -21,7 +22,7 @@ async function withRateLimitAdmin<T>(
 ): Promise<T> {
   const { dsn, schema } = resolveConnection(flags, io);
   const url = flags.redisUrl ?? io.env.TASKQ_REDIS_URL;
-  const driver = new PgDriver({ connection: dsn as string, maxPoolSize: 2, applicationName: 'taskq-cli' });
+  const backend = await openClientBackend({ dsn: dsn as string, schema, maxPoolSize: 2, field: '--dsn' });
   let redis: Redis | null = null;
   try {
     if (url) {
@@ -32,7 +33,8 @@ async function withRateLimitAdmin<T>(
       redis.on('error', () => undefined);
       await redis.connect().catch(() => io.err(`taskq: Redis at ${url} is unreachable; reading Postgres`));
     }
-    return await fn(new RateLimitAdmin(driver, schema, redis));
+    const stores = backend.rateLimitStores({ redis, pgFallback: true, logger: silentLogger });
+    return await fn(new RateLimitAdmin(stores));
   } catch (err) {
     // Naming something that does not exist, or what cannot be reset, is a usage error.
     if (err instanceof RateLimitNotFound || err instanceof InvalidArgumentError)
@@ -42,7 +44,7 @@ async function withRateLimitAdmin<T>(
     throw err;
   } finally {
     if (redis) await closeOwnedRedis(redis);
-    await driver.close();
+    await backend.close();
   }
 }
 

@@ -90,3 +90,9 @@ export {
   type RateLimitState,
   type SlidingWindowStyle,
 } from './types.js';
+export {
+  RateLimitAdmin,
+  type RateLimitBucketRow,
+  type ReservationRow,
+  type PeekResult,
+} from './rate-limit-admin.js';

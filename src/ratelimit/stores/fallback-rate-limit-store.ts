@@ -18,6 +18,8 @@ import type {
   TokenBucketOutcome,
   TokenBucketReading,
   TokenBucketSpec,
+  PublishedBucket,
+  ReservationSummary,
 } from './rate-limit-store.js';
 
 /** Options of {@link FallbackRateLimitStore}. */
@@ -188,6 +190,15 @@ export class FallbackRateLimitStore implements RateLimitStore {
 
   sweepIdleKeyed(idleForMs: number): Promise<SweepIdleKeyedResult> {
     return this.primary.sweepIdleKeyed(idleForMs);
+  }
+
+  /** The list lives with the fallback (Postgres) when there is one, as the metadata does. */
+  listBuckets(name?: string | null): Promise<PublishedBucket[]> {
+    return (this.fallback ?? this.primary).listBuckets(name);
+  }
+
+  listReservations(name?: string | null): Promise<ReservationSummary[]> {
+    return (this.fallback ?? this.primary).listReservations(name);
   }
 
   private async run<T>(

@@ -151,6 +151,26 @@ export interface BucketMetadata {
   readonly keyed: boolean;
 }
 
+/** A published rate limit (a `rate_limit_buckets` row): its metadata and when it was last used. */
+export interface PublishedBucket extends BucketMetadata {
+  /** Last time a worker published or used it. */
+  readonly lastUsedAt: Date;
+}
+
+/** A reservation's slots, summarised. */
+export interface ReservationSummary {
+  /** Reservation name. */
+  readonly name: string;
+  /** Slot rows. */
+  readonly slots: number;
+  /** Slots with a live (unexpired) holder. */
+  readonly held: number;
+  /** Every slot belongs to a keyed materialisation. */
+  readonly keyed: boolean;
+  /** Last time a slot was taken or released. */
+  readonly lastUsedAt: Date;
+}
+
 /** Outcome of {@link RateLimitStore.acquireSlot}. */
 export type SlotOutcome =
   | {
@@ -281,6 +301,14 @@ export interface RateLimitStore {
    * is free or expired. Static state is never touched. Bounded per call.
    */
   sweepIdleKeyed(idleForMs: number): Promise<SweepIdleKeyedResult>;
+
+  /**
+   * Published rate limits (all, or the one named), by name: what operators list and reset. Stores
+   * that keep no such list (memory: its limits live in one process) return none.
+   */
+  listBuckets(name?: string | null): Promise<PublishedBucket[]>;
+  /** Reservations with slots (all, or the one named), by name. */
+  listReservations(name?: string | null): Promise<ReservationSummary[]>;
 
   /** Stores with a key namespace (Redis): a view of the same store under `prefix`. */
   withKeyPrefix?(prefix: string): RateLimitStore;

@@ -18,6 +18,8 @@ import type {
   TokenBucketOutcome,
   TokenBucketReading,
   TokenBucketSpec,
+  PublishedBucket,
+  ReservationSummary,
 } from '../rate-limit-store.js';
 
 /** Options of {@link MemoryRateLimitStore}. */
@@ -360,6 +362,29 @@ export class MemoryRateLimitStore implements RateLimitStore {
       }
     }
     return n;
+  }
+
+  /** Always empty: memory limits live in one process and are never published. */
+  async listBuckets(_name?: string | null): Promise<PublishedBucket[]> {
+    return [];
+  }
+
+  async listReservations(name?: string | null): Promise<ReservationSummary[]> {
+    const now = this.wall();
+    const out: ReservationSummary[] = [];
+    for (const [n, table] of this.state.tables) {
+      if (name !== undefined && name !== null && n !== name) continue;
+      const slots = table.slots.filter((x): x is Slot => x !== undefined);
+      if (slots.length === 0) continue;
+      out.push({
+        name: n,
+        slots: slots.length,
+        held: slots.filter((x) => isHeld(x, now)).length,
+        keyed: table.keyed,
+        lastUsedAt: new Date(table.lastUsed),
+      });
+    }
+    return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   async peekSlots(name: string): Promise<SlotCounts> {

@@ -21,6 +21,8 @@ import type {
   TokenBucketOutcome,
   TokenBucketReading,
   TokenBucketSpec,
+  PublishedBucket,
+  ReservationSummary,
 } from '../rate-limit-store.js';
 import * as SQL from './sql.generated.js';
 
@@ -329,6 +331,35 @@ export class PostgresRateLimitStore implements RateLimitStore {
       meta.keyed,
     ]);
     return true;
+  }
+
+  async listBuckets(name?: string | null): Promise<PublishedBucket[]> {
+    const { rows } = await this.driver.query<Record<string, unknown>>(this.sql('listRateLimitBuckets'), [
+      name ?? null,
+    ]);
+    return rows.map((r) => ({
+      name: r.bucket_name as string,
+      kind: r.kind as BucketKind,
+      capacity: Number(r.capacity),
+      refillPerSecond: r.refill_per_second === null ? null : Number(r.refill_per_second),
+      windowMs: r.window_ms === null ? null : Number(r.window_ms),
+      backend: r.backend as 'redis' | 'postgres',
+      keyed: r.keyed === true,
+      lastUsedAt: r.last_used_at as Date,
+    }));
+  }
+
+  async listReservations(name?: string | null): Promise<ReservationSummary[]> {
+    const { rows } = await this.driver.query<Record<string, unknown>>(this.sql('listReservations'), [
+      name ?? null,
+    ]);
+    return rows.map((r) => ({
+      name: r.bucket_name as string,
+      slots: Number(r.slots),
+      held: Number(r.held),
+      keyed: r.keyed === true,
+      lastUsedAt: r.last_used_at as Date,
+    }));
   }
 
   /** At most 20 statements of 500 rows per kind: one pass stays short; the next continues. */

@@ -22,6 +22,8 @@ import type {
   TokenBucketOutcome,
   TokenBucketReading,
   TokenBucketSpec,
+  PublishedBucket,
+  ReservationSummary,
 } from '../rate-limit-store.js';
 import * as LUA from './lua.generated.js';
 import { isRedisConnectionError, isWrongTypeError } from './redis-errors.js';
@@ -391,6 +393,16 @@ export class RedisRateLimitStore implements RateLimitStore {
   /** Always empty: Redis holds no slots. */
   async peekSlots(_name: string): Promise<SlotCounts> {
     return { free: 0, held: 0, total: 0 };
+  }
+
+  /** Always empty: rate limits are published to Postgres, not to Redis. */
+  async listBuckets(_name?: string | null): Promise<PublishedBucket[]> {
+    return [];
+  }
+
+  /** Always empty: Redis holds no slots. */
+  async listReservations(_name?: string | null): Promise<ReservationSummary[]> {
+    return [];
   }
 
   // ---------------------------------------------------------------- plumbing
