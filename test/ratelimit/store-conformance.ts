@@ -281,10 +281,11 @@ export function defineRateLimitStoreConformance(label: string, harness: () => St
       });
     });
 
-    it('publishBucket records metadata where the store keeps a list', async () => {
+    it('publishBucket records metadata where the store keeps a list; listBuckets reads it', async () => {
       const { h, store } = setup();
+      const name = uniqueName('st_pub');
       const published = await store.publishBucket({
-        name: uniqueName('st_pub'),
+        name,
         kind: 'token_bucket',
         capacity: 5,
         refillPerSecond: 1,
@@ -293,6 +294,30 @@ export function defineRateLimitStoreConformance(label: string, harness: () => St
         keyed: false,
       });
       expect(published).toBe(h.publishes);
+      const listed = await store.listBuckets(name);
+      if (!h.publishes) {
+        expect(listed).toEqual([]);
+        return;
+      }
+      expect(listed).toHaveLength(1);
+      expect(listed[0]).toMatchObject({ name, kind: 'token_bucket', capacity: 5, refillPerSecond: 1 });
+      expect(listed[0]!.lastUsedAt).toBeInstanceOf(Date);
+      expect((await store.listBuckets()).some((b) => b.name === name)).toBe(true);
+    });
+
+    it('listReservations summarises slots: total, live holders, keyed', async () => {
+      const { h, store } = setup();
+      const r = reservation({ slots: 3 });
+      if (!h.holdsSlots) {
+        expect(await store.listReservations(r.name)).toEqual([]);
+        return;
+      }
+      await store.ensureSlots(r);
+      const outcome = await store.acquireSlot(r, randomUUID(), randomUUID());
+      expect(outcome.ok).toBe(true);
+      const [row] = await store.listReservations(r.name);
+      expect(row).toMatchObject({ name: r.name, slots: 3, held: 1, keyed: false });
+      expect((await store.listReservations()).some((x) => x.name === r.name)).toBe(true);
     });
 
     describe('reservation slots', () => {
