@@ -32,7 +32,8 @@ for i in $(seq 1 "$runs"); do
   bash -c "$command" >"$logdir/run-$i.log" 2>&1
   rc=$?
   took=$(($(date +%s) - start))
-  summary=$(grep -E '^ *(Test Files|Tests) ' "$logdir/run-$i.log" | sed 's/\x1b\[[0-9;]*m//g' | tr -s ' ' | paste -sd ';' -)
+  # The vitest summaries (one for the suite, one for the fault tests), colour codes removed.
+  summary=$(sed 's/\x1b\[[0-9;]*m//g' "$logdir/run-$i.log" | grep -E '^ *(Test Files|Tests) ' | tr -s ' ' | paste -sd ';' -)
   results+=("run $i: exit $rc in ${took}s; $summary")
   echo "check-isolation: ${results[-1]}"
   [ "$rc" -eq 0 ] || status=1
