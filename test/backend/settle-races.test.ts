@@ -14,6 +14,7 @@ import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js'
 import type { Settlement } from '../../src/backend/worker-types.js';
 import type { PgDriver } from '../../src/db/pg-driver.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
 
 let db: TestSchema;
 let driver: PgDriver;
@@ -134,15 +135,16 @@ async function settleDuringRace(
 /** Until some session waits for a row lock that `blocker` holds. */
 async function waitForLockWait(blocker: pg.Client): Promise<void> {
   const pid = (blocker as unknown as { processID: number }).processID;
-  for (let i = 0; i < 200; i++) {
-    const { rows } = await driver.query(
-      `SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))`,
-      [pid],
-    );
-    if (rows.length > 0) return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error('the outcome write never waited for the blocker’s row lock');
+  await waitFor(
+    async () =>
+      (
+        await driver.query(`SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))`, [
+          pid,
+        ])
+      ).rows.length > 0,
+    10_000,
+    'the outcome write to wait for the blocker’s row lock',
+  );
 }
 
 describe('outcome writes racing other writers of the job row', () => {

@@ -3,8 +3,7 @@
  * (the default) acquisitions move to Postgres, logged with both store names, jobs keep flowing and
  * the limit still holds. With the fallback disabled the acquisitions fail with
  * `RateLimitStoreUnavailable`, recorded on the attempt; the jobs wait (no attempt used) and run once
- * Redis is back. This file stops the shared Redis, so it runs on its own; `afterAll` starts Redis
- * again whatever happened.
+ * Redis is back. The Redis is the test's own (redis-server.ts), never the machine's.
  */
 import { randomBytes } from 'node:crypto';
 
@@ -16,12 +15,13 @@ import type { Logger } from '../../src/obs/logger.js';
 import { TokenBucket } from '../../src/ratelimit/index.js';
 import { Worker } from '../../src/worker/worker.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
-import { REDIS_URL, redisUp, startRedis, stopRedis } from '../helpers/redis-control.js';
+import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
 const QUEUE = 'rl_redis_down';
 const BUCKET = { capacity: 3, refillPerSecond: 3 };
 
+let redis: RedisServer;
 let db: TestSchema;
 let tq: TaskQ;
 const warnings: { msg: string | undefined; fields: Record<string, unknown> }[] = [];
@@ -46,7 +46,7 @@ const settings = (fallback: boolean) => ({
   schema: db.schema,
   queues: [QUEUE],
   maxConcurrency: 4,
-  redisUrl: REDIS_URL,
+  redisUrl: redis.url,
   rateLimitPgFallbackEnabled: fallback,
   watchdogEnabled: false,
 });
@@ -77,17 +77,15 @@ function expectWithinBucket(times: number[]): void {
 }
 
 beforeAll(async () => {
-  if (!(await redisUp())) startRedis();
-  await waitFor(redisUp, 20_000, 'redis');
+  redis = await startRedisServer();
   db = await migratedSchema('rlredisdown');
   tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
 });
 
 afterAll(async () => {
-  if (!(await redisUp())) startRedis();
-  await waitFor(redisUp, 20_000, 'redis');
   await tq?.close();
   await db?.drop();
+  await redis?.destroy();
 });
 
 describe('Redis stopped under a Redis-backed rate limit', () => {
@@ -101,8 +99,7 @@ describe('Redis stopped under a Redis-backed rate limit', () => {
       await waitFor(async () => (starts.rl_fallback?.length ?? 0) >= 5, 20_000, 'jobs flowing on Redis');
       expect(warnings.some((w) => w.msg === 'ratelimit-redis-fallback')).toBe(false);
 
-      stopRedis();
-      await waitFor(async () => !(await redisUp()), 10_000, 'redis down');
+      await redis.stop();
       const outageStart = Date.now();
       // Every job runs, as attempt 1: denials (and a store error mid-acquire) used no attempt.
       for (const h of all) expect(await h.wait({ timeout: '40s' })).toBe(1);
@@ -120,8 +117,7 @@ describe('Redis stopped under a Redis-backed rate limit', () => {
       expect(rows).toHaveLength(1);
     } finally {
       await worker.stop();
-      if (!(await redisUp())) startRedis();
-      await waitFor(redisUp, 20_000, 'redis');
+      if (!(await redis.isUp())) await redis.start();
     }
   });
 
@@ -130,8 +126,7 @@ describe('Redis stopped under a Redis-backed rate limit', () => {
     const worker = new Worker({ actors: [limited], settings: settings(false), logger: recordingLogger() });
     await worker.start();
     try {
-      stopRedis();
-      await waitFor(async () => !(await redisUp()), 10_000, 'redis down');
+      await redis.stop();
       const h = await tq.enqueue(limited, {});
       await waitFor(async () => (await h.attempts()).length > 0, 15_000, 'a refused attempt');
       const [first] = await h.attempts();
@@ -142,8 +137,7 @@ describe('Redis stopped under a Redis-backed rate limit', () => {
       expect(row.attempt).toBe(0);
       expect(warnings.some((w) => w.msg === 'ratelimit-acquire-failed')).toBe(true);
 
-      startRedis();
-      await waitFor(redisUp, 20_000, 'redis');
+      await redis.start();
       // The job runs once Redis is back (after the default 5 s back-off), as its first attempt.
       expect(await h.wait({ timeout: '30s' })).toBe(1);
     } finally {

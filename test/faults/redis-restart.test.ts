@@ -1,8 +1,8 @@
 /**
  * Redis is shut down and started again under live progress streams. The streams fall back to
- * Postgres (polling and LISTEN) while it is gone, and go back to pub/sub once it returns. This file
- * stops the shared Redis, so it runs on its own, after every other test file (see the `test`
- * script); `afterAll` starts Redis again whatever happened.
+ * Postgres (polling and LISTEN) while it is gone, and go back to pub/sub once it returns. The Redis
+ * is the test's own (redis-server.ts), never the machine's; Postgres is the test database, in a
+ * schema of the file's own.
  */
 import { Redis } from 'ioredis';
 import { z } from 'zod';
@@ -16,7 +16,7 @@ import type { JobEvent, ProgressEvent } from '../../src/progress/progress-event.
 import { RedisProgressPublisher } from '../../src/progress/redis-progress-publisher.js';
 import { Worker } from '../../src/worker/worker.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
-import { REDIS_URL, redisUp, startRedis, stopRedis } from '../helpers/redis-control.js';
+import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
 let stopTicking = false;
@@ -33,6 +33,7 @@ const ticker = actor(
   },
 );
 
+let redis: RedisServer;
 let db: TestSchema;
 let tq: TaskQ;
 let publisher: RedisProgressPublisher;
@@ -49,13 +50,12 @@ async function numsub(channel: string): Promise<number> {
 }
 
 beforeAll(async () => {
-  if (!(await redisUp())) startRedis();
-  await waitFor(redisUp, 20_000, 'redis');
+  redis = await startRedisServer();
   db = await migratedSchema('redisrestart');
-  admin = new Redis(REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
+  admin = new Redis(redis.url, { enableOfflineQueue: false, maxRetriesPerRequest: 1 });
   admin.on('error', () => undefined);
-  tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema, redisUrl: REDIS_URL });
-  publisher = new RedisProgressPublisher({ redisUrl: REDIS_URL, schema: db.schema, logger: silentLogger });
+  tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema, redisUrl: redis.url });
+  publisher = new RedisProgressPublisher({ redisUrl: redis.url, schema: db.schema, logger: silentLogger });
   worker = new Worker({
     actors: [ticker],
     settings: {
@@ -79,14 +79,12 @@ beforeAll(async () => {
 
 afterAll(async () => {
   stopTicking = true;
-  // Whatever happened above, leave Redis running for whoever comes next.
-  if (!(await redisUp())) startRedis();
-  await waitFor(redisUp, 20_000, 'redis to be back');
   await worker?.stop();
   await publisher?.close();
   await tq?.close();
   admin?.disconnect();
   await db?.drop();
+  await redis?.destroy();
 });
 
 describe('Redis restart under live streams', () => {
@@ -106,8 +104,7 @@ describe('Redis restart under live streams', () => {
     await waitFor(async () => (await numsub(channel)) === 1, 10_000, 'the subscription');
     await waitFor(() => progress.length >= 10 && snapshots.length >= 10, 10_000, 'events through Redis');
 
-    stopRedis();
-    await waitFor(async () => !(await redisUp()), 10_000, 'redis to stop');
+    await redis.stop();
     const downAt = performance.now();
     const failedBefore = publisher.stats.failed;
     // Events keep coming: from Postgres reads (progress NOTIFY, polling).
@@ -120,8 +117,7 @@ describe('Redis restart under live streams', () => {
     );
     expect(publisher.stats.failed).toBeGreaterThan(failedBefore);
 
-    startRedis();
-    await waitFor(redisUp, 20_000, 'redis to start');
+    await redis.start();
     const upAt = performance.now();
     await waitFor(async () => (await numsub(channel)) === 1, 20_000, 'the subscription to come back');
     const publishedBefore = publisher.stats.published;

@@ -22,12 +22,15 @@ export interface TestSchema {
   drop(): Promise<void>;
 }
 
-/** Creates and migrates a schema for one test file. */
-export async function migratedSchema(prefix = 't'): Promise<TestSchema> {
+/**
+ * Creates and migrates a schema for one test file, in the test database or in `dsn`'s (a fault
+ * test's private cluster, see pg-cluster.ts).
+ */
+export async function migratedSchema(prefix = 't', dsn = TEST_DSN): Promise<TestSchema> {
   const schema = uniqueSchemaName(prefix);
-  const driver = new PgDriver({ connection: TEST_DSN, maxPoolSize: 6 });
+  const driver = new PgDriver({ connection: dsn, maxPoolSize: 6 });
   await new Migrator(driver, { schema }).up();
-  const pool = new pg.Pool({ connectionString: TEST_DSN, max: 4 });
+  const pool = new pg.Pool({ connectionString: dsn, max: 4 });
   // Idle clients die when Postgres restarts (fault tests); that must not crash the test process.
   pool.on('error', () => undefined);
   return {

@@ -15,7 +15,10 @@ export interface WorkerProcess {
   stop(): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts `test/fixtures/worker-process.ts` against a schema with extra TASKQ_* settings. */
+/**
+ * Starts `test/fixtures/worker-process.ts` against a schema with extra TASKQ_* settings; `env` wins
+ * over the defaults (`TASKQ_PG_DSN` points it at a fault test's private cluster).
+ */
 export function startWorkerProcess(
   schema: string,
   env: Record<string, string> = {},

@@ -14,6 +14,7 @@ import {
   MAX_SETTLE_WRITES_IN_FLIGHT,
   SECOND_WRITE_MIN,
 } from '../../src/worker/completer.js';
+import { waitFor } from '../helpers/wait.js';
 
 /** A success outcome for job `n`. */
 function outcome(n: number): Settlement {
@@ -136,11 +137,15 @@ describe('Completer', () => {
     let settled = 0;
     const results = Promise.all([...all, ...more].map((p) => p.finally(() => settled++)));
     const drained = completer.drain();
-    for (let i = 0; i < 200 && settled < 2 * MAX_SETTLE_BATCH + 1; i++) {
-      b.releaseAll();
-      await new Promise((r) => setTimeout(r, 2));
-    }
-    expect(settled).toBe(2 * MAX_SETTLE_BATCH + 1);
+    // Let every write through (the retry's too) until each outcome has settled.
+    await waitFor(
+      () => {
+        b.releaseAll();
+        return settled === 2 * MAX_SETTLE_BATCH + 1;
+      },
+      10_000,
+      'every outcome to settle',
+    );
     await drained;
     const written = await results;
     expect(new Set(written.map((r) => r.jobId)).size).toBe(2 * MAX_SETTLE_BATCH + 1);

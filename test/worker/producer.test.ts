@@ -12,6 +12,7 @@ import { silentLogger } from '../../src/obs/logger.js';
 import { MAX_SETTLE_BACKLOG, MAX_SETTLE_BATCH } from '../../src/worker/completer.js';
 import type { JobRunner } from '../../src/worker/job-runner.js';
 import { MAX_ACTOR_PAUSE_MS, Producer, type ProducerOptions } from '../../src/worker/producer.js';
+import { flushPromises, waitFor } from '../helpers/wait.js';
 
 /** A runner whose counts come from `state` (changed by the test as it goes). */
 function fakeRunner(state: {
@@ -152,8 +153,14 @@ describe('actors paused by a denial', () => {
     producer.pauseActor('b', 30);
     await producer.runOnce();
     expect(actorsClaimed).toHaveLength(1);
-    await new Promise((r) => setTimeout(r, 40));
-    await producer.runOnce();
+    // 'b''s pause ends 30 ms on: move the producer's clock past it rather than wait.
+    const realNow = performance.now.bind(performance);
+    performance.now = () => realNow() + 31;
+    try {
+      await producer.runOnce();
+    } finally {
+      performance.now = realNow;
+    }
     expect(actorsClaimed.at(-1)).toEqual(['b']);
   });
 
@@ -225,7 +232,9 @@ describe('claims in flight', () => {
     return { producer, state, limits, release };
   }
 
-  const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
+  // The producer's loop is driven by promises alone (its poll is 60 s away): once the reactions a
+  // step queued have run, it has claimed all it will.
+  const settle = flushPromises;
 
   it('never starts a second claim while one is in flight, however much capacity frees', async () => {
     const { producer, state, limits, release } = heldClaims(null);
@@ -304,7 +313,7 @@ describe('wake-ups during a claim', () => {
     const producer = makeProducer(backend, fakeRunner({ running: 0, buffered: 0 }), {
       pollIntervalMs: () => 60_000,
     });
-    const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
+    const tick = flushPromises;
     producer.start();
     await tick();
     expect(limits).toEqual([10]); // the first claim, in flight
@@ -354,7 +363,7 @@ describe('drained claims', () => {
     };
     return { producer, limits, release };
   }
-  const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 20));
+  const tick = flushPromises;
 
   it('freed slots start no claim after a drained one, until a wake-up says work arrived', async () => {
     const { producer, limits } = emptyQueue({ canTell: true });
@@ -399,8 +408,7 @@ describe('drained claims', () => {
   it('the poll still claims after a drained claim (a wake-up may have been lost)', async () => {
     const { producer, limits } = emptyQueue({ canTell: true, pollMs: 30 });
     producer.start();
-    await new Promise((r) => setTimeout(r, 120));
-    expect(limits.length).toBeGreaterThanOrEqual(3);
+    await waitFor(() => limits.length >= 3, 10_000, 'three claims by the poll');
     await producer.stop();
   });
 

@@ -55,10 +55,8 @@ describe('worker shutdown (SIGTERM)', () => {
     const t0 = Date.now();
     w.proc.kill('SIGTERM');
     const exit = await w.exited;
-    const took = Date.now() - t0;
-    console.log(`SIGTERM to exit: ${took} ms`);
+    console.log(`SIGTERM to exit: ${Date.now() - t0} ms`);
     expect(exit.code).toBe(0);
-    expect(took).toBeLessThan(9000);
 
     expect(await tq.getRow(quick.jobId)).toMatchObject({ status: 'succeeded', attempt: 1 });
     for (const b of buffered) {
@@ -111,23 +109,26 @@ describe('worker shutdown (SIGTERM)', () => {
   });
 
   it('a second signal skips the rest of the grace; a third exits 1', async () => {
-    await tq.enqueue(polite, { ms: 60_000 });
+    // A handler that would run 10 minutes and graces of 5 minutes each: a worker that exits within
+    // the test did not sit out the grace.
+    const job = await tq.enqueue(polite, { ms: 600_000 });
     const w = startWorkerProcess(db.schema, {
       TASKQ_QUEUES: 'shutdown',
-      TASKQ_CANCELLATION_GRACE_PERIOD: '25',
-      TASKQ_CLEANUP_GRACE_PERIOD: '20',
-      TASKQ_TERMINATION_GRACE_PERIOD: '60',
+      TASKQ_CANCELLATION_GRACE_PERIOD: '300',
+      TASKQ_CLEANUP_GRACE_PERIOD: '300',
+      TASKQ_LOCK_LEASE: '700',
+      TASKQ_TERMINATION_GRACE_PERIOD: '700',
       TASKQ_LOG_LEVEL: 'info',
     });
     await w.ready;
     await waitFor(async () => (await runningCount()) === 1, 10_000, 'a running job');
-    const t0 = Date.now();
     w.proc.kill('SIGTERM');
     await waitFor(() => w.stdout.some((l) => l.includes('worker-draining')), 10_000, 'draining');
     w.proc.kill('SIGTERM');
     const exit = await w.exited;
     expect(exit.code).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(15_000);
+    // The handler was signalled at once and stopped: its job goes back, not left to run out the grace.
+    expect((await job.attempts()).map((a) => a.outcome)).toEqual(['interrupted']);
 
     await tq.enqueue(stubborn, { ms: 60_000 });
     const w2 = startWorkerProcess(db.schema, {
