@@ -23,7 +23,7 @@ import {
   type RateLimitBackend,
   type RateLimitContext,
 } from '../src/ratelimit/index.js';
-import { SystemClock } from '../src/clock.js';
+import { SystemClock } from '../src/core/clock.js';
 
 const quick = process.argv.includes('--quick');
 const DSN = process.env.BENCH_PG_DSN ?? 'postgres://postgres@127.0.0.1:5432/test';

@@ -1,5 +1,5 @@
 // Public API of `taskq`. Only re-exports live here.
-export { actor, threadActor } from './actor.js';
+export { actor, threadActor } from './core/actor.js';
 export type {
   ActorOptions,
   ActorRef,
@@ -15,8 +15,8 @@ export type {
   OnRetryExhaustedHook,
   LimitEntry,
   ErrorClass,
-} from './actor.js';
-export type { JobContext } from './context.js';
+} from './core/actor.js';
+export type { JobContext } from './core/context.js';
 export type {
   ProgressUpdate,
   ProgressEvent,
@@ -99,12 +99,12 @@ export {
   type LongRunningJobEventsWriter,
   type EnqueueArgs,
 } from './backend/types.js';
-export type { Duration } from './duration.js';
-export type { JobId } from './ids.js';
-export type { Clock } from './clock.js';
-export { SystemClock } from './clock.js';
+export type { Duration } from './core/duration.js';
+export type { JobId } from './core/ids.js';
+export type { Clock } from './core/clock.js';
+export { SystemClock } from './core/clock.js';
 export type { Logger } from './obs/logger.js';
-export type { Schema } from './schema-validation.js';
+export type { Schema } from './core/schema-validation.js';
 export {
   Migrator,
   type MigratorOptions,

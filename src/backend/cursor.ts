@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { isUuid } from '../ids.js';
+import { isUuid } from '../core/ids.js';
 
 /** Sort orders of `list()`; each pages with its own cursor shape. */
 export const JobSortField = {

@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { isUuid } from '../ids.js';
-import { checkNoNul } from '../text-checks.js';
+import { isUuid } from '../core/ids.js';
+import { checkNoNul } from '../core/text-checks.js';
 import { checkOrdering, decodeCursor, type CursorKey, type JobSortField } from './cursor.js';
 import { ACTIVE_STATUSES, TERMINAL_STATUSES } from './state-machine.js';
 import { JOB_STATUSES, type JobStatus } from './types.js';

@@ -10,7 +10,7 @@ import {
 } from '../db/session-settings.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
-import { validateSchemaName } from '../schema-name.js';
+import { validateSchemaName } from '../core/schema-name.js';
 import type { Backend } from './backend.js';
 import { PostgresBackend } from './postgres/postgres-backend.js';
 

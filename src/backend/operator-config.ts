@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { checkActorName, checkQueueName } from '../text-checks.js';
+import { checkActorName, checkQueueName } from '../core/text-checks.js';
 import type { ActorCapacityChange, QueueMode } from './types.js';
 
 /**

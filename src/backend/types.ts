@@ -2,7 +2,7 @@
  * Row and argument types shared by every backend. These are the shapes that cross the Backend
  * seam: the client builds `EnqueueArgs`, backends return `JobRow`s.
  */
-import type { JobId } from '../ids.js';
+import type { JobId } from '../core/ids.js';
 
 /** Every job status, in lifecycle order. */
 export const JOB_STATUSES = [

@@ -1,6 +1,6 @@
 import { validateConnectionString } from '../db/connection-string.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { validateSchemaName } from '../schema-name.js';
+import { validateSchemaName } from '../core/schema-name.js';
 import { CliExit, type CliIo } from './io.js';
 
 /** `--dsn` / `--schema` resolved over `TASKQ_PG_DSN` / `TASKQ_SCHEMA_NAME` (flags win). */

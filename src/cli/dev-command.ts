@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 
 import { Command } from 'commander';
 
-import type { AnyActor } from '../actor.js';
+import type { AnyActor } from '../core/actor.js';
 import { TaskQ } from '../client/taskq.js';
 import type { Driver } from '../db/driver.js';
 import { PgliteDriver } from '../db/pglite-driver.js';

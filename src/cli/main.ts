@@ -1,7 +1,7 @@
 import { Command, CommanderError } from 'commander';
 
 import { TaskQError } from '../errors/taskq-error.js';
-import { TASKQ_VERSION } from '../version.js';
+import { TASKQ_VERSION } from '../core/version.js';
 import { CliExit, processIo, type CliIo } from './io.js';
 import { migrateCommand } from './migrate-command.js';
 import { actorConfigCommand, queuesCommand } from './queues-command.js';

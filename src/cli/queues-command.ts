@@ -2,7 +2,7 @@ import { Command } from 'commander';
 
 import type { Backend } from '../backend/backend.js';
 import { openClientBackend } from '../backend/open-backend.js';
-import { toMsOrNull } from '../duration.js';
+import { toMsOrNull } from '../core/duration.js';
 import { resolveConnection, type ConnectionFlags } from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 
 import { Command } from 'commander';
 
-import type { AnyActor } from '../actor.js';
+import type { AnyActor } from '../core/actor.js';
 import { ActorConfigDriftList } from '../errors/actor-config-errors.js';
 import { SchemaNotMigratedError, SchemaTooNewError } from '../errors/schema-errors.js';
 import { TaskQError } from '../errors/taskq-error.js';

@@ -1,6 +1,6 @@
-import type { ActorRef, AnyActor } from '../actor.js';
+import type { ActorRef, AnyActor } from '../core/actor.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { isUuid, newJobId } from '../ids.js';
+import { isUuid, newJobId } from '../core/ids.js';
 import type { EnqueueOptions } from './enqueue-options.js';
 import type { JobHandle } from './job-handle.js';
 

@@ -1,5 +1,5 @@
 import type { Backend } from '../backend/backend.js';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../core/clock.js';
 import type { Logger } from '../obs/logger.js';
 
 /** Default staleness of the stored `max_pending` snapshot, in ms. */

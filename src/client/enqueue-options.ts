@@ -1,11 +1,11 @@
-import type { ActorRef } from '../actor.js';
+import type { ActorRef } from '../core/actor.js';
 import type { JobStatus } from '../backend/types.js';
 import type { ClientLike } from '../db/driver.js';
-import { toMsOrNull, type Duration } from '../duration.js';
+import { toMsOrNull, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { newJobId } from '../ids.js';
-import { checkJsonNoNul } from '../schema-validation.js';
-import { checkInt, checkQueueName, checkText, isPlainObject } from '../text-checks.js';
+import { newJobId } from '../core/ids.js';
+import { checkJsonNoNul } from '../core/schema-validation.js';
+import { checkInt, checkQueueName, checkText, isPlainObject } from '../core/text-checks.js';
 import type { EnqueueArgs } from '../backend/types.js';
 
 /** Per-job options of `enqueue()`. Every field is optional. */

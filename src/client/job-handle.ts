@@ -1,8 +1,8 @@
 import type { AttemptRow, CancelResult, EventRow, JobRow, JobStatus } from '../backend/types.js';
 import { JobFailed, JobNotFoundError, ResultUnavailable } from '../errors/job-errors.js';
-import { toMsOrNull, type Duration } from '../duration.js';
-import { validateSchema } from '../schema-validation.js';
-import type { Schema } from '../schema-validation.js';
+import { toMsOrNull, type Duration } from '../core/duration.js';
+import { validateSchema } from '../core/schema-validation.js';
+import type { Schema } from '../core/schema-validation.js';
 import type { TaskQ } from './taskq.js';
 import type { ProgressEvent } from '../progress/progress-event.js';
 import type { ProgressStreamOptions } from './progress-stream.js';

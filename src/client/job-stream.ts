@@ -1,8 +1,8 @@
 import { isTerminal } from '../backend/state-machine.js';
 import type { JobRow, JobStatus } from '../backend/types.js';
-import { toMs, type Duration } from '../duration.js';
+import { toMs, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { isUuid } from '../ids.js';
+import { isUuid } from '../core/ids.js';
 import { closableStream } from '../progress/closable-stream.js';
 import { progressFieldsOf } from '../progress/progress-event-codec.js';
 import type { JobEvent } from '../progress/progress-event.js';

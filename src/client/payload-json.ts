@@ -1,5 +1,5 @@
-import type { ActorRef } from '../actor.js';
-import { toJsonText, validateSchema } from '../schema-validation.js';
+import type { ActorRef } from '../core/actor.js';
+import { toJsonText, validateSchema } from '../core/schema-validation.js';
 import type { EnqueueItem } from './batch-items.js';
 
 /** The payload as JSON text, validated first when the actor has a schema (then asynchronously). */

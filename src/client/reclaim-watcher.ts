@@ -1,6 +1,6 @@
 import type { Backend } from '../backend/backend.js';
 import type { EventRow } from '../backend/types.js';
-import { toMs, type Duration } from '../duration.js';
+import { toMs, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
 

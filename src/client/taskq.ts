@@ -1,27 +1,27 @@
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 
-import type { ActorRef } from '../actor.js';
+import type { ActorRef } from '../core/actor.js';
 import type { Backend, JobPage } from '../backend/backend.js';
 import { normalizeJobFilter, type JobFilter } from '../backend/job-filter.js';
 import { openClientBackend } from '../backend/open-backend.js';
 import type { BulkCancelResult, CancelResult, EnqueueArgs, EventRow, JobRow } from '../backend/types.js';
-import type { Clock } from '../clock.js';
-import { SystemClock } from '../clock.js';
+import type { Clock } from '../core/clock.js';
+import { SystemClock } from '../core/clock.js';
 import type { Driver } from '../db/driver.js';
-import { toMs, type Duration } from '../duration.js';
+import { toMs, type Duration } from '../core/duration.js';
 import { MaxPendingExceededError } from '../errors/backpressure-errors.js';
 import { EmptyFilterError, TaskQStateError } from '../errors/client-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { JobNotFoundError } from '../errors/job-errors.js';
-import { isUuid } from '../ids.js';
+import { isUuid } from '../core/ids.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
 import { JobNotificationFanout } from '../progress/job-notification-fanout.js';
 import type { JobEvent, ProgressEvent } from '../progress/progress-event.js';
 import { RedisLiveProgress } from '../progress/redis-live-progress.js';
 import { createOwnedRedis } from '../progress/redis-progress-publisher.js';
-import type { Schema } from '../schema-validation.js';
+import type { Schema } from '../core/schema-validation.js';
 import {
   loadTaskQSettings,
   type TaskQSettings,

@@ -5,7 +5,7 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { SchemaNotMigratedError, SchemaTooNewError } from '../errors/schema-errors.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
-import { quoteSchema, renderSql, validateSchemaName } from '../schema-name.js';
+import { quoteSchema, renderSql, validateSchemaName } from '../core/schema-name.js';
 import { MIGRATIONS, type BundledMigration } from './migrations.generated.js';
 import { splitSqlStatements } from './split-statements.js';
 

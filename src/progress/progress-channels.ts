@@ -1,4 +1,4 @@
-import { validateSchemaName } from '../schema-name.js';
+import { validateSchemaName } from '../core/schema-name.js';
 
 /**
  * Redis pub/sub channel carrying one job's live progress: `taskq:{schema}:progress:{jobId}`.

@@ -6,7 +6,7 @@ import type { JobStatus } from '../backend/types.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
-import { validateSchemaName } from '../schema-name.js';
+import { validateSchemaName } from '../core/schema-name.js';
 import { buildProgressEvent, encodeProgressEvent } from './progress-event-codec.js';
 import { progressGlobalChannel, progressJobChannel } from './progress-channels.js';
 import type { ProgressEvent, ProgressPublisher } from './progress-event.js';

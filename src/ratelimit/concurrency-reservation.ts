@@ -1,6 +1,6 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../core/clock.js';
 import type { Driver } from '../db/driver.js';
-import { toMs, type Duration } from '../duration.js';
+import { toMs, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
 import { ReservationUnavailable } from './errors.js';

@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { PayloadValidationError } from '../errors/payload-validation-error.js';
-import { validateSchema, type Schema } from '../schema-validation.js';
+import { validateSchema, type Schema } from '../core/schema-validation.js';
 import type { ConcurrencyReservation } from './concurrency-reservation.js';
 import type { KeyedRateLimitRef, KeyedReservationRef } from './keyed-refs.js';
 import { QUEUE_CONCURRENCY_PREFIX, isReservedName } from './names.js';

@@ -1,7 +1,7 @@
-import type { Clock } from '../clock.js';
-import { toMs, type Duration } from '../duration.js';
+import type { Clock } from '../core/clock.js';
+import { toMs, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { isStandardSchema, type Schema } from '../schema-validation.js';
+import { isStandardSchema, type Schema } from '../core/schema-validation.js';
 import { QUEUE_CONCURRENCY_PREFIX, baseNameCanReachReserved, checkName, checkNumber } from './names.js';
 import type { RateLimitBackend } from './types.js';
 

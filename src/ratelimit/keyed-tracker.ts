@@ -1,4 +1,4 @@
-import type { Clock } from '../clock.js';
+import type { Clock } from '../core/clock.js';
 import { OPPORTUNISTIC_EVICT_MIN_INTERVAL_MS } from './types.js';
 
 /**

@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { toMs, type Duration } from '../duration.js';
-import { checkText } from '../text-checks.js';
+import { toMs, type Duration } from '../core/duration.js';
+import { checkText } from '../core/text-checks.js';
 
 /**
  * Reserved namespace of the fleet-wide per-queue concurrency caps. Only

@@ -1,9 +1,9 @@
-import { SystemClock, type Clock } from '../clock.js';
-import { toMs, type Duration } from '../duration.js';
+import { SystemClock, type Clock } from '../core/clock.js';
+import { toMs, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { WaitTimeoutError } from '../errors/job-errors.js';
 import { silentLogger, type Logger } from '../obs/logger.js';
-import type { Schema } from '../schema-validation.js';
+import type { Schema } from '../core/schema-validation.js';
 import { ConcurrencyReservation } from './concurrency-reservation.js';
 import { RateLimitNotFound, ReservationUnavailable } from './errors.js';
 import { RateLimitHandle, ReservationHandle, type AcquiredResource } from './handles.js';

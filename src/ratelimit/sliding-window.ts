@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { toMs, type Duration } from '../duration.js';
+import { toMs, type Duration } from '../core/duration.js';
 import { decision, retryMs, state } from './decision.js';
 import { checkName, checkNumber, optionalDuration } from './names.js';
 import { OwnMemoryStore, storeFor, storeThatDecided } from './stores/context-stores.js';

@@ -1,5 +1,5 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import type { Duration } from '../duration.js';
+import type { Duration } from '../core/duration.js';
 import { decision, retryMs, state } from './decision.js';
 import { checkName, checkNumber, optionalDuration } from './names.js';
 import { OwnMemoryStore, storeFor, storeThatDecided } from './stores/context-stores.js';

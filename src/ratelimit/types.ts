@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 
-import type { Clock } from '../clock.js';
+import type { Clock } from '../core/clock.js';
 import type { Driver } from '../db/driver.js';
 import type { Logger } from '../obs/logger.js';
 import type { RateLimitStores } from './stores/rate-limit-stores.js';

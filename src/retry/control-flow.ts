@@ -1,4 +1,4 @@
-import { toMs, type Duration } from '../duration.js';
+import { toMs, type Duration } from '../core/duration.js';
 import { TaskQError } from '../errors/taskq-error.js';
 
 /**

@@ -1,9 +1,9 @@
-import type { ActorDefinition, RetryOverride } from '../actor.js';
-import { toMs } from '../duration.js';
+import type { ActorDefinition, RetryOverride } from '../core/actor.js';
+import { toMs } from '../core/duration.js';
 import { PayloadValidationError } from '../errors/payload-validation-error.js';
 import { ResultTooLarge } from '../errors/job-errors.js';
 import type { Logger } from '../obs/logger.js';
-import { isSchemaLibraryError } from '../schema-validation.js';
+import { isSchemaLibraryError } from '../core/schema-validation.js';
 
 /** Decision: retry after `delayMs` (0 = immediately, the job lands `pending`). */
 export interface Retry {

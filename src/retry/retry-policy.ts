@@ -1,4 +1,4 @@
-import { toMs, toMsOrNull, type Duration } from '../duration.js';
+import { toMs, toMsOrNull, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { RETRY_KINDS, type RetryKind } from '../backend/types.js';
 

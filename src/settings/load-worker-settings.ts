@@ -1,6 +1,6 @@
-import { formatMs, toMs, type Duration } from '../duration.js';
+import { formatMs, toMs, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { checkQueueName, isPlainObject } from '../text-checks.js';
+import { checkQueueName, isPlainObject } from '../core/text-checks.js';
 import {
   describeRule,
   settingName,

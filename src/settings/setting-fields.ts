@@ -1,8 +1,8 @@
 import { CONNECTION_STRING_RULE, validateConnectionString } from '../db/connection-string.js';
-import { formatMs } from '../duration.js';
+import { formatMs } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { isUuid } from '../ids.js';
-import { DEFAULT_SCHEMA, validateSchemaName } from '../schema-name.js';
+import { isUuid } from '../core/ids.js';
+import { DEFAULT_SCHEMA, validateSchemaName } from '../core/schema-name.js';
 import type { WorkerSettings } from './worker-settings.js';
 
 // The table of every worker setting: its environment variable, kind, default and constraints. The

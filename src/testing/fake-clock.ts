@@ -1,5 +1,5 @@
-import type { Clock } from '../clock.js';
-import { toMs, type Duration } from '../duration.js';
+import type { Clock } from '../core/clock.js';
+import { toMs, type Duration } from '../core/duration.js';
 
 const EPOCH = Date.UTC(2000, 0, 1);
 

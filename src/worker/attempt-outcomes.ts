@@ -1,4 +1,4 @@
-import type { AnyActor } from '../actor.js';
+import type { AnyActor } from '../core/actor.js';
 import type { ClaimedJob } from '../backend/types.js';
 import type { ErrorInfo, Settlement } from '../backend/worker-types.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
@@ -16,7 +16,7 @@ import {
   WorkerShutdown,
 } from '../retry/control-flow.js';
 import { classifyFailure } from '../retry/retry-classifier.js';
-import { toJsonText, validateSchema } from '../schema-validation.js';
+import { toJsonText, validateSchema } from '../core/schema-validation.js';
 import { toErrorInfo } from './error-info.js';
 
 /**

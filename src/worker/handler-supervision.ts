@@ -3,7 +3,7 @@
  * worker thread, and racing it against its `startToClose` and `heartbeatTimeout`. Kept apart from the
  * runner's plain path, which a job with neither never touches.
  */
-import type { JobContext } from '../context.js';
+import type { JobContext } from '../core/context.js';
 import type { ClaimedJob } from '../backend/types.js';
 import { HeartbeatTimeout } from '../errors/progress-errors.js';
 import type { Logger } from '../obs/logger.js';

@@ -1,12 +1,12 @@
-import type { AnyActor } from '../actor.js';
-import type { JobContext } from '../context.js';
+import type { AnyActor } from '../core/actor.js';
+import type { JobContext } from '../core/context.js';
 import type { ClaimedJob, JobRow } from '../backend/types.js';
 import type { Settlement } from '../backend/worker-types.js';
 import { TaskQError } from '../errors/taskq-error.js';
 import { LazyChildLogger } from '../obs/lazy-child-logger.js';
 import type { Logger } from '../obs/logger.js';
 import { CancelRequested, WorkerShutdown } from '../retry/control-flow.js';
-import { checkSchema } from '../schema-validation.js';
+import { checkSchema } from '../core/schema-validation.js';
 import type { Completer } from './completer.js';
 import type { ErrorReporter } from './error-reporter.js';
 import { LazyAbort } from './lazy-abort.js';

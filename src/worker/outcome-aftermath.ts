@@ -1,4 +1,4 @@
-import type { AnyActor } from '../actor.js';
+import type { AnyActor } from '../core/actor.js';
 import { isTerminal } from '../backend/state-machine.js';
 import type { ClaimedJob, JobRow } from '../backend/types.js';
 import type { ProgressSnapshot, Settlement, SettleResult } from '../backend/worker-types.js';

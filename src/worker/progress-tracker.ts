@@ -5,7 +5,7 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { ProgressTooLarge } from '../errors/progress-errors.js';
 import type { Logger } from '../obs/logger.js';
 import type { ProgressPublisher, ProgressUpdate } from '../progress/progress-event.js';
-import { checkNoNul } from '../text-checks.js';
+import { checkNoNul } from '../core/text-checks.js';
 import { LoopService } from './loop-service.js';
 
 interface Tracked {

@@ -1,5 +1,5 @@
-import type { AnyActor } from '../actor.js';
-import type { Clock } from '../clock.js';
+import type { AnyActor } from '../core/actor.js';
+import type { Clock } from '../core/clock.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { MissingProvider } from '../errors/missing-provider-error.js';
 import { TaskQError } from '../errors/taskq-error.js';

@@ -1,5 +1,5 @@
 import type { ClaimedJob } from '../backend/types.js';
-import type { JobContext } from '../context.js';
+import type { JobContext } from '../core/context.js';
 import type { Logger } from '../obs/logger.js';
 import type { ProgressUpdate } from '../progress/progress-event.js';
 import type { LazyAbort } from './lazy-abort.js';

@@ -1,11 +1,11 @@
 import { hostname } from 'node:os';
 
-import type { AnyActor } from '../actor.js';
+import type { AnyActor } from '../core/actor.js';
 import type { Backend } from '../backend/backend.js';
 import { openWorkerBackend } from '../backend/open-backend.js';
 import type { Driver } from '../db/driver.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { newJobId } from '../ids.js';
+import { newJobId } from '../core/ids.js';
 import type { Logger } from '../obs/logger.js';
 import { createLogger } from '../obs/logger.js';
 import { loadWorkerSettings, type WorkerSettingsInput } from '../settings/load-worker-settings.js';
@@ -25,8 +25,8 @@ import type { ProgressPublisher } from '../progress/progress-event.js';
 import { RedisProgressPublisher } from '../progress/redis-progress-publisher.js';
 import { interruptibleSleep } from './sleep.js';
 import { MaintenanceLeader } from './maintenance/maintenance-leader.js';
-import { TASKQ_VERSION } from '../version.js';
-import { SystemClock } from '../clock.js';
+import { TASKQ_VERSION } from '../core/version.js';
+import { SystemClock } from '../core/clock.js';
 import { RateLimitRegistry } from '../ratelimit/registry.js';
 import { RateLimitGate, type QueueCap } from './rate-limit-gate.js';
 import { RateLimitSweeper } from './rate-limit-sweeper.js';

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { batchItem } from '../../src/client/batch-items.js';
 import { deriveStatement } from '../../src/backend/postgres/pg-ops.js';

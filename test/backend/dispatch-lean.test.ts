@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import type { DispatchRequest } from '../../src/backend/worker-types.js';
 import { TaskQ } from '../../src/client/taskq.js';

@@ -14,7 +14,7 @@ import { CliExit } from '../../src/cli/io.js';
 import { runCli } from '../../src/cli/main.js';
 import { loadActorModule } from '../../src/cli/worker-command.js';
 import { isPackageNotFound, MissingDependencyError } from '../../src/errors/missing-dependency-error.js';
-import { TASKQ_VERSION } from '../../src/version.js';
+import { TASKQ_VERSION } from '../../src/core/version.js';
 import { REPO_ROOT } from '../fixtures/cli/run-cli-process.js';
 
 function io(env: NodeJS.ProcessEnv = {}): CliIo & { stdout: string[]; stderr: string[] } {

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { TaskQ } from '../../src/client/taskq.js';
 import { InvalidArgumentError, SchemaNotMigratedError, TaskQStateError } from '../../src/errors/index.js';
-import { newJobId } from '../../src/ids.js';
+import { newJobId } from '../../src/core/ids.js';
 import { plain } from '../helpers/actors.js';
 import { migratedSchema, TEST_DSN, uniqueSchemaName, type TestSchema } from '../helpers/db.js';
 

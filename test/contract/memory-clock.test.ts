@@ -9,7 +9,7 @@ import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
 import { normalizeJobFilter } from '../../src/backend/job-filter.js';
 import type { EnqueueArgs } from '../../src/backend/types.js';
 import type { Settlement } from '../../src/backend/worker-types.js';
-import type { ActorRef } from '../../src/actor.js';
+import type { ActorRef } from '../../src/core/actor.js';
 import { buildEnqueueArgs } from '../../src/client/enqueue-options.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
 import { plain } from '../helpers/actors.js';

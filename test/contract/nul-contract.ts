@@ -6,7 +6,7 @@
 import { expect, it } from 'vitest';
 import { z } from 'zod';
 
-import { actor, type AnyActor } from '../../src/actor.js';
+import { actor, type AnyActor } from '../../src/core/actor.js';
 import type { TaskQ } from '../../src/client/taskq.js';
 import { InvalidArgumentError } from '../../src/errors/index.js';
 import { plain } from '../helpers/actors.js';

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 import { TaskQ } from '../../src/client/taskq.js';
-import { newJobId } from '../../src/ids.js';
+import { newJobId } from '../../src/core/ids.js';
 import type { ClaimedJob } from '../../src/backend/types.js';
 import { plain, sendEmail } from '../helpers/actors.js';
 import { waitFor } from '../helpers/wait.js';

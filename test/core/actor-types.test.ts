@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 
-import { actor, type InputOf, type PayloadOf } from '../../src/actor.js';
+import { actor, type InputOf, type PayloadOf } from '../../src/core/actor.js';
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { batchItem } from '../../src/client/batch-items.js';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { InvalidArgumentError } from '../../src/errors/index.js';
 import { RetryPolicy } from '../../src/retry/retry-policy.js';
 

@@ -8,14 +8,14 @@
 import { z } from 'zod';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-import { actor, type RetryClassifierHook } from '../../src/actor.js';
+import { actor, type RetryClassifierHook } from '../../src/core/actor.js';
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { PayloadValidationError, ResultTooLarge } from '../../src/errors/index.js';
 import type { Logger } from '../../src/obs/logger.js';
 import { RetryAfter, Snooze, StartToCloseTimeout } from '../../src/retry/control-flow.js';
 import { classifyFailure } from '../../src/retry/retry-classifier.js';
-import { isSchemaLibraryError } from '../../src/schema-validation.js';
+import { isSchemaLibraryError } from '../../src/core/schema-validation.js';
 import { silentLogger } from '../../src/obs/logger.js';
 import { Worker } from '../../src/worker/worker.js';
 import { waitFor } from '../helpers/wait.js';

@@ -7,7 +7,7 @@ import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { describe, expect, it } from 'vitest';
 
 import { PayloadValidationError } from '../../src/errors/index.js';
-import { checkSchema, validateSchema } from '../../src/schema-validation.js';
+import { checkSchema, validateSchema } from '../../src/core/schema-validation.js';
 
 const ctx = { actor: 'a', what: 'payload', payloadSchemaVer: 3 };
 

@@ -7,10 +7,10 @@ import {
   ACTIVE_STATUSES,
   TERMINAL_STATUSES,
 } from '../../src/backend/state-machine.js';
-import { formatMs, toMs } from '../../src/duration.js';
+import { formatMs, toMs } from '../../src/core/duration.js';
 import { IllegalStateTransition, InvalidArgumentError } from '../../src/errors/index.js';
-import { isUuid, newJobId } from '../../src/ids.js';
-import { eventsChannel, validateSchemaName, wakeChannel, workerChannel } from '../../src/schema-name.js';
+import { isUuid, newJobId } from '../../src/core/ids.js';
+import { eventsChannel, validateSchemaName, wakeChannel, workerChannel } from '../../src/core/schema-name.js';
 
 describe('durations', () => {
   it('parses numbers and unit strings', () => {

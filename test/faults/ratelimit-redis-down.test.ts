@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import type { Logger } from '../../src/obs/logger.js';
 import { TokenBucket } from '../../src/ratelimit/index.js';

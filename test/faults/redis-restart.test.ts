@@ -8,7 +8,7 @@ import { Redis } from 'ioredis';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { silentLogger } from '../../src/obs/logger.js';
 import { progressJobChannel } from '../../src/progress/progress-channels.js';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 
 /** Actors shared by the contract suite (declared once: declaration validates). */
 export const sendEmail = actor(

@@ -1,4 +1,4 @@
-import type { AnyActor } from '../../src/actor.js';
+import type { AnyActor } from '../../src/core/actor.js';
 import type { Backend } from '../../src/backend/backend.js';
 import type { Logger } from '../../src/obs/logger.js';
 import { silentLogger } from '../../src/obs/logger.js';

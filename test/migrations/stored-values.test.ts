@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import type { EnqueueArgs, RetryKind } from '../../src/backend/types.js';
-import { newJobId } from '../../src/ids.js';
+import { newJobId } from '../../src/core/ids.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
 
 let db: TestSchema;

@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { STREAM_POLL_INTERVAL_MS, type JobWatchTiming } from '../../src/progress/job-watch.js';
 import type { JobEvent, ProgressEvent } from '../../src/progress/progress-event.js';

@@ -7,13 +7,13 @@ import { Redis } from 'ioredis';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { TaskQStateError } from '../../src/errors/client-errors.js';
 import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
 import { JobNotFoundError } from '../../src/errors/job-errors.js';
-import { newJobId } from '../../src/ids.js';
+import { newJobId } from '../../src/core/ids.js';
 import { silentLogger } from '../../src/obs/logger.js';
 import { progressGlobalChannel, progressJobChannel } from '../../src/progress/progress-channels.js';
 import type { JobEvent, ProgressEvent } from '../../src/progress/progress-event.js';

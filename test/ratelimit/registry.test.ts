@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
 import { WaitTimeoutError } from '../../src/errors/job-errors.js';
 import {

@@ -8,7 +8,7 @@
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import type { Logger } from '../../src/obs/logger.js';
 import { Worker } from '../../src/worker/worker.js';

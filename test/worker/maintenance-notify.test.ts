@@ -9,10 +9,10 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
-import { doneChannel, wakeChannel } from '../../src/schema-name.js';
+import { doneChannel, wakeChannel } from '../../src/core/schema-name.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -1,11 +1,11 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { batchItem } from '../../src/client/batch-items.js';
 import { TaskQ } from '../../src/client/taskq.js';
-import { wakeChannel } from '../../src/schema-name.js';
+import { wakeChannel } from '../../src/core/schema-name.js';
 import { ActorConfigDriftList, SchemaNotMigratedError } from '../../src/errors/index.js';
 import { silentLogger } from '../../src/obs/logger.js';
 import { Worker } from '../../src/worker/worker.js';

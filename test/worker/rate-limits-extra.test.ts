@@ -9,9 +9,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { actor, type AnyActor } from '../../src/actor.js';
+import { actor, type AnyActor } from '../../src/core/actor.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
-import { SystemClock } from '../../src/clock.js';
+import { SystemClock } from '../../src/core/clock.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { silentLogger, type Logger } from '../../src/obs/logger.js';
 import {

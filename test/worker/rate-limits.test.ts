@@ -10,7 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';

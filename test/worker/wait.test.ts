@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { ResultUnavailable, WaitTimeoutError } from '../../src/errors/index.js';
 import type { Worker } from '../../src/worker/worker.js';

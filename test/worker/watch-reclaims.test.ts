@@ -12,11 +12,11 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import type { EventRow } from '../../src/backend/types.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import type { Logger } from '../../src/obs/logger.js';
-import { wakeChannel } from '../../src/schema-name.js';
+import { wakeChannel } from '../../src/core/schema-name.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { actor } from '../../src/actor.js';
+import { actor } from '../../src/core/actor.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { JobFailed } from '../../src/errors/index.js';
 import { RetryAfter, Snooze } from '../../src/retry/control-flow.js';

@@ -6,12 +6,12 @@
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { actor, type AnyActor } from '../../src/actor.js';
+import { actor, type AnyActor } from '../../src/core/actor.js';
 import type { Backend } from '../../src/backend/backend.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { batchItem } from '../../src/client/batch-items.js';
 import { TaskQ } from '../../src/client/taskq.js';
-import type { JobContext } from '../../src/context.js';
+import type { JobContext } from '../../src/core/context.js';
 import { JobFailed } from '../../src/errors/index.js';
 import type { Logger } from '../../src/obs/logger.js';
 import { silentLogger } from '../../src/obs/logger.js';

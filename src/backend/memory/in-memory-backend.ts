@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 
-import type { Clock } from '../../clock.js';
-import { SystemClock } from '../../clock.js';
+import type { Clock } from '../../core/clock.js';
+import { SystemClock } from '../../core/clock.js';
 import type { ClientLike } from '../../db/driver.js';
 import { MaxPendingExceededError, SingletonCollisionError } from '../../errors/backpressure-errors.js';
 import { rateLimitStoresFor, type RateLimitStores } from '../../ratelimit/stores/rate-limit-stores.js';

@@ -1,4 +1,4 @@
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../core/clock.js';
 import type { ActorConfigRow, AttemptRow, EventKind, EventRow, JobRow, QueueMode } from '../types.js';
 
 /** The in-memory backend's state, shared by the modules that implement its operations. */

@@ -1,5 +1,5 @@
 import type { Logger } from '../../obs/logger.js';
-import { workerChannel } from '../../schema-name.js';
+import { workerChannel } from '../../core/schema-name.js';
 import { encodeAnnouncedIds, encodeCancelAnnouncement, type CancelAnnouncement } from '../announcements.js';
 import type { PgOps } from './pg-ops.js';
 

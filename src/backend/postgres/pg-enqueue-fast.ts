@@ -1,6 +1,6 @@
 import type { Executor } from '../../db/driver.js';
 import { DuplicateIdempotencyKeyError } from '../../errors/job-errors.js';
-import { quoteSchema } from '../../schema-name.js';
+import { quoteSchema } from '../../core/schema-name.js';
 import type { EnqueueArgs } from '../types.js';
 import { textArrayLiteral } from './batch-column.js';
 import { translateUnique } from './pg-enqueue.js';

@@ -1,5 +1,5 @@
 import type { DedicatedConnection } from '../../db/driver.js';
-import { workerChannel } from '../../schema-name.js';
+import { workerChannel } from '../../core/schema-name.js';
 import { decodeAnnouncedIds, decodeCancelAnnouncement } from '../announcements.js';
 import type { LeaderSession, NotificationHandlers, NotificationSubscription } from '../worker-types.js';
 import type { PgOps } from './pg-ops.js';

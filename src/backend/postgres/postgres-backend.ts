@@ -16,8 +16,8 @@ import {
   renderSql,
   validateSchemaName,
   wakeChannel,
-} from '../../schema-name.js';
-import { SystemClock } from '../../clock.js';
+} from '../../core/schema-name.js';
+import { SystemClock } from '../../core/clock.js';
 import { rateLimitStoresFor, type RateLimitStores } from '../../ratelimit/stores/rate-limit-stores.js';
 import {
   BACKEND_PROTOCOL_VERSION,

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 
-import { SystemClock, type Clock } from '../../clock.js';
+import { SystemClock, type Clock } from '../../core/clock.js';
 import type { Driver } from '../../db/driver.js';
 import type { Logger } from '../../obs/logger.js';
 import { createOwnedRedis } from '../../progress/redis-progress-publisher.js';

@@ -1,4 +1,4 @@
-import type { Clock } from '../../../clock.js';
+import type { Clock } from '../../../core/clock.js';
 import { InvalidArgumentError } from '../../../errors/invalid-argument-error.js';
 import type { RateLimitBackend } from '../../types.js';
 import type {

@@ -1,6 +1,6 @@
 import type { Driver } from '../../../db/driver.js';
 import type { Logger } from '../../../obs/logger.js';
-import { DEFAULT_SCHEMA, renderSql, validateSchemaName } from '../../../schema-name.js';
+import { DEFAULT_SCHEMA, renderSql, validateSchemaName } from '../../../core/schema-name.js';
 import { RateLimitStoreCorrupt, RateLimitStoreUnavailable } from '../../errors.js';
 import { DEFAULT_PG_LOCK_TIMEOUT_MS, type RateLimitBackend } from '../../types.js';
 import type {

@@ -1,7 +1,7 @@
 import type { StandardSchemaV1 } from '@standard-schema/spec';
 
-import { InvalidArgumentError } from './errors/invalid-argument-error.js';
-import { PayloadValidationError, type ValidationIssue } from './errors/payload-validation-error.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { PayloadValidationError, type ValidationIssue } from '../errors/payload-validation-error.js';
 
 /** Any Standard Schema validator (Zod, Valibot, ArkType, …) producing `T`. */
 export type Schema<T = unknown> = StandardSchemaV1<unknown, T>;

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 
-import { InvalidArgumentError } from './errors/invalid-argument-error.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 
 /** The identifier rule every schema name must meet before it is placed into SQL. */
 export const IDENT_RE = /^[A-Za-z_][A-Za-z0-9_]*$/;

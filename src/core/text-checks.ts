@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from './errors/invalid-argument-error.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 
 /**
  * Postgres text cannot hold NUL characters (it raises SQLSTATE 22021 deep inside the driver). We

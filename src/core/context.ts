@@ -1,5 +1,5 @@
-import type { Logger } from './obs/logger.js';
-import type { ProgressUpdate } from './progress/progress-event.js';
+import type { Logger } from '../obs/logger.js';
+import type { ProgressUpdate } from '../progress/progress-event.js';
 
 /**
  * What a handler receives besides its payload, built fresh for every attempt by the worker.

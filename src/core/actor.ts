@@ -4,11 +4,11 @@ import { pathToFileURL } from 'node:url';
 
 import type { JobContext } from './context.js';
 import { toMsOrNull, type Duration } from './duration.js';
-import { InvalidArgumentError } from './errors/invalid-argument-error.js';
-import { RetryPolicy, type RetryPolicyOptions } from './retry/retry-policy.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { RetryPolicy, type RetryPolicyOptions } from '../retry/retry-policy.js';
 import { isStandardSchema, type Schema } from './schema-validation.js';
 import { checkActorName, checkInt, checkQueueName, isPlainObject } from './text-checks.js';
-import { JOB_STATUSES, type JobRow, type JobStatus, type RetryKind } from './backend/types.js';
+import { JOB_STATUSES, type JobRow, type JobStatus, type RetryKind } from '../backend/types.js';
 
 /** A handler: gets the validated payload and the job context, returns the result (or nothing). */
 export type ActorHandler<P, R> = (payload: P, ctx: JobContext<P>) => R | Promise<R>;

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from './errors/invalid-argument-error.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 
 /**
  * A length of time: milliseconds as a number, or a string with a unit such as `'250ms'`, `'30s'`,
