@@ -63,11 +63,10 @@ describe('cancelling running jobs', () => {
     await running(h.jobId);
     const t0 = performance.now();
     const result = await h.cancel('changed my mind');
-    expect(result).toMatchObject({
-      previousStatus: 'running',
-      newStatus: 'running',
-      cancellationInitiated: true,
-    });
+    expect(result).toMatchObject({ previousStatus: 'running', cancellationInitiated: true });
+    // The row is read again after the request: a handler that honours its signal quickly may
+    // already have ended by then.
+    expect(['running', 'cancelled']).toContain(result.newStatus);
     await expect(h.wait({ timeout: '10s' })).rejects.toBeInstanceOf(JobFailed);
     const ms = performance.now() - t0;
     console.log(`cancel() to cancelled (cooperative, NOTIFY): ${ms.toFixed(1)} ms`);
