@@ -3,7 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Clock } from '../../core/clock.js';
 import { SystemClock } from '../../core/clock.js';
 import type { ClientLike } from '../../db/driver.js';
-import { MaxPendingExceededError, SingletonCollisionError } from '../../errors/backpressure-errors.js';
+import { SingletonCollisionError } from '../../errors/backpressure-errors.js';
 import { rateLimitStoresFor, type RateLimitStores } from '../../ratelimit/stores/rate-limit-stores.js';
 import {
   BACKEND_PROTOCOL_VERSION,
@@ -12,7 +12,7 @@ import {
   type RateLimitStoreOptions,
 } from '../backend.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
-import { ACTIVE_STATUSES, RETRYABLE_TERMINAL_STATUSES } from '../state-machine.js';
+import { ACTIVE_STATUSES } from '../state-machine.js';
 import type {
   ActorCapacityChange,
   ActorConfigRow,
@@ -22,7 +22,6 @@ import type {
   EventKind,
   EventRow,
   JobRow,
-  JobStatus,
 } from '../types.js';
 import type { QueueConfigRow, QueueMode } from '../types.js';
 import type {
@@ -49,9 +48,9 @@ import * as dispatch from './memory-dispatch.js';
 import type { MemoryState } from './memory-state.js';
 import * as cancelProgress from './memory-cancel-progress.js';
 import * as listing from './memory-listing.js';
-import { newJobRow } from '../new-job-row.js';
 import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import { assertKeysFree, assertNoRepeatedKey } from '../repeated-key.js';
+import { buildRow, findByKey, gateAndBuild, isActiveSingleton } from './memory-enqueue.js';
 import { announcedIds } from '../announcements.js';
 import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 
@@ -109,6 +108,10 @@ export class InMemoryBackend implements Backend {
     event: (jobId, kind, detail) => this.event(jobId, kind, detail),
     emitWake: () => this.emitWake(),
     emitDone: (ids) => this.emitDone(ids),
+    emitCancel: (jobId, owner) =>
+      this.emit((sub) =>
+        sub.workerId === owner.toLowerCase() ? sub.handlers.onCancel?.(jobId, owner) : undefined,
+      ),
     emitProgress: (ids) => this.emit((sub) => sub.handlers.onProgress?.(announcedIds(ids))),
   };
 
@@ -153,81 +156,8 @@ export class InMemoryBackend implements Backend {
     return extra.length > 0 ? [...this.jobs.values(), ...extra] : [...this.jobs.values()];
   }
 
-  private findByKey(rows: Iterable<JobRow>, scope: string, key: string): JobRow | undefined {
-    for (const r of rows) if (r.idempotencyKey === key && r.idempotencyScope === scope) return r;
-    return undefined;
-  }
-
-  private buildRow(a: EnqueueArgs, now: Date): JobRow {
-    const nowMs = now.getTime();
-    const runAt = a.scheduledAt !== null ? a.scheduledAt.getTime() : nowMs + (a.scheduledDelayMs ?? 0);
-    const due = runAt > nowMs;
-    let deadline = a.scheduleToClose;
-    if (a.scheduleToCloseIntervalMs !== null) {
-      const byBudget = new Date(nowMs + a.scheduleToCloseIntervalMs);
-      deadline = deadline === null || byBudget < deadline ? byBudget : deadline;
-    }
-    const row = newJobRow(a, {
-      status: due ? 'scheduled' : 'pending',
-      createdAt: now,
-      scheduledAt: due ? new Date(runAt) : now,
-      scheduleToClose: deadline,
-    });
-    // Stored rows must share nothing with the caller's objects.
-    return { ...row, metadata: clone(a.metadata) };
-  }
-
-  private isActiveSingleton(r: JobRow): boolean {
-    return r.metadata.singleton === true && ACTIVE_STATUSES.has(r.status);
-  }
-
-  /** Applies the enqueue gates against `rows`; returns the row to return, or the new row to insert. */
-  private gateAndBuild(a: EnqueueArgs, rows: JobRow[]): { existing: JobRow } | { insert: JobRow } {
-    const now = this.clock.now();
-    if (a.uniqueForMs !== null && a.identityKey !== null) {
-      const since = now.getTime() - a.uniqueForMs;
-      const hit = rows
-        .filter(
-          (r) =>
-            r.actor === a.actor &&
-            r.identityKey === a.identityKey &&
-            a.uniqueStates.includes(r.status) &&
-            r.createdAt.getTime() >= since,
-        )
-        .sort((x, y) => y.createdAt.getTime() - x.createdAt.getTime())[0];
-      if (hit) return { existing: hit };
-    }
-    if (a.singleton) {
-      const blocking = rows.find((r) => r.actor === a.actor && ACTIVE_STATUSES.has(r.status));
-      if (blocking) {
-        const retryAfter = blocking.scheduleToClose
-          ? Math.max(0, blocking.scheduleToClose.getTime() - now.getTime())
-          : null;
-        throw new SingletonCollisionError(a.actor, blocking.id, retryAfter);
-      }
-    }
-    if (a.maxPending !== null) {
-      const n = rows.filter(
-        (r) => r.actor === a.actor && (r.status === 'pending' || r.status === 'scheduled'),
-      ).length;
-      if (n >= a.maxPending) throw new MaxPendingExceededError(a.actor, n, a.maxPending);
-    }
-    if (a.idempotencyKey !== null) {
-      const dup = this.findByKey(rows, a.idempotencyScope, a.idempotencyKey);
-      if (dup) return { existing: dup };
-    }
-    const row = this.buildRow(a, now);
-    if (
-      row.metadata.singleton === true &&
-      rows.some((r) => r.actor === row.actor && this.isActiveSingleton(r))
-    ) {
-      throw new SingletonCollisionError(a.actor);
-    }
-    return { insert: row };
-  }
-
   async enqueue(args: EnqueueArgs): Promise<JobRow> {
-    const out = this.gateAndBuild(args, [...this.jobs.values()]);
+    const out = gateAndBuild(args, [...this.jobs.values()], this.clock.now());
     if ('existing' in out) return clone(out.existing);
     this.jobs.set(out.insert.id, out.insert);
     this.emitWake();
@@ -237,7 +167,7 @@ export class InMemoryBackend implements Backend {
   async enqueueWithConn(caller: ClientLike, args: EnqueueArgs): Promise<JobRow> {
     const conn = transactionOf(caller, 'enqueueWithConn')!;
     const buffered = this.txRows.get(conn) ?? [];
-    const out = this.gateAndBuild(args, this.visibleJobs(buffered));
+    const out = gateAndBuild(args, this.visibleJobs(buffered), this.clock.now());
     if ('existing' in out) return clone(out.existing);
     const row = out.insert;
     buffered.push(row);
@@ -246,7 +176,7 @@ export class InMemoryBackend implements Backend {
       // A row committed meanwhile under the same key wins, as the unique index would decide.
       if (
         row.idempotencyKey !== null &&
-        this.findByKey(this.jobs.values(), row.idempotencyScope, row.idempotencyKey)
+        findByKey(this.jobs.values(), row.idempotencyScope, row.idempotencyKey)
       )
         return;
       this.jobs.set(row.id, row);
@@ -266,16 +196,16 @@ export class InMemoryBackend implements Backend {
     for (const a of list) {
       const dup =
         a.idempotencyKey !== null
-          ? this.findByKey([...base, ...staged], a.idempotencyScope, a.idempotencyKey)
+          ? findByKey([...base, ...staged], a.idempotencyScope, a.idempotencyKey)
           : undefined;
       if (dup) {
         out.push(dup);
         continue;
       }
-      const row = this.buildRow(a, now);
+      const row = buildRow(a, now);
       if (
         row.metadata.singleton === true &&
-        [...base, ...staged].some((r) => r.actor === row.actor && this.isActiveSingleton(r))
+        [...base, ...staged].some((r) => r.actor === row.actor && isActiveSingleton(r))
       ) {
         throw new SingletonCollisionError(row.actor);
       }
@@ -304,7 +234,7 @@ export class InMemoryBackend implements Backend {
     assertNoRepeatedKey(list);
     const tx = transactionOf(options.connection, 'enqueueBatchFast');
     const visible = this.visibleJobs(tx ? (this.txRows.get(tx) ?? []) : []);
-    assertKeysFree(list, (scope, key) => this.findByKey(visible, scope, key) !== undefined);
+    assertKeysFree(list, (scope, key) => findByKey(visible, scope, key) !== undefined);
     await this.enqueueBatch(list, options);
     return list.length;
   }
@@ -340,92 +270,15 @@ export class InMemoryBackend implements Backend {
   }
 
   async writeCancelRequest(jobId: string, reason: string | null): Promise<boolean> {
-    const r = this.jobs.get(jobId.toLowerCase());
-    if (!r) return false;
-    const now = this.clock.now();
-    if (r.status === 'pending' || r.status === 'scheduled') {
-      const from: JobStatus = r.status;
-      Object.assign(r, {
-        status: 'cancelled',
-        finishedAt: now,
-        cancelRequestedAt: now,
-        errorClass: 'CancelRequested',
-        errorMessage: reason ?? 'cancelled by request',
-      } satisfies Partial<JobRow>);
-      this.event(r.id, 'state_change', {
-        from_state: from,
-        to_state: 'cancelled',
-        reason: 'cancel_requested',
-        message: reason,
-      });
-      return true;
-    }
-    if (r.status === 'running' && r.cancelRequestedAt === null) {
-      r.cancelRequestedAt = now;
-      r.cancelPhase = 1;
-      this.event(r.id, 'cancel_request', { phase: 1, message: reason, worker_id: r.lockedByWorker });
-      const owner = r.lockedByWorker;
-      if (owner)
-        this.emit((sub) =>
-          sub.workerId === owner.toLowerCase() ? sub.handlers.onCancel?.(r.id, owner) : undefined,
-        );
-      return true;
-    }
-    return false;
+    return cancelProgress.writeCancelRequest(this.maintenanceState, jobId, reason);
   }
 
   async cancelWhere(filter: NormalizedJobFilter, reason: string | null): Promise<BulkCancelResult> {
-    const cancelledIds: string[] = [];
-    const cancelRequestedIds: string[] = [];
-    for (const r of [...this.jobs.values()]) {
-      if (!ACTIVE_STATUSES.has(r.status) || !listing.matchesFilter(r, filter)) continue;
-      const wasRunning = r.status === 'running';
-      const alreadyRequested = r.cancelRequestedAt !== null;
-      if (wasRunning && alreadyRequested) continue;
-      await this.writeCancelRequest(r.id, reason);
-      (wasRunning ? cancelRequestedIds : cancelledIds).push(r.id);
-    }
-    if (cancelledIds.length > 0) this.emitDone(cancelledIds);
-    return {
-      cancelledDirectly: cancelledIds.length,
-      cancelRequested: cancelRequestedIds.length,
-      cancelledIds,
-      cancelRequestedIds,
-      totalAffected: cancelledIds.length + cancelRequestedIds.length,
-    };
+    return cancelProgress.cancelWhere(this.maintenanceState, filter, reason);
   }
 
   async retryJob(jobId: string): Promise<boolean> {
-    const r = this.jobs.get(jobId.toLowerCase());
-    if (!r || !RETRYABLE_TERMINAL_STATUSES.has(r.status)) return false;
-    if (
-      r.metadata.singleton === true &&
-      [...this.jobs.values()].some((o) => o.id !== r.id && o.actor === r.actor && this.isActiveSingleton(o))
-    ) {
-      throw new SingletonCollisionError(r.actor);
-    }
-    const from = r.status;
-    Object.assign(r, {
-      status: 'pending',
-      attempt: 0,
-      scheduledAt: this.clock.now(),
-      startedAt: null,
-      finishedAt: null,
-      lastHeartbeatAt: null,
-      lockedByWorker: null,
-      lockExpiresAt: null,
-      cancelRequestedAt: null,
-      cancelPhase: 0,
-      errorClass: null,
-      errorMessage: null,
-      errorTraceback: null,
-      result: null,
-      resultSizeBytes: null,
-      resultExpiresAt: null,
-    } satisfies Partial<JobRow>);
-    this.event(r.id, 'state_change', { from_state: from, to_state: 'pending', reason: 'admin_retry' });
-    this.emitWake();
-    return true;
+    return cancelProgress.retryJob(this.maintenanceState, jobId);
   }
 
   async writeAttempt(a: AttemptRow): Promise<void> {

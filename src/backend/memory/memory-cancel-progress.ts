@@ -1,9 +1,14 @@
 /**
- * The in-memory backend's cancel escalation, abandonment and progress writes, mirroring
- * `pollCancelFlags`, `writeCancelEscalation`, `markAbandoned` and `flushProgress` in
- * `postgres/sql/worker.sql`.
+ * The in-memory backend's cancel requests, admin retries, cancel escalation, abandonment and
+ * progress writes, mirroring `postgres/sql/cancel.sql` and `pollCancelFlags`,
+ * `writeCancelEscalation`, `markAbandoned` and `flushProgress` in `postgres/sql/worker.sql`.
  */
-import type { JobRow } from '../types.js';
+import { SingletonCollisionError } from '../../errors/backpressure-errors.js';
+import type { NormalizedJobFilter } from '../job-filter.js';
+import { ACTIVE_STATUSES, RETRYABLE_TERMINAL_STATUSES } from '../state-machine.js';
+import type { BulkCancelResult, JobRow, JobStatus } from '../types.js';
+import { isActiveSingleton } from './memory-enqueue.js';
+import { matchesFilter } from './memory-listing.js';
 import type { CancelCause, CancelFlag, ProgressSnapshot } from '../worker-types.js';
 import type { MemoryState } from './memory-state.js';
 
@@ -103,4 +108,97 @@ export function flushProgress(
   }
   if (flushed.length > 0) s.emitProgress?.(flushed);
   return flushed.length;
+}
+
+/** Mirrors `writeCancelRequest` in `postgres/sql/cancel.sql`. */
+export function writeCancelRequest(s: MemoryState, jobId: string, reason: string | null): boolean {
+  const r = s.jobs.get(jobId.toLowerCase());
+  if (!r) return false;
+  const now = s.clock.now();
+  if (r.status === 'pending' || r.status === 'scheduled') {
+    const from: JobStatus = r.status;
+    Object.assign(r, {
+      status: 'cancelled',
+      finishedAt: now,
+      cancelRequestedAt: now,
+      errorClass: 'CancelRequested',
+      errorMessage: reason ?? 'cancelled by request',
+    } satisfies Partial<JobRow>);
+    s.event(r.id, 'state_change', {
+      from_state: from,
+      to_state: 'cancelled',
+      reason: 'cancel_requested',
+      message: reason,
+    });
+    return true;
+  }
+  if (r.status === 'running' && r.cancelRequestedAt === null) {
+    r.cancelRequestedAt = now;
+    r.cancelPhase = 1;
+    s.event(r.id, 'cancel_request', { phase: 1, message: reason, worker_id: r.lockedByWorker });
+    const owner = r.lockedByWorker;
+    if (owner) s.emitCancel(r.id, owner);
+    return true;
+  }
+  return false;
+}
+
+/** Mirrors `cancelWhere` in `postgres/sql/cancel.sql`. */
+export function cancelWhere(
+  s: MemoryState,
+  filter: NormalizedJobFilter,
+  reason: string | null,
+): BulkCancelResult {
+  const cancelledIds: string[] = [];
+  const cancelRequestedIds: string[] = [];
+  for (const r of [...s.jobs.values()]) {
+    if (!ACTIVE_STATUSES.has(r.status) || !matchesFilter(r, filter)) continue;
+    const wasRunning = r.status === 'running';
+    const alreadyRequested = r.cancelRequestedAt !== null;
+    if (wasRunning && alreadyRequested) continue;
+    writeCancelRequest(s, r.id, reason);
+    (wasRunning ? cancelRequestedIds : cancelledIds).push(r.id);
+  }
+  if (cancelledIds.length > 0) s.emitDone(cancelledIds);
+  return {
+    cancelledDirectly: cancelledIds.length,
+    cancelRequested: cancelRequestedIds.length,
+    cancelledIds,
+    cancelRequestedIds,
+    totalAffected: cancelledIds.length + cancelRequestedIds.length,
+  };
+}
+
+/** Mirrors `retryJob` in `postgres/sql/cancel.sql`: an admin retry with a fresh attempt budget. */
+export function retryJob(s: MemoryState, jobId: string): boolean {
+  const r = s.jobs.get(jobId.toLowerCase());
+  if (!r || !RETRYABLE_TERMINAL_STATUSES.has(r.status)) return false;
+  if (
+    r.metadata.singleton === true &&
+    [...s.jobs.values()].some((o) => o.id !== r.id && o.actor === r.actor && isActiveSingleton(o))
+  ) {
+    throw new SingletonCollisionError(r.actor);
+  }
+  const from = r.status;
+  Object.assign(r, {
+    status: 'pending',
+    attempt: 0,
+    scheduledAt: s.clock.now(),
+    startedAt: null,
+    finishedAt: null,
+    lastHeartbeatAt: null,
+    lockedByWorker: null,
+    lockExpiresAt: null,
+    cancelRequestedAt: null,
+    cancelPhase: 0,
+    errorClass: null,
+    errorMessage: null,
+    errorTraceback: null,
+    result: null,
+    resultSizeBytes: null,
+    resultExpiresAt: null,
+  } satisfies Partial<JobRow>);
+  s.event(r.id, 'state_change', { from_state: from, to_state: 'pending', reason: 'admin_retry' });
+  s.emitWake();
+  return true;
 }

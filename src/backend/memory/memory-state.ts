@@ -17,6 +17,8 @@ export interface MemoryState {
   event(jobId: string, kind: EventKind, detail: Record<string, unknown>): void;
   emitWake(): void;
   emitDone(ids: string[]): void;
+  /** Tells the worker holding `jobId` that its cancel was requested. */
+  emitCancel(jobId: string, workerId: string): void;
   /** Announces jobs whose progress was written (the progress NOTIFY). */
   emitProgress?(ids: string[]): void;
 }
