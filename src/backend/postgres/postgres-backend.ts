@@ -1,12 +1,10 @@
 import { executorFromClient, type ClientLike, type Driver, type Executor } from '../../db/driver.js';
-import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import { assertNoRepeatedKey } from '../repeated-key.js';
 import { enqueueFast } from './pg-enqueue-fast.js';
 import { SchemaNotMigratedError } from '../../errors/schema-errors.js';
 import { Migrator } from '../../migrations/migrator.js';
 import type { Logger } from '../../obs/logger.js';
 import { silentLogger } from '../../obs/logger.js';
-import { isDeepStrictEqual } from 'node:util';
 
 import {
   doneChannel,
@@ -25,7 +23,6 @@ import {
   type JobPage,
   type RateLimitStoreOptions,
 } from '../backend.js';
-import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 import { isTerminal } from '../state-machine.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
 import type {
@@ -74,7 +71,9 @@ import {
 } from './pg-settle.js';
 import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
 import { PgAnnouncer } from './pg-announcer.js';
-import { toActorConfigRow, toAttemptRow, toEventRow, toJobRow, toQueueConfigRow } from './row-mapper.js';
+import * as sweeps from './pg-maintenance.js';
+import * as config from './pg-operator-config.js';
+import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
 import * as SQL from './sql.generated.js';
 
 type Raw = Record<string, unknown>;
@@ -496,60 +495,27 @@ export class PostgresBackend implements Backend {
     actors: readonly ActorStructure[],
     options: { force: boolean },
   ): Promise<ActorConfigDrift[]> {
-    if (actors.length === 0) return [];
-    await this.run('insertActorConfigs', [
-      actors.map((a) => a.actor),
-      actors.map((a) => a.queue),
-      actors.map((a) => JSON.stringify(a.metadata)),
-    ]);
-    const stored = new Map((await this.getActorConfigs(actors.map((a) => a.actor))).map((r) => [r.actor, r]));
-    const drifts: ActorConfigDrift[] = [];
-    for (const a of actors) {
-      const row = stored.get(a.actor);
-      if (!row) continue;
-      const before = drifts.length;
-      if (row.queue !== a.queue)
-        drifts.push({ actor: a.actor, field: 'queue', registered: a.queue, stored: row.queue });
-      if (!isDeepStrictEqual(row.metadata, JSON.parse(JSON.stringify(a.metadata)))) {
-        drifts.push({ actor: a.actor, field: 'metadata', registered: a.metadata, stored: row.metadata });
-      }
-      if (options.force && drifts.length > before) {
-        await this.run('updateActorConfigStructure', [a.actor, a.queue, JSON.stringify(a.metadata)]);
-      }
-    }
-    return drifts;
+    return config.syncActorConfig(this.ops, actors, options);
   }
 
   async getActorConfigs(actors?: readonly string[]): Promise<ActorConfigRow[]> {
-    return (await this.run('getActorConfigs', [actors ?? null])).map(toActorConfigRow);
+    return config.getActorConfigs(this.ops, actors);
   }
 
   async setActorCapacity(actor: string, change: ActorCapacityChange): Promise<ActorConfigRow | null> {
-    const v = checkActorCapacity(actor, change);
-    const rows = await this.run('setActorCapacity', [
-      actor,
-      v.maxConcurrent,
-      v.maxPending,
-      v.resultTtlMs,
-      change.maxConcurrent !== undefined,
-      change.maxPending !== undefined,
-      change.resultTtlMs !== undefined,
-    ]);
-    return rows[0] ? toActorConfigRow(rows[0]) : null;
+    return config.setActorCapacity(this.ops, actor, change);
   }
 
   async listQueues(): Promise<QueueConfigRow[]> {
-    return (await this.run('listQueues', [])).map(toQueueConfigRow);
+    return config.listQueues(this.ops);
   }
 
   async setQueueMode(queue: string, mode: QueueMode): Promise<QueueConfigRow> {
-    checkQueueMode(queue, mode);
-    return toQueueConfigRow((await this.run('upsertQueueMode', [queue, mode]))[0]!);
+    return config.setQueueMode(this.ops, queue, mode);
   }
 
   async setQueueMaxConcurrent(queue: string, maxConcurrent: number | null): Promise<QueueConfigRow> {
-    const cap = checkQueueCap(queue, maxConcurrent);
-    return toQueueConfigRow((await this.run('upsertQueueMaxConcurrent', [queue, cap]))[0]!);
+    return config.setQueueMaxConcurrent(this.ops, queue, maxConcurrent);
   }
 
   rateLimitStores(o: RateLimitStoreOptions): RateLimitStores & { close(): Promise<void> } {
@@ -583,16 +549,7 @@ export class PostgresBackend implements Backend {
   }
 
   async scheduledToPending(limit = 10_000): Promise<PromotionResult> {
-    const rows = await this.run<{ promoted: number; next_due_ms: number | null }>('scheduledToPending', [
-      limit,
-      this.wake,
-    ]);
-    const r = rows[0];
-    return {
-      promoted: Number(r?.promoted ?? 0),
-      nextDueInMs:
-        r?.next_due_ms === null || r?.next_due_ms === undefined ? null : Math.max(0, Number(r.next_due_ms)),
-    };
+    return sweeps.scheduledToPending(this.ops, limit);
   }
 
   async reclaimExpiredLocks(
@@ -600,26 +557,46 @@ export class PostgresBackend implements Backend {
     cleanupGraceMs: number,
     limit = 1000,
   ): Promise<ReclaimResult> {
-    const rows = await this.run<{ reclaimed: number; retried: number; ended_ids: string[] }>(
-      'reclaimExpiredLocks',
-      [cancelGraceMs, cleanupGraceMs, limit, this.wake],
-    );
-    await this.announcer.send({ done: rows[0]?.ended_ids ?? [] });
-    return { reclaimed: Number(rows[0]?.reclaimed ?? 0), retried: Number(rows[0]?.retried ?? 0) };
+    return sweeps.reclaimExpiredLocks(this.ops, this.announcer, cancelGraceMs, cleanupGraceMs, limit);
   }
 
   async deadlineSweep(limit = 1000): Promise<number> {
-    const rows = await this.run<{ failed_ids: string[] }>('deadlineSweep', [limit]);
-    const failed = rows[0]?.failed_ids ?? [];
-    await this.announcer.send({ done: failed });
-    return failed.length;
+    return sweeps.deadlineSweep(this.ops, this.announcer, limit);
   }
 
   async sweepExpiredResults(limit = 1000): Promise<number> {
-    const res = await this.driver.query(this.sql.sweepExpiredResults, [limit]).catch((err: unknown) => {
-      throw this.translate(err);
-    });
-    return res.rowCount;
+    return sweeps.sweepExpiredResults(this.ops, limit);
+  }
+
+  async cleanupStaleWorkers(olderThanMs: number): Promise<number> {
+    return sweeps.cleanupStaleWorkers(this.ops, olderThanMs);
+  }
+
+  async strandedActors(): Promise<StrandedActor[]> {
+    return sweeps.strandedActors(this.ops);
+  }
+
+  async pruneJobs(r: RetentionPolicy, batchSize: number): Promise<{ archived: number; attempts: number }> {
+    return sweeps.pruneJobs(this.ops, r, batchSize);
+  }
+
+  async expireArchive(batchSize: number): Promise<number> {
+    return sweeps.expireArchive(this.ops, batchSize);
+  }
+
+  async pollReclaimEvents(
+    afterId: string,
+    options: { limit?: number; visibilityDelayMs?: number } = {},
+  ): Promise<EventRow[]> {
+    return sweeps.pollReclaimEvents(this.ops, afterId, options);
+  }
+
+  /**
+   * Transactions that have held `job_events` open (a write lock) for longer than `marginMs` — the
+   * situation in which the reclaim feed's visibility delay could be too short. A proxy signal.
+   */
+  async checkReclaimVisibilityDelayRisk(marginMs: number): Promise<LongRunningJobEventsWriter[]> {
+    return sweeps.reclaimVisibilityRisk(this.ops, `${this.quoted}.job_events`, marginMs);
   }
 
   async warmUp(req: DispatchRequest): Promise<void> {
@@ -639,78 +616,6 @@ export class PostgresBackend implements Backend {
 
   async refreshStatistics(): Promise<boolean> {
     return refreshJobsStatistics(this.ops, this.quoted);
-  }
-
-  async cleanupStaleWorkers(olderThanMs: number): Promise<number> {
-    const res = await this.driver.query(this.sql.cleanupStaleWorkers, [olderThanMs]).catch((err: unknown) => {
-      throw this.translate(err);
-    });
-    return res.rowCount;
-  }
-
-  async strandedActors(): Promise<StrandedActor[]> {
-    const rows = await this.run<{ actor: string; jobs: number }>('strandedActors', []);
-    return rows.map((r) => ({ actor: r.actor, jobs: Number(r.jobs) }));
-  }
-
-  async pruneJobs(r: RetentionPolicy, batchSize: number): Promise<{ archived: number; attempts: number }> {
-    const rows = await this.run<{ archived: number; attempts: number }>('pruneJobs', [
-      batchSize,
-      r.succeededMs,
-      r.failedMs,
-      r.cancelledMs,
-      r.abandonedMs,
-      r.archiveMs,
-    ]);
-    return { archived: Number(rows[0]?.archived ?? 0), attempts: Number(rows[0]?.attempts ?? 0) };
-  }
-
-  async expireArchive(batchSize: number): Promise<number> {
-    const res = await this.driver.query(this.sql.expireArchive, [batchSize]).catch((err: unknown) => {
-      throw this.translate(err);
-    });
-    return res.rowCount;
-  }
-
-  async pollReclaimEvents(
-    afterId: string,
-    options: { limit?: number; visibilityDelayMs?: number } = {},
-  ): Promise<EventRow[]> {
-    if (!/^\d+$/.test(afterId))
-      throw new InvalidArgumentError(
-        'afterId',
-        afterId,
-        'must be a non-negative integer event id (as a string)',
-      );
-    const rows = await this.run('pollReclaimEvents', [
-      afterId,
-      options.limit ?? 100,
-      options.visibilityDelayMs ?? 2000,
-    ]);
-    return rows.map(toEventRow);
-  }
-
-  /**
-   * Transactions that have held `job_events` open (a write lock) for longer than `marginMs` — the
-   * situation in which the reclaim feed's visibility delay could be too short. A proxy signal.
-   */
-  async checkReclaimVisibilityDelayRisk(marginMs: number): Promise<LongRunningJobEventsWriter[]> {
-    const rows = await this.run<{
-      pid: number;
-      application_name: string;
-      state: string;
-      xact_start: Date;
-      open_ms: number;
-      query: string;
-    }>('reclaimVisibilityRisk', [`${this.quoted}.job_events`, marginMs]);
-    return rows.map((r) => ({
-      pid: Number(r.pid),
-      applicationName: r.application_name,
-      state: r.state,
-      transactionStart: r.xact_start,
-      openMs: Number(r.open_ms),
-      query: r.query,
-    }));
   }
 
   /** Closes every pool the backend was given (a driver over a caller's own pool leaves that pool open). */
