@@ -95,3 +95,10 @@ export function decodeCursor(cursor: string, order: JobSortField): CursorKey {
       return { order, finishedAtUs: parts[1] === '' ? null : parseIntStrict(parts[1], cursor), id };
   }
 }
+
+/** Checks the event-id cursor of the crash-reclaim feed (`bigserial` ids travel as strings). */
+export function checkEventIdCursor(afterId: unknown, field = 'afterId'): string {
+  if (typeof afterId !== 'string' || !/^\d+$/.test(afterId))
+    throw new InvalidArgumentError(field, afterId, 'must be a non-negative integer event id (as a string)');
+  return afterId;
+}

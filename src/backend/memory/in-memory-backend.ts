@@ -48,8 +48,8 @@ import * as dispatch from './memory-dispatch.js';
 import type { MemoryState } from './memory-state.js';
 import * as cancelProgress from './memory-cancel-progress.js';
 import * as listing from './memory-listing.js';
-import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import { assertKeysFree, assertNoRepeatedKey } from '../repeated-key.js';
+import { checkEventIdCursor } from '../cursor.js';
 import { buildRow, findByKey, gateAndBuild, isActiveSingleton } from './memory-enqueue.js';
 import { announcedIds } from '../announcements.js';
 import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
@@ -592,12 +592,7 @@ export class InMemoryBackend implements Backend {
     afterId: string,
     options: { limit?: number; visibilityDelayMs?: number } = {},
   ): Promise<EventRow[]> {
-    if (!/^\d+$/.test(afterId))
-      throw new InvalidArgumentError(
-        'afterId',
-        afterId,
-        'must be a non-negative integer event id (as a string)',
-      );
+    checkEventIdCursor(afterId);
     return maintenance.pollReclaimEvents(
       this.maintenanceState,
       afterId,

@@ -2,7 +2,7 @@
  * The Postgres backend's maintenance sweeps (the leader runs them): each one statement of
  * `sql/maintenance.sql` or `sql/worker.sql`, its rows mapped, and the jobs it ended announced.
  */
-import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
+import { checkEventIdCursor } from '../cursor.js';
 import type { EventRow, LongRunningJobEventsWriter } from '../types.js';
 import type { PromotionResult, ReclaimResult, RetentionPolicy, StrandedActor } from '../worker-types.js';
 import type { PgAnnouncer } from './pg-announcer.js';
@@ -100,12 +100,7 @@ export async function pollReclaimEvents(
   afterId: string,
   options: { limit?: number; visibilityDelayMs?: number },
 ): Promise<EventRow[]> {
-  if (!/^\d+$/.test(afterId))
-    throw new InvalidArgumentError(
-      'afterId',
-      afterId,
-      'must be a non-negative integer event id (as a string)',
-    );
+  checkEventIdCursor(afterId);
   const rows = await ops.run('pollReclaimEvents', [
     afterId,
     options.limit ?? 100,
