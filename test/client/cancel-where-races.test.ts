@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import type { PgDriver } from '../../src/db/pg-driver.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
 
 let db: TestSchema;
 let driver: PgDriver;
@@ -109,15 +110,17 @@ async function cancelDuringRace(
 
 async function waitForLockWait(client: pg.Client): Promise<void> {
   const pid = (client as unknown as { processID: number }).processID;
-  for (let i = 0; i < 200; i++) {
-    const { rows } = await driver.query<{ wait_event_type: string | null }>(
-      'SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1',
-      [pid],
-    );
-    if (rows[0]?.wait_event_type === 'Lock') return;
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  throw new Error('cancelWhere never waited for the blocker’s row lock');
+  await waitFor(
+    async () =>
+      (
+        await driver.query<{ wait_event_type: string | null }>(
+          'SELECT wait_event_type FROM pg_stat_activity WHERE pid = $1',
+          [pid],
+        )
+      ).rows[0]?.wait_event_type === 'Lock',
+    10_000,
+    'cancelWhere to wait for the blocker’s row lock',
+  );
 }
 
 /** The worker's own heartbeat statement, skipping rows cancelWhere has locked already. */

@@ -56,7 +56,10 @@ export interface ConformanceHarness {
   backend: RateLimitBackend;
   /** A fresh context for one test (its own Redis key prefix, a capturing logger). */
   ctx(): RateLimitContext & { logger: Logger & { entries: LogEntry[] } };
-  /** Lets `ms` pass on the store's clock (FakeClock.advance, or a real wait). */
+  /**
+   * Lets `ms` pass on the store's clock: `FakeClock.advance` for memory; for Postgres and Redis, a
+   * wait until their own clock has moved on by `ms` (`elapseOnStoreClock`).
+   */
   elapse(ms: number): Promise<void>;
   /** Extra reservation options (the in-memory clock for memory). */
   reservationOptions(): Partial<ConcurrencyReservationOptions>;

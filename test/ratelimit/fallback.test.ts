@@ -16,7 +16,14 @@ import {
 } from '../../src/ratelimit/index.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
 import { captureLogger, uniqueName } from './conformance.js';
-import { deadRedis, dropPrefix, testRedis, uniquePrefix } from './helpers.js';
+import {
+  deadRedis,
+  dropPrefix,
+  elapseOnStoreClock,
+  postgresClockMs,
+  testRedis,
+  uniquePrefix,
+} from './helpers.js';
 import { defineRateLimitStoreConformance } from './store-conformance.js';
 
 let db: TestSchema;
@@ -43,7 +50,8 @@ const pgStore = (): PostgresRateLimitStore =>
 defineRateLimitStoreConformance('Redis down, falling back to Postgres', () => ({
   store: () => new FallbackRateLimitStore(new RedisRateLimitStore({ redis: dead }), pgStore()),
   decidedBy: 'postgres',
-  elapse: (ms) => new Promise((r) => setTimeout(r, ms)),
+  // Redis is down: the Postgres fallback decides, on its clock.
+  elapse: elapseOnStoreClock(() => postgresClockMs(db.driver)),
   holdsSlots: false,
   publishes: true,
   sweeps: false,

@@ -14,6 +14,7 @@ import {
   type RateLimitContext,
 } from '../../src/ratelimit/index.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
 import {
   captureLogger,
   defineReservationConformance,
@@ -22,6 +23,7 @@ import {
   uniqueName,
   type ConformanceHarness,
 } from './conformance.js';
+import { elapseOnStoreClock, postgresClockMs } from './helpers.js';
 import { defineRateLimitStoreConformance } from './store-conformance.js';
 
 let db: TestSchema;
@@ -37,7 +39,7 @@ function pgHarness(): ConformanceHarness {
   return {
     backend: 'postgres',
     ctx: () => ({ driver: db.driver, schema: db.schema, logger: captureLogger() }),
-    elapse: (ms) => new Promise((r) => setTimeout(r, ms)),
+    elapse: elapseOnStoreClock(() => postgresClockMs(db.driver)),
     reservationOptions: () => ({}),
   };
 }
@@ -49,14 +51,17 @@ defineReservationConformance(pgHarness);
 
 defineRateLimitStoreConformance('postgres', () => ({
   store: () => new PostgresRateLimitStore({ driver: db.driver, schema: db.schema }),
-  elapse: (ms) => new Promise((r) => setTimeout(r, ms)),
+  elapse: elapseOnStoreClock(() => postgresClockMs(db.driver)),
   holdsSlots: true,
   publishes: true,
   sweeps: true,
 }));
 
-/** Holds the row lock of bucket `name` in another session until `release()` is called. */
-async function holdRowLock(name: string): Promise<{ release(): Promise<void> }> {
+/**
+ * Holds the row lock of bucket `name` in another session until `release()` is called;
+ * `waitedOn()` resolves, with its backend pid, once some other session waits for that lock.
+ */
+async function holdRowLock(name: string): Promise<{ waitedOn(): Promise<number>; release(): Promise<void> }> {
   const conn = await db.pool.connect();
   await conn.query('BEGIN');
   const { rowCount } = await conn.query(
@@ -64,8 +69,28 @@ async function holdRowLock(name: string): Promise<{ release(): Promise<void> }> 
     [name],
   );
   expect(rowCount).toBe(1);
+  const pid = (conn as unknown as { processID: number }).processID;
+  let released = false;
   return {
+    async waitedOn() {
+      let waiter: number | undefined;
+      await waitFor(
+        async () => {
+          const { rows } = await db.pool.query<{ pid: number }>(
+            `SELECT pid FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))`,
+            [pid],
+          );
+          waiter = rows[0]?.pid;
+          return waiter !== undefined;
+        },
+        10_000,
+        `a session to wait for the row lock of ${name}`,
+      );
+      return waiter!;
+    },
     async release() {
+      if (released) return;
+      released = true;
       await conn.query('COMMIT');
       conn.release();
     },
@@ -85,16 +110,20 @@ describe('postgres backend specifics', () => {
       expect((await p.acquire(ctx())).allowed).toBe(true); // creates the row
       const lock = await holdRowLock(p.name);
       try {
+        // The budget runs out: a denial whose hint is the budget, logged as a lock timeout (SQLSTATE
+        // 55P03, which a lock_timeout raises: the statement waited on the lock, it did not skip it).
         const logger = captureLogger();
-        const started = Date.now();
         const d = await p.acquire({ ...ctx(), lockTimeoutMs: 80, logger });
-        expect(Date.now() - started).toBeGreaterThanOrEqual(70);
         expect(d).toMatchObject({ allowed: false, backend: 'postgres', retryAfterMs: 80, remaining: 0 });
         expect(logger.entries.some((e) => e.msg === 'ratelimit-lock-timeout')).toBe(true);
+        // Within the budget, the acquirer waits on the lock and is decided once it is won.
+        const waiting = p.acquire({ ...ctx(), lockTimeoutMs: 10_000 });
+        await lock.waitedOn();
+        await lock.release();
+        expect((await waiting).allowed).toBe(true);
       } finally {
         await lock.release();
       }
-      expect((await p.acquire(ctx())).allowed).toBe(true);
     }
   });
 
@@ -118,12 +147,26 @@ describe('postgres backend specifics', () => {
   });
 
   it('refill is measured with clock_timestamp() after the row lock is won, not at statement start', async () => {
-    const tb = new TokenBucket(uniqueName('clock'), { capacity: 1, refillPerSecond: 4, backend: 'postgres' });
+    // One token per 500 ms, spent: the acquire below starts well before the next one is back.
+    const tb = new TokenBucket(uniqueName('clock'), { capacity: 1, refillPerSecond: 2, backend: 'postgres' });
     expect((await tb.acquire(ctx())).allowed).toBe(true);
     const lock = await holdRowLock(tb.name);
-    const pending = tb.acquire({ ...ctx(), lockTimeoutMs: 5000 });
-    await new Promise((r) => setTimeout(r, 320)); // > 250 ms: one token refills while it waits
-    await lock.release();
+    const pending = tb.acquire({ ...ctx(), lockTimeoutMs: 10_000 });
+    try {
+      const waiter = await lock.waitedOn();
+      // The acquire's statement started while the bucket was still empty (both times are the database's).
+      const { rows } = await db.pool.query<{ empty_at_start: boolean }>(
+        `SELECT a.query_start < b.updated_at + interval '500 milliseconds' AS empty_at_start
+           FROM pg_stat_activity a, "${db.schema}".rate_limit_buckets b
+          WHERE a.pid = $1 AND b.bucket_name = $2`,
+        [waiter, tb.name],
+      );
+      expect(rows).toEqual([{ empty_at_start: true }]);
+      // A token refills while it waits (peek reads without the row lock).
+      await waitFor(async () => (await tb.peek(ctx())).tokensRemaining >= 1, 10_000, 'a token to refill');
+    } finally {
+      await lock.release();
+    }
     const d = await pending;
     // With the statement's start time the wait would not count and this would be a denial.
     expect(d.allowed).toBe(true);

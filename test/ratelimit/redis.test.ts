@@ -20,8 +20,9 @@ import {
   uniqueName,
   type ConformanceHarness,
 } from './conformance.js';
+import { waitFor } from '../helpers/wait.js';
 import { defineRateLimitStoreConformance } from './store-conformance.js';
-import { dropPrefix, testRedis, uniquePrefix } from './helpers.js';
+import { dropPrefix, elapseOnStoreClock, redisClockMs, testRedis, uniquePrefix } from './helpers.js';
 
 let redis: Redis;
 const prefixes: string[] = [];
@@ -40,7 +41,7 @@ function redisHarness(): ConformanceHarness {
   return {
     backend: 'redis',
     ctx: () => ({ redis, redisKeyPrefix: prefix, logger: captureLogger() }),
-    elapse: (ms) => new Promise((r) => setTimeout(r, ms)),
+    elapse: elapseOnStoreClock(() => redisClockMs(redis)),
     reservationOptions: () => ({}),
   };
 }
@@ -54,7 +55,7 @@ defineRateLimitStoreConformance('redis', () => {
   prefixes.push(prefix);
   return {
     store: () => new RedisRateLimitStore({ redis, keyPrefix: prefix }),
-    elapse: (ms) => new Promise((r) => setTimeout(r, ms)),
+    elapse: elapseOnStoreClock(() => redisClockMs(redis)),
     holdsSlots: false,
     publishes: false,
     sweeps: false,
@@ -143,9 +144,11 @@ describe('redis backend specifics', () => {
     const ctx = { redis, redisKeyPrefix: prefix };
     const quota = new TokenBucket('q', { capacity: 1, refillPerSecond: 0, ttl: 2000 });
     await quota.acquire(ctx);
-    await new Promise((r) => setTimeout(r, 300));
+    // Redis counts the TTL down on its own clock: wait until it has, then be denied.
+    const key = `${prefix}tb:q`;
+    await waitFor(async () => (await redis.pttl(key)) < 1800, 10_000, 'the TTL to count down');
     expect((await quota.acquire(ctx)).allowed).toBe(false);
-    expect(await redis.pttl(`${prefix}tb:q`)).toBeLessThan(1800);
+    expect(await redis.pttl(key)).toBeLessThan(1800); // not set back to 2000 by the denial
   });
 
   it("backend 'redis' without ctx.redis is a configuration error (never a fallback)", async () => {

@@ -18,6 +18,7 @@ import {
   type RateLimitContext,
 } from '../../src/ratelimit/index.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
 import { captureLogger, uniqueName } from './conformance.js';
 import { dropPrefix, testRedis, uniquePrefix } from './helpers.js';
 
@@ -121,8 +122,21 @@ describe('keyed reservations on Postgres', () => {
     await r.acquireForActor({ reservations: [a.name, b.name], jobId: randomUUID(), workerId: worker }, ctx());
     expect(await r.extendReservationLeases(worker, 60_000, ctx())).toBe(2);
     expect(await r.extendReservationLeases(randomUUID(), 60_000, ctx())).toBe(0);
-    await new Promise((res) => setTimeout(res, 250)); // past the original 200 ms lease
+    // Until the database clock is past the original 200 ms leases: only the renewal still holds them.
+    await waitFor(
+      async () =>
+        (
+          await db.pool.query<{ past: boolean }>(
+            `SELECT bool_and(clock_timestamp() > acquired_at + interval '200 milliseconds') AS past
+               FROM ${q()}.reservation_slots WHERE bucket_name = ANY ($1::text[])`,
+            [[a.name, b.name]],
+          )
+        ).rows[0]!.past,
+      10_000,
+      'the original leases to pass',
+    );
     await expect(a.acquire(randomUUID(), randomUUID(), ctx())).rejects.toBeInstanceOf(ReservationUnavailable);
+    await expect(b.acquire(randomUUID(), randomUUID(), ctx())).rejects.toBeInstanceOf(ReservationUnavailable);
   });
 });
 

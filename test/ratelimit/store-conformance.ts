@@ -21,7 +21,10 @@ export interface StoreHarness {
   store(): RateLimitStore;
   /** The store its outcomes name (the fallback's during an outage). Default: `store().backend`. */
   decidedBy?: RateLimitBackend;
-  /** Lets `ms` pass on the store's clock (FakeClock.advance, or a real wait). */
+  /**
+   * Lets `ms` pass on the store's clock: `FakeClock.advance` for memory; for Postgres and Redis, a
+   * wait until their own clock has moved on by `ms` (`elapseOnStoreClock`).
+   */
   elapse(ms: number): Promise<void>;
   /** The store holds reservation slots (memory, Postgres). */
   holdsSlots: boolean;

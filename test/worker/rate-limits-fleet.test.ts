@@ -1,11 +1,10 @@
 /**
  * Rate limits across a fleet: three worker processes against real Redis and Postgres, sharing a
  * Redis token bucket, a Postgres reservation, a keyed reservation and a queue cap. Running handlers
- * are sampled from the database every few milliseconds while the jobs run; admissions are checked
- * afterwards from each run's start time.
+ * are sampled from the database (`waitFor` polls: at most 50 ms apart) until every job is done;
+ * admissions are checked afterwards from each run's start time.
  */
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -21,6 +20,7 @@ import {
   reserved,
 } from '../fixtures/ratelimit-actors.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
 import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 import { TEST_REDIS_URL } from '../ratelimit/helpers.js';
 
@@ -83,26 +83,27 @@ describe('rate limits across three worker processes', () => {
       // Sample the running handlers until every job is done.
       const peaks = new Map<string, number>();
       let tenantsAtOnce = 0;
-      const deadline = Date.now() + 60_000;
-      for (;;) {
-        const { rows } = await db.pool.query<Sample>(
-          `SELECT actor, tenant, count(*)::int AS n FROM "${db.schema}".rl_active GROUP BY actor, tenant`,
-        );
-        const byActor = new Map<string, number>();
-        for (const r of rows) {
-          byActor.set(r.actor, (byActor.get(r.actor) ?? 0) + r.n);
-          if (r.actor === 'rl_per_tenant')
-            peaks.set(`tenant:${r.tenant}`, Math.max(peaks.get(`tenant:${r.tenant}`) ?? 0, r.n));
-        }
-        for (const [a, n] of byActor) peaks.set(a, Math.max(peaks.get(a) ?? 0, n));
-        tenantsAtOnce = Math.max(tenantsAtOnce, rows.filter((r) => r.actor === 'rl_per_tenant').length);
-        const { rows: left } = await db.pool.query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM "${db.schema}".jobs WHERE status <> 'succeeded'`,
-        );
-        if (left[0]!.n === 0) break;
-        expect(Date.now(), 'all jobs should finish within a minute').toBeLessThan(deadline);
-        await sleep(15);
-      }
+      await waitFor(
+        async () => {
+          const { rows } = await db.pool.query<Sample>(
+            `SELECT actor, tenant, count(*)::int AS n FROM "${db.schema}".rl_active GROUP BY actor, tenant`,
+          );
+          const byActor = new Map<string, number>();
+          for (const r of rows) {
+            byActor.set(r.actor, (byActor.get(r.actor) ?? 0) + r.n);
+            if (r.actor === 'rl_per_tenant')
+              peaks.set(`tenant:${r.tenant}`, Math.max(peaks.get(`tenant:${r.tenant}`) ?? 0, r.n));
+          }
+          for (const [a, n] of byActor) peaks.set(a, Math.max(peaks.get(a) ?? 0, n));
+          tenantsAtOnce = Math.max(tenantsAtOnce, rows.filter((r) => r.actor === 'rl_per_tenant').length);
+          const { rows: left } = await db.pool.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM "${db.schema}".jobs WHERE status <> 'succeeded'`,
+          );
+          return left[0]!.n === 0;
+        },
+        60_000,
+        'every job to succeed',
+      );
 
       // A reservation of N slots never had more than N handlers running; the queue cap held.
       expect(peaks.get('rl_reserved')).toBeLessThanOrEqual(FLEET_SLOTS);

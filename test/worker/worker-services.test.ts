@@ -21,7 +21,7 @@ import { EXIT_CODES } from '../../src/worker/run-worker.js';
 import type { Worker } from '../../src/worker/worker.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { startTestWorker } from '../helpers/in-process-worker.js';
-import { waitFor } from '../helpers/wait.js';
+import { flushPromises, waitFor } from '../helpers/wait.js';
 
 let db: TestSchema;
 let tq: TaskQ;
@@ -85,8 +85,10 @@ describe('consumers', () => {
     const bounded = actor({ name: 'bounded', queue: 'svc_bound' }, async () => {
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
-      // A little real work time so that handlers overlap when the worker lets them.
-      await new Promise((r) => setTimeout(r, 2));
+      // The first handlers wait for company, so the bound is exercised; every handler then yields a
+      // turn of the event loop, so that handlers overlap whenever the worker lets them.
+      await waitFor(() => maxInFlight >= 2, 10_000, 'two handlers at once');
+      await flushPromises();
       inFlight--;
     });
     await tq.enqueueBatch(Array.from({ length: 200 }, () => batchItem(bounded, {})));
