@@ -48,6 +48,14 @@ export interface JobPage {
   nextCursor: string | null;
 }
 
+/** What {@link Backend.previewCancelWhere} counts: what `cancelWhere` would change now. */
+export interface CancelWhereCounts {
+  /** Pending or scheduled jobs matching the filter (they would end `cancelled`). */
+  cancelledDirectly: number;
+  /** Running jobs matching the filter with no cancel requested yet (they would be flagged). */
+  cancelRequested: number;
+}
+
 /** What {@link Backend.rateLimitStores} takes besides the backend's own connections. */
 export interface RateLimitStoreOptions {
   /** Your ioredis client for Redis-backed limits (never closed). Wins over `redisUrl`. */
@@ -120,6 +128,11 @@ export interface Backend {
    * empty filter matches every job — the client refuses that unless told otherwise.
    */
   cancelWhere(filter: NormalizedJobFilter, reason: string | null): Promise<BulkCancelResult>;
+  /**
+   * Counts, without changing or locking anything, what {@link cancelWhere} would change for this
+   * filter now (the dry run of a bulk cancel).
+   */
+  previewCancelWhere(filter: NormalizedJobFilter): Promise<CancelWhereCounts>;
   /** Admin retry: a failed, crashed, cancelled or abandoned job goes back to `pending`. */
   retryJob(jobId: string): Promise<boolean>;
 

@@ -1,6 +1,7 @@
+import { unknownKeyRule } from '../core/closest-name.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { isUuid } from '../core/ids.js';
-import { checkNoNul } from '../core/text-checks.js';
+import { checkStorableText } from '../core/text-checks.js';
 import { checkOrdering, decodeCursor, type CursorKey, type JobSortField } from './cursor.js';
 import { ACTIVE_STATUSES, TERMINAL_STATUSES } from './state-machine.js';
 import { JOB_STATUSES, type JobStatus } from './types.js';
@@ -24,9 +25,12 @@ export interface JobFilter {
   tags?: readonly string[];
   /** `true`: not yet finished (pending, scheduled, running); `false`: terminal. Exclusive with `status`. */
   active?: boolean;
-  /** Page size, default 100, `>= 0`. Ignored by `cancelWhere`. */
+  /**
+   * Page size of `list()`: default 100, at most {@link MAX_LIST_LIMIT} (1,000). `cancelWhere`
+   * refuses it (a bulk cancel is not paginated).
+   */
   limit?: number;
-  /** Opaque token from a previous page's `nextCursor`. Ignored by `cancelWhere`. */
+  /** Opaque token from a previous page's `nextCursor`. `cancelWhere` refuses it. */
   cursor?: string;
   /** Sort order, default `scheduled_at_asc`. Ignored by `cancelWhere`. */
   orderBy?: JobSortField;
@@ -48,25 +52,76 @@ export interface NormalizedJobFilter {
   hasPredicates: boolean;
 }
 
-/** Default page size of `list()`. */
+/** Default page size of `list()` (the reference's). */
 export const DEFAULT_LIST_LIMIT = 100;
+
+/**
+ * Largest page of `list()`: 1,000 rows, the size of the largest `enqueueBatch` (a batch can be read
+ * back in one page). A page is one statement whose rows, payloads included, are held in memory
+ * at once; more rows are read page by page with `nextCursor`.
+ */
+export const MAX_LIST_LIMIT = 1000;
+
+/** Every field of {@link JobFilter}: anything else is a mistake (a typo must not widen a cancel). */
+const FILTER_KEYS: readonly (keyof JobFilter)[] = [
+  'queue',
+  'status',
+  'actor',
+  'identityKey',
+  'batchId',
+  'tags',
+  'active',
+  'limit',
+  'cursor',
+  'orderBy',
+];
+
+/** Fields that page a listing: `cancelWhere` refuses them, as it acts on every matching job. */
+const PAGING_KEYS: readonly (keyof JobFilter)[] = ['limit', 'cursor'];
 
 function optionalText(value: unknown, field: string): string | null {
   if (value === undefined || value === null) return null;
   if (typeof value !== 'string') throw new InvalidArgumentError(field, value, 'must be a string');
-  return checkNoNul(value, field);
+  return checkStorableText(value, field);
 }
 
 /**
- * Validates a {@link JobFilter}. Both backends call this, so bad input (unknown statuses, NUL
- * bytes, `status` with `active`, negative limits, foreign cursors) fails identically everywhere.
+ * Validates a {@link JobFilter} for `purpose`. Both backends get the result, so bad input (unknown
+ * fields, unknown statuses, text Postgres cannot store, `status` with `active`, a limit out of range,
+ * a forged or foreign cursor) fails identically everywhere, before any query. For `cancelWhere`,
+ * `limit` and `cursor` are refused: a bulk cancel acts on every matching job, and a caller who
+ * passes them expects otherwise.
+ * @throws InvalidArgumentError naming `filter.<field>`
  */
-export function normalizeJobFilter(filter: JobFilter = {}): NormalizedJobFilter {
-  if (filter === null || typeof filter !== 'object')
+export function normalizeJobFilter(
+  filter: JobFilter = {},
+  purpose: 'list' | 'cancelWhere' = 'list',
+): NormalizedJobFilter {
+  if (filter === null || typeof filter !== 'object' || Array.isArray(filter))
     throw new InvalidArgumentError('filter', filter, 'must be an object');
+  for (const key of Object.keys(filter)) {
+    if (!(FILTER_KEYS as readonly string[]).includes(key))
+      throw new InvalidArgumentError(
+        `filter.${key}`,
+        (filter as Record<string, unknown>)[key],
+        unknownKeyRule(key, FILTER_KEYS, 'a filter field'),
+      );
+    const value = (filter as Record<string, unknown>)[key];
+    if (purpose === 'cancelWhere' && (PAGING_KEYS as readonly string[]).includes(key) && value !== undefined)
+      throw new InvalidArgumentError(
+        `filter.${key}`,
+        value,
+        'is not accepted by cancelWhere, which cancels every matching job (it is not paginated); ' +
+          'narrow the filter instead, and preview the count with { dryRun: true }',
+      );
+  }
   const limit = filter.limit ?? DEFAULT_LIST_LIMIT;
-  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0) {
-    throw new InvalidArgumentError('filter.limit', limit, 'must be an integer >= 0');
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0 || limit > MAX_LIST_LIMIT) {
+    throw new InvalidArgumentError(
+      'filter.limit',
+      limit,
+      `must be an integer between 0 and ${MAX_LIST_LIMIT}; read more rows page by page with nextCursor`,
+    );
   }
   if (filter.status !== undefined && filter.active !== undefined) {
     throw new InvalidArgumentError(
@@ -105,7 +160,7 @@ export function normalizeJobFilter(filter: JobFilter = {}): NormalizedJobFilter 
       throw new InvalidArgumentError('filter.tags', filter.tags, 'must be an array of strings');
     tags = filter.tags.map((t, i) => {
       if (typeof t !== 'string') throw new InvalidArgumentError(`filter.tags[${i}]`, t, 'must be a string');
-      return checkNoNul(t, `filter.tags[${i}]`);
+      return checkStorableText(t, `filter.tags[${i}]`);
     });
   }
   let batchId: string | null = null;

@@ -1,7 +1,8 @@
 import type { ActorRef, AnyActor } from '../core/actor.js';
+import { unknownKeyRule } from '../core/closest-name.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { isUuid, newJobId } from '../core/ids.js';
-import type { EnqueueOptions } from './enqueue-options.js';
+import { checkConnection, type EnqueueOptions } from './enqueue-options.js';
 import type { JobHandle } from './job-handle.js';
 
 /** Largest `enqueueBatch` call. */
@@ -19,6 +20,9 @@ export interface EnqueueItem {
   /** Per-item options (no `connection`: the batch has one). */
   options?: Omit<EnqueueOptions, 'connection'>;
 }
+
+const BATCH_OPTION_KEYS: readonly string[] = ['batchId', 'connection'];
+const ITEM_KEYS: readonly string[] = ['actor', 'payload', 'options'];
 
 /** Options of `enqueueBatch` and `enqueueBatchFast`. */
 export interface BatchOptions {
@@ -80,6 +84,16 @@ export function checkBatchItems(
       `must hold at most ${max} items (got ${items.length})`,
     );
   }
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError(`${what}.options`, options, 'must be an object');
+  for (const key of Object.keys(options))
+    if (!BATCH_OPTION_KEYS.includes(key))
+      throw new InvalidArgumentError(
+        `${what}.options.${key}`,
+        (options as Record<string, unknown>)[key],
+        unknownKeyRule(key, BATCH_OPTION_KEYS, `an option of ${what}`),
+      );
+  checkConnection(options.connection, `${what}.connection`);
   let batchId = newJobId();
   if (options.batchId !== undefined) {
     if (!isUuid(options.batchId))
@@ -89,6 +103,13 @@ export function checkBatchItems(
   const refs = items.map((item, i) => {
     if (item === null || typeof item !== 'object')
       throw new InvalidArgumentError(`items[${i}]`, item, 'must be { actor, payload, options? }');
+    for (const key of Object.keys(item))
+      if (!ITEM_KEYS.includes(key))
+        throw new InvalidArgumentError(
+          `items[${i}].${key}`,
+          (item as unknown as Record<string, unknown>)[key],
+          unknownKeyRule(key, ITEM_KEYS, 'a field of a batch item ({ actor, payload, options? })'),
+        );
     checkActorRef(item.actor, `items[${i}].actor`);
     return item.actor as ActorRef<unknown, unknown>;
   });

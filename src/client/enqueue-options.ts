@@ -1,10 +1,11 @@
 import type { ActorRef } from '../core/actor.js';
 import type { JobStatus } from '../backend/types.js';
 import type { ClientLike } from '../db/driver.js';
-import { toMsOrNull, type Duration } from '../core/duration.js';
+import { unknownKeyRule } from '../core/closest-name.js';
+import { checkDate, MAX_TIMER_MS, toMsOrNull, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { newJobId } from '../core/ids.js';
-import { checkJsonNoNul } from '../core/schema-validation.js';
+import { jsonCopy } from '../core/json-text.js';
 import { checkInt, checkQueueName, checkText, isPlainObject } from '../core/text-checks.js';
 import type { EnqueueArgs } from '../backend/types.js';
 
@@ -76,9 +77,21 @@ const ENQUEUE_OPTION_KEYS = new Set<string>([
 
 function optionalDate(value: unknown, field: string): Date | null {
   if (value === undefined || value === null) return null;
-  if (!(value instanceof Date) || Number.isNaN(value.getTime()))
-    throw new InvalidArgumentError(field, value, 'must be a valid Date');
-  return value;
+  return checkDate(value, field);
+}
+
+/**
+ * Checks the `connection` of an enqueue: a client with a `query` method (a `pg.Client` or
+ * `pg.PoolClient` inside your transaction, or the in-memory backend's `MemoryTransaction`).
+ */
+export function checkConnection(value: unknown, field: string): void {
+  if (value === undefined || value === null) return;
+  if (typeof value !== 'object' || typeof (value as { query?: unknown }).query !== 'function')
+    throw new InvalidArgumentError(
+      field,
+      value,
+      'must be a connection inside your transaction: a pg.Client or pg.PoolClient (or, with the in-memory backend, a MemoryTransaction)',
+    );
 }
 
 function optionalText(value: unknown, field: string, maxBytes: number, notBlank = false): string | null {
@@ -124,13 +137,20 @@ export function buildEnqueueArgs(
   if (opts === null || typeof opts !== 'object')
     throw new InvalidArgumentError(fieldName(ctx, 'options'), opts, 'must be an object');
   for (const key of Object.keys(opts)) {
+    if (key === 'connection' && ctx.itemIndex !== undefined)
+      throw new InvalidArgumentError(
+        fieldName(ctx, key),
+        (opts as Record<string, unknown>)[key],
+        "is an option of the whole batch: pass it in enqueueBatch's options",
+      );
     if (!ENQUEUE_OPTION_KEYS.has(key))
       throw new InvalidArgumentError(
         fieldName(ctx, key),
         (opts as Record<string, unknown>)[key],
-        'is not an enqueue option',
+        unknownKeyRule(key, ENQUEUE_OPTION_KEYS, 'an enqueue option'),
       );
   }
+  if (opts.connection !== undefined) checkConnection(opts.connection, fieldName(ctx, 'connection'));
   const queue = opts.queue === undefined ? ref.queue : checkQueueName(opts.queue, fieldName(ctx, 'queue'));
   const scheduledAt =
     opts.scheduledAt === undefined ? null : optionalDate(opts.scheduledAt, fieldName(ctx, 'scheduledAt'));
@@ -191,11 +211,13 @@ export function buildEnqueueArgs(
     startToCloseMs:
       (opts.startToClose === undefined
         ? null
-        : toMsOrNull(opts.startToClose, fieldName(ctx, 'startToClose'))) ?? ref.startToCloseMs,
+        : toMsOrNull(opts.startToClose, fieldName(ctx, 'startToClose'), 'positive', MAX_TIMER_MS)) ??
+      ref.startToCloseMs,
     heartbeatTimeoutMs:
       (opts.heartbeatTimeout === undefined
         ? null
-        : toMsOrNull(opts.heartbeatTimeout, fieldName(ctx, 'heartbeatTimeout'))) ?? ref.heartbeatTimeoutMs,
+        : toMsOrNull(opts.heartbeatTimeout, fieldName(ctx, 'heartbeatTimeout'), 'positive', MAX_TIMER_MS)) ??
+      ref.heartbeatTimeoutMs,
     idempotencyKey,
     idempotencyScope,
     traceId:
@@ -215,7 +237,10 @@ export function buildEnqueueArgs(
   };
 }
 
-/** The caller's metadata as a JSON copy: a plain object, no reserved key, serialisable, no NUL. */
+/**
+ * The caller's metadata as a JSON copy: a plain object, no reserved key, serialisable, and nothing
+ * jsonb would refuse or JSON would change (NUL, lone surrogates, NaN, Infinity).
+ */
 function checkedMetadata(metadata: unknown, ctx: BuildContext): Record<string, unknown> {
   if (!isPlainObject(metadata))
     throw new InvalidArgumentError(fieldName(ctx, 'metadata'), metadata, 'must be a plain object');
@@ -228,22 +253,16 @@ function checkedMetadata(metadata: unknown, ctx: BuildContext): Record<string, u
       );
     }
   }
-  let copy: Record<string, unknown>;
-  try {
-    copy = JSON.parse(JSON.stringify(metadata)) as Record<string, unknown>;
-  } catch {
-    throw new InvalidArgumentError(fieldName(ctx, 'metadata'), metadata, 'must be JSON-serialisable');
-  }
-  // jsonb cannot hold \u0000: refuse it here, naming where it is, instead of a driver error.
-  checkJsonNoNul(copy, fieldName(ctx, 'metadata'), metadata);
-  return copy;
+  return jsonCopy(metadata, fieldName(ctx, 'metadata'));
 }
 
-/** The caller's tags, each checked. */
+/** The caller's tags, each checked: non-blank, storable text, at most {@link TAG_MAX_BYTES}. */
 function checkedTags(tags: unknown, ctx: BuildContext): string[] {
   if (!Array.isArray(tags))
     throw new InvalidArgumentError(fieldName(ctx, 'tags'), tags, 'must be an array of strings');
   if (tags.length > MAX_TAGS)
     throw new InvalidArgumentError(fieldName(ctx, 'tags'), tags, `must hold at most ${MAX_TAGS} tags`);
-  return tags.map((t, i) => checkText(t, fieldName(ctx, `tags[${i}]`), { maxBytes: TAG_MAX_BYTES }));
+  return tags.map((t, i) =>
+    checkText(t, fieldName(ctx, `tags[${i}]`), { maxBytes: TAG_MAX_BYTES, notBlank: true }),
+  );
 }

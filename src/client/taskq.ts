@@ -15,6 +15,8 @@ import { EmptyFilterError, TaskQStateError } from '../errors/client-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { JobNotFoundError } from '../errors/job-errors.js';
 import { isUuid } from '../core/ids.js';
+import { unknownKeyRule } from '../core/closest-name.js';
+import { checkInt, checkStorableText } from '../core/text-checks.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
 import { JobNotificationFanout } from '../progress/job-notification-fanout.js';
@@ -40,7 +42,12 @@ import { ActorCapacityCache, DEFAULT_CAPACITY_CACHE_TTL_MS } from './capacity-ca
 import { buildEnqueueArgs, type EnqueueOptions } from './enqueue-options.js';
 import { JobHandle } from './job-handle.js';
 import { jobStream, type JobStreamOptions } from './job-stream.js';
-import { payloadJson, payloadJsons } from './payload-json.js';
+import {
+  DEFAULT_PAYLOAD_MAX_BYTES,
+  PAYLOAD_MAX_BYTES_RANGE,
+  payloadJson,
+  payloadJsons,
+} from './payload-json.js';
 import { progressStream, type ProgressStreamOptions } from './progress-stream.js';
 import { watchReclaims, type WatchReclaimsOptions } from './reclaim-watcher.js';
 import type { StreamSources } from './stream-sources.js';
@@ -57,8 +64,10 @@ export interface TaskQClientOptions {
   logger?: Logger;
   /** Staleness bound of stored `max_pending` values. Default 5 s. */
   capacityCacheTtl?: Duration;
-  /** Byte bound of idempotency keys and scopes. Default 1024. */
+  /** Byte bound of idempotency keys and scopes (1-2048). Default 1024. */
   idempotencyKeyMaxBytes?: number;
+  /** Bound on a payload's JSON, in UTF-8 bytes (1 KiB-64 MiB). Default 1 MiB. */
+  payloadMaxBytes?: number;
   /**
    * Live progress over Redis for `stream()` and `progressStream()` (every report, as it happens).
    * Default: none — streams follow Postgres (LISTEN and polling). Closed by `close()`.
@@ -82,8 +91,10 @@ export interface TaskQOptions {
   schema?: string;
   /** Size of the pool TaskQ builds from `dsn`. Default 5. */
   maxPoolSize?: number;
-  /** Byte bound of idempotency keys and scopes. Default 1024. */
+  /** Byte bound of idempotency keys and scopes (1-2048). Default 1024. */
   idempotencyKeyMaxBytes?: number;
+  /** Bound on a payload's JSON, in UTF-8 bytes (1 KiB-64 MiB). Default 1 MiB. */
+  payloadMaxBytes?: number;
   /** Staleness bound of stored `max_pending` values. Default 5 s. */
   capacityCacheTtl?: Duration;
   /** Logger (pino-compatible). Default: silent. */
@@ -95,6 +106,31 @@ export interface TaskQOptions {
   redisUrl?: string;
   /** Your own ioredis client for live progress; TaskQ never closes it (it subscribes on a duplicate it owns). */
   redis?: Redis;
+}
+
+/** Options of {@link TaskQ.cancelWhere}. */
+export interface CancelWhereOptions {
+  /** Cancel every job when the filter has no predicate (default false: `EmptyFilterError`). */
+  allowEmptyFilter?: boolean;
+  /** Change nothing; return how many jobs the cancel would change now (default false). */
+  dryRun?: boolean;
+}
+
+const CANCEL_WHERE_OPTION_KEYS: readonly string[] = ['allowEmptyFilter', 'dryRun'];
+
+/**
+ * What `cancelWhere(filter, reason, { dryRun: true })` returns: the counts a real call would return
+ * at this moment (jobs may start, finish or arrive before the real call).
+ */
+export interface CancelWherePreview {
+  /** Always true: nothing was changed. */
+  dryRun: true;
+  /** Pending or scheduled jobs that would end `cancelled` at once. */
+  cancelledDirectly: number;
+  /** Running jobs, not yet asked, that would be asked to cancel. */
+  cancelRequested: number;
+  /** `cancelledDirectly + cancelRequested`. */
+  totalAffected: number;
 }
 
 /** What {@link TaskQ.fromSettings} and {@link TaskQ.fromEnv} take besides the settings. */
@@ -124,6 +160,7 @@ export class TaskQ implements AsyncDisposable {
   private readonly logger: Logger;
   private readonly capacity: ActorCapacityCache;
   private readonly idempotencyMaxBytes: number;
+  private readonly payloadMaxBytes: number;
   private readonly warnedUniqueFor = new Set<string>();
   private readonly notifications: JobNotificationFanout;
   private readonly liveProgress: RedisLiveProgress | null;
@@ -142,7 +179,18 @@ export class TaskQ implements AsyncDisposable {
     this.backend = backend;
     this.clock = options.clock ?? new SystemClock();
     this.logger = options.logger ?? silentLogger;
-    this.idempotencyMaxBytes = options.idempotencyKeyMaxBytes ?? DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES;
+    this.idempotencyMaxBytes = checkInt(
+      options.idempotencyKeyMaxBytes ?? DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES,
+      'TaskQ.idempotencyKeyMaxBytes',
+      1,
+      2048,
+    );
+    this.payloadMaxBytes = checkInt(
+      options.payloadMaxBytes ?? DEFAULT_PAYLOAD_MAX_BYTES,
+      'TaskQ.payloadMaxBytes',
+      PAYLOAD_MAX_BYTES_RANGE.min,
+      PAYLOAD_MAX_BYTES_RANGE.max,
+    );
     this.capacity = new ActorCapacityCache(
       backend,
       this.clock,
@@ -175,6 +223,16 @@ export class TaskQ implements AsyncDisposable {
       options.capacityCacheTtl === undefined
         ? undefined
         : toMs(options.capacityCacheTtl, 'TaskQ.open.capacityCacheTtl', 'nonNegative');
+    // Checked again by the constructor; checked here too so that nothing is built for bad options.
+    if (options.idempotencyKeyMaxBytes !== undefined)
+      checkInt(options.idempotencyKeyMaxBytes, 'TaskQ.open.idempotencyKeyMaxBytes', 1, 2048);
+    if (options.payloadMaxBytes !== undefined)
+      checkInt(
+        options.payloadMaxBytes,
+        'TaskQ.open.payloadMaxBytes',
+        PAYLOAD_MAX_BYTES_RANGE.min,
+        PAYLOAD_MAX_BYTES_RANGE.max,
+      );
     const redis = TaskQ.redisOf(options);
     const backend = await openClientBackend({ ...options, field: 'TaskQ.open', logger });
     return new TaskQ(backend, {
@@ -183,6 +241,7 @@ export class TaskQ implements AsyncDisposable {
       ...(options.idempotencyKeyMaxBytes === undefined
         ? {}
         : { idempotencyKeyMaxBytes: options.idempotencyKeyMaxBytes }),
+      ...(options.payloadMaxBytes === undefined ? {} : { payloadMaxBytes: options.payloadMaxBytes }),
       liveProgress: redis
         ? new RedisLiveProgress(redis.client, options.schema ?? 'taskq', { owned: redis.owned, logger })
         : null,
@@ -192,7 +251,7 @@ export class TaskQ implements AsyncDisposable {
 
   /**
    * Opens a client from loaded {@link TaskQSettings} (`pgDsn`, `schema`, `redisUrl`,
-   * `idempotencyKeyMaxBytes`); `options` adds what settings cannot express (logger, pool size,
+   * `idempotencyKeyMaxBytes`, `payloadMaxBytes`); `options` adds what settings cannot express (logger, pool size,
    * cache TTL). `pgDsn` must be set.
    */
   static async fromSettings(settings: TaskQSettings, options: TaskQExtraOptions = {}): Promise<TaskQ> {
@@ -209,6 +268,7 @@ export class TaskQ implements AsyncDisposable {
       dsn: settings.pgDsn,
       schema: settings.schema,
       idempotencyKeyMaxBytes: settings.idempotencyKeyMaxBytes,
+      payloadMaxBytes: settings.payloadMaxBytes,
       ...(settings.redisUrl === null ? {} : { redisUrl: settings.redisUrl }),
     });
   }
@@ -280,7 +340,7 @@ export class TaskQ implements AsyncDisposable {
     this.checkOpen();
     checkActorRef(ref, 'enqueue.actor');
     const r = ref as ActorRef<unknown, unknown>;
-    const json = await payloadJson(r, payload, 'payload');
+    const json = await payloadJson(r, payload, 'payload', this.payloadMaxBytes);
     const maxPending = await this.capacity.effectiveMaxPending(r.name, r.maxPending);
     const args = buildEnqueueArgs(r, json, options, {
       maxPending,
@@ -310,7 +370,7 @@ export class TaskQ implements AsyncDisposable {
   async enqueueBatch(items: readonly EnqueueItem[], options: BatchOptions = {}): Promise<BatchHandle> {
     this.checkOpen();
     const { batchId, refs } = checkBatchItems('enqueueBatch', items, MAX_BATCH_SIZE, options);
-    const jsons = await payloadJsons(refs, items);
+    const jsons = await payloadJsons(refs, items, this.payloadMaxBytes);
     const limits = new Map<string, number | null>();
     for (const ref of refs)
       if (!limits.has(ref.name))
@@ -350,7 +410,7 @@ export class TaskQ implements AsyncDisposable {
   async enqueueBatchFast(items: readonly EnqueueItem[], options: BatchOptions = {}): Promise<number> {
     this.checkOpen();
     const { batchId, refs } = checkBatchItems('enqueueBatchFast', items, MAX_FAST_BATCH_SIZE, options);
-    const jsons = await payloadJsons(refs, items);
+    const jsons = await payloadJsons(refs, items, this.payloadMaxBytes);
     const args = this.batchArgs(items, refs, jsons, batchId, null);
     const count = await this.backend.enqueueBatchFast(
       args,
@@ -391,10 +451,14 @@ export class TaskQ implements AsyncDisposable {
     return this.backend.get(jobId.toLowerCase());
   }
 
-  /** One page of jobs matching the filter; pass `nextCursor` back as `cursor` for the next page. */
+  /**
+   * One page of jobs matching the filter; pass `nextCursor` back as `cursor` for the next page.
+   * @throws InvalidArgumentError for an unknown filter field (with the nearest known one), a
+   *   `limit` above 1,000, or a cursor `list()` did not produce
+   */
   async list(filter: JobFilter = {}): Promise<JobPage> {
     this.checkOpen();
-    return this.backend.listJobs(normalizeJobFilter(filter));
+    return this.backend.listJobs(normalizeJobFilter(filter, 'list'));
   }
 
   /** Pending + scheduled + running jobs on the given queues. */
@@ -414,8 +478,7 @@ export class TaskQ implements AsyncDisposable {
     if (reason !== undefined && reason !== null && typeof reason !== 'string') {
       throw new InvalidArgumentError('cancel.reason', reason, 'must be a string');
     }
-    if (typeof reason === 'string' && reason.includes('\u0000'))
-      throw new InvalidArgumentError('cancel.reason', reason, 'must not contain NUL characters');
+    if (typeof reason === 'string') checkStorableText(reason, 'cancel.reason');
     const initiated = await this.backend.writeCancelRequest(before.id, reason ?? null);
     const after = await this.backend.get(before.id);
     if (!after) throw new TaskQStateError(`job ${jobId} vanished while being cancelled`);
@@ -430,23 +493,55 @@ export class TaskQ implements AsyncDisposable {
   /**
    * Cancels every active job matching the filter in one set-based statement: pending and scheduled
    * jobs end `cancelled` at once, running ones get the cooperative cancel (their handler's
-   * `ctx.signal` aborts). The filter's `limit`, `cursor` and `orderBy` are ignored.
-   * @throws EmptyFilterError when the filter has no predicate, unless `allowEmptyFilter` is set.
+   * `ctx.signal` aborts). With `{ dryRun: true }` it changes nothing and returns how many jobs it
+   * would change now. The filter's `orderBy` is ignored; `limit` and `cursor` are refused (a bulk
+   * cancel is not paginated).
+   * @throws EmptyFilterError when the filter has no predicate, unless `allowEmptyFilter` is set;
+   *   InvalidArgumentError for an unknown filter field or option (with the nearest known one)
    */
   async cancelWhere(
     filter: JobFilter,
+    reason: string | null | undefined,
+    options: CancelWhereOptions & { dryRun: true },
+  ): Promise<CancelWherePreview>;
+  async cancelWhere(
+    filter: JobFilter,
     reason?: string | null,
-    options: { allowEmptyFilter?: boolean } = {},
-  ): Promise<BulkCancelResult> {
+    options?: CancelWhereOptions & { dryRun?: false },
+  ): Promise<BulkCancelResult>;
+  async cancelWhere(
+    filter: JobFilter,
+    reason?: string | null,
+    options?: CancelWhereOptions,
+  ): Promise<BulkCancelResult | CancelWherePreview>;
+  async cancelWhere(
+    filter: JobFilter,
+    reason?: string | null,
+    options: CancelWhereOptions = {},
+  ): Promise<BulkCancelResult | CancelWherePreview> {
     this.checkOpen();
-    const f = normalizeJobFilter(filter);
+    const f = normalizeJobFilter(filter, 'cancelWhere');
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('cancelWhere.options', options, 'must be an object');
+    for (const [key, value] of Object.entries(options)) {
+      if (!CANCEL_WHERE_OPTION_KEYS.includes(key))
+        throw new InvalidArgumentError(
+          `cancelWhere.options.${key}`,
+          value,
+          unknownKeyRule(key, CANCEL_WHERE_OPTION_KEYS, 'an option of cancelWhere'),
+        );
+      if (value !== undefined && typeof value !== 'boolean')
+        throw new InvalidArgumentError(`cancelWhere.options.${key}`, value, 'must be a boolean');
+    }
     if (!f.hasPredicates && !options.allowEmptyFilter) throw new EmptyFilterError();
-    if (
-      reason !== undefined &&
-      reason !== null &&
-      (typeof reason !== 'string' || reason.includes('\u0000'))
-    ) {
-      throw new InvalidArgumentError('cancelWhere.reason', reason, 'must be a string without NUL characters');
+    if (reason !== undefined && reason !== null) {
+      if (typeof reason !== 'string')
+        throw new InvalidArgumentError('cancelWhere.reason', reason, 'must be a string');
+      checkStorableText(reason, 'cancelWhere.reason');
+    }
+    if (options.dryRun) {
+      const counts = await this.backend.previewCancelWhere(f);
+      return { dryRun: true, ...counts, totalAffected: counts.cancelledDirectly + counts.cancelRequested };
     }
     return this.backend.cancelWhere(f, reason ?? null);
   }

@@ -3,7 +3,7 @@ import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 import type { JobContext } from './context.js';
-import { toMsOrNull, type Duration } from './duration.js';
+import { MAX_TIMER_MS, toMsOrNull, type Duration } from './duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { RetryPolicy, type RetryPolicyOptions } from '../retry/retry-policy.js';
 import { isStandardSchema, type Schema } from './schema-validation.js';
@@ -310,8 +310,8 @@ export function actor<P = unknown, R = unknown, I = P>(
     metadata: Object.freeze({ ...metadata }),
     uniqueForMs: toMsOrNull(options.uniqueFor, f('uniqueFor')),
     uniqueStates: Object.freeze([...uniqueStates]),
-    startToCloseMs: toMsOrNull(options.startToClose, f('startToClose')),
-    heartbeatTimeoutMs: toMsOrNull(options.heartbeatTimeout, f('heartbeatTimeout')),
+    startToCloseMs: toMsOrNull(options.startToClose, f('startToClose'), 'positive', MAX_TIMER_MS),
+    heartbeatTimeoutMs: toMsOrNull(options.heartbeatTimeout, f('heartbeatTimeout'), 'positive', MAX_TIMER_MS),
     rateLimits: Object.freeze(limitEntries(options.rateLimits, f('rateLimits'))),
     reservations: Object.freeze(limitEntries(options.reservations, f('reservations'))),
     nonRetryableErrors: Object.freeze([...nonRetryableErrors]),
@@ -320,9 +320,16 @@ export function actor<P = unknown, R = unknown, I = P>(
     onRetryExhaustedTimeoutMs: toMsOrNull(
       options.onRetryExhaustedTimeout ?? 3000,
       f('onRetryExhaustedTimeout'),
+      'positive',
+      MAX_TIMER_MS,
     ) as number,
     onSuccess: optionalFn(options.onSuccess, f('onSuccess')),
-    onSuccessTimeoutMs: toMsOrNull(options.onSuccessTimeout ?? 3000, f('onSuccessTimeout')) as number,
+    onSuccessTimeoutMs: toMsOrNull(
+      options.onSuccessTimeout ?? 3000,
+      f('onSuccessTimeout'),
+      'positive',
+      MAX_TIMER_MS,
+    ) as number,
     priority,
     thread: normalizeThread(options.thread, f('thread')),
     handler,

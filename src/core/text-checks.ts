@@ -1,16 +1,35 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 
+/** The rule a string with a NUL character breaks. */
+export const NUL_TEXT_RULE = 'must not contain NUL (\\u0000) characters';
+/** The rule a string with a lone surrogate breaks. */
+export const UNICODE_TEXT_RULE =
+  'must be valid Unicode: it holds a lone surrogate (half of a UTF-16 pair), which UTF-8 cannot encode';
+
+/** `String.prototype.isWellFormed` (Node 20+; not in the ES2023 typings). */
+export function isWellFormed(value: string): boolean {
+  return (value as unknown as { isWellFormed(): boolean }).isWellFormed();
+}
+
 /**
- * Postgres text cannot hold NUL characters (it raises SQLSTATE 22021 deep inside the driver). We
- * reject them at the boundary so both backends fail identically and with a clear message.
+ * Checks that Postgres can store `value` as text unchanged: no NUL character (Postgres raises
+ * SQLSTATE 22021 deep inside the driver) and no lone surrogate (UTF-8 cannot encode one: the driver
+ * would silently store U+FFFD instead, and jsonb refuses the escape). Rejected at the boundary so
+ * both backends fail identically and with a clear message.
  */
-export function checkNoNul(value: string, field: string): string {
-  if (value.includes('\u0000'))
-    throw new InvalidArgumentError(field, value, 'must not contain NUL (\\u0000) characters');
+export function checkStorableText(value: string, field: string): string {
+  if (value.includes('\u0000')) throw new InvalidArgumentError(field, value, NUL_TEXT_RULE);
+  if (!isWellFormed(value)) throw new InvalidArgumentError(field, value, UNICODE_TEXT_RULE);
   return value;
 }
 
-/** Validates a non-empty string without NUL characters, optionally bounded in UTF-8 bytes. */
+/** The former name of {@link checkStorableText}, which also rejects lone surrogates now. */
+export const checkNoNul = checkStorableText;
+
+/**
+ * Validates a non-empty string that Postgres stores unchanged (see {@link checkStorableText}),
+ * optionally not blank and bounded in UTF-8 bytes.
+ */
 export function checkText(
   value: unknown,
   field: string,
@@ -22,7 +41,7 @@ export function checkText(
   if (opts.notBlank && value.trim().length === 0) {
     throw new InvalidArgumentError(field, value, 'must not be empty or whitespace only');
   }
-  checkNoNul(value, field);
+  checkStorableText(value, field);
   if (opts.maxBytes !== undefined) {
     const bytes = Buffer.byteLength(value, 'utf8');
     if (bytes > opts.maxBytes) {

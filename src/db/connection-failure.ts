@@ -48,10 +48,20 @@ export function connectionErrorOf(err: unknown, target: string): ConnectionError
   if (err instanceof ConnectionError) return null;
   const found = classify(err);
   if (found === null) return null;
-  return new ConnectionError(found.reason, target, found.detail, err);
+  return new ConnectionError(found.reason, target, found.detail, err, {
+    sqlState: found.sqlState ?? null,
+    socketCode: found.socketCode ?? null,
+  });
 }
 
-function classify(err: unknown): { reason: ConnectionFailureReason; detail: string } | null {
+interface Classified {
+  reason: ConnectionFailureReason;
+  detail: string;
+  sqlState?: string;
+  socketCode?: string;
+}
+
+function classify(err: unknown): Classified | null {
   if (err === null || typeof err !== 'object') return null;
   const e = err as { code?: unknown; syscall?: unknown; message?: unknown; errors?: unknown };
   const code = typeof e.code === 'string' ? e.code : '';
@@ -59,12 +69,12 @@ function classify(err: unknown): { reason: ConnectionFailureReason; detail: stri
   const detail = (text: string): string => (code && !text.includes(code) ? `${text} (${code})` : text);
 
   const socket = SOCKET_CODES[code];
-  if (socket) return { reason: socket, detail: detail(message || code) };
+  if (socket) return { reason: socket, detail: detail(message || code), socketCode: code };
   if (code === 'ETIMEDOUT' && (e.syscall === 'connect' || /connect/i.test(message)))
-    return { reason: 'timeout', detail: detail(message || code) };
+    return { reason: 'timeout', detail: detail(message || code), socketCode: code };
   const startup = STARTUP_SQLSTATES[code];
-  if (startup) return { reason: startup, detail: `${message} (SQLSTATE ${code})` };
-  if (TLS_CODES.has(code)) return { reason: 'ssl', detail: detail(message || code) };
+  if (startup) return { reason: startup, detail: `${message} (SQLSTATE ${code})`, sqlState: code };
+  if (TLS_CODES.has(code)) return { reason: 'ssl', detail: detail(message || code), socketCode: code };
   if (TIMEOUT_MESSAGES.some((re) => re.test(message))) return { reason: 'timeout', detail: message };
   if (SSL_MESSAGES.some((re) => re.test(message))) return { reason: 'ssl', detail: message };
   // Node reports a host name with several addresses (localhost: ::1 and 127.0.0.1) that all failed

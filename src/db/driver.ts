@@ -5,6 +5,7 @@
  */
 
 import { copyFromClient, type CopyClient } from './pg-copy.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 
 /** Rows and affected-row count of one statement. */
 export interface QueryResult<R> {
@@ -73,5 +74,9 @@ export function executorFromClient(client: ClientLike): Executor {
         copyFromClient(client as unknown as CopyClient, table, columns, data),
     };
   }
-  throw new TypeError('expected a connection with a query(text, values) method (pg.Client or pg.PoolClient)');
+  throw new InvalidArgumentError(
+    'connection',
+    client,
+    'must be a connection with a query(text, values) method (pg.Client or pg.PoolClient)',
+  );
 }

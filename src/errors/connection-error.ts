@@ -41,11 +41,24 @@ export class ConnectionError extends TaskQError {
   readonly reason: ConnectionFailureReason;
   /** The server that was tried (the connection string with its password masked, or host:port/database). */
   readonly target: string;
+  /** The SQLSTATE the server answered with (`28P01` bad password, `28000` unknown role, `3D000`, …), else null. */
+  readonly sqlState: string | null;
+  /** The Node.js code of a socket, DNS or TLS failure (`ECONNREFUSED`, `ENOTFOUND`, `CERT_HAS_EXPIRED`, …), else null. */
+  readonly socketCode: string | null;
+  /** What to check or change to fix it (also the end of the message). */
+  readonly hint: string;
 
   /**
    * @param detail what the driver reported, without secrets (e.g. `connect ECONNREFUSED 127.0.0.1:1`)
+   * @param codes the SQLSTATE or socket code of the failure, when it had one
    */
-  constructor(reason: ConnectionFailureReason, target: string, detail: string, cause: unknown) {
+  constructor(
+    reason: ConnectionFailureReason,
+    target: string,
+    detail: string,
+    cause: unknown,
+    codes: { sqlState?: string | null; socketCode?: string | null } = {},
+  ) {
     super(
       'TASKQ_CONNECTION_FAILED',
       `could not connect to Postgres at ${target}: ${detail}. ${HINTS[reason]}`,
@@ -53,5 +66,8 @@ export class ConnectionError extends TaskQError {
     );
     this.reason = reason;
     this.target = target;
+    this.sqlState = codes.sqlState ?? null;
+    this.socketCode = codes.socketCode ?? null;
+    this.hint = HINTS[reason];
   }
 }

@@ -1,6 +1,7 @@
 export { TaskQError } from './taskq-error.js';
-export { InvalidArgumentError } from './invalid-argument-error.js';
+export { InvalidArgumentError, type InvalidArgumentOptions } from './invalid-argument-error.js';
 export { PayloadValidationError, type ValidationIssue } from './payload-validation-error.js';
+export { PayloadTooLarge } from './payload-too-large.js';
 export {
   BackpressureError,
   MaxPendingExceededError,

@@ -1,9 +1,11 @@
-import { formatMs, toMs, type Duration } from '../core/duration.js';
+import { describeMaxMs, formatMs, toMs, type Duration } from '../core/duration.js';
+import { closestName } from '../core/closest-name.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { checkQueueName, isPlainObject } from '../core/text-checks.js';
 import {
   describeRule,
   settingName,
+  implicitDurationMax,
   SHARED_ENV_VARS,
   UNSUPPORTED_WORKER_ENV_VARS,
   WORKER_SETTING_FIELDS,
@@ -281,7 +283,8 @@ function fromOverride(field: SettingField, value: unknown): Parsed {
 /** `'30s'`-style strings only; `undefined` when the text is not one. */
 function unitStringMs(text: string): number | undefined {
   try {
-    return toMs(text, 'duration', 'nonNegative');
+    // No upper bound here: checkValue applies the setting's own, with a message that names it.
+    return toMs(text, 'duration', 'nonNegative', Number.POSITIVE_INFINITY);
   } catch {
     return undefined;
   }
@@ -298,6 +301,9 @@ function checkValue(field: SettingField, value: unknown): Parsed {
       if (field.kind === 'integer' && !Number.isSafeInteger(n)) return fail(describeRule(field));
       // 1.1 s * 1000 is 1100.0000000000002 in floating point; keep microsecond precision only.
       if (field.kind === 'duration') n = Math.round(n * 1000) / 1000;
+      const durationMax = implicitDurationMax(field);
+      if (durationMax !== undefined && n > durationMax)
+        return fail(`must be a duration of at most ${describeMaxMs(durationMax)}`);
       const inRange =
         (field.min === undefined || n >= field.min) &&
         (field.gt === undefined || n > field.gt) &&
@@ -483,7 +489,7 @@ function envWarnings(env: Record<string, string | undefined>): string[] {
       continue;
     }
     const known = [...FIELD_ENV_VARS, ...SHARED_ENV_VARS, ...UNSUPPORTED_WORKER_ENV_VARS];
-    const guess = closest(name, known, Math.max(2, Math.floor(name.length / 8)));
+    const guess = closestName(name, known, Math.max(2, Math.floor(name.length / 8)));
     warnings.push(
       `${name} is not a TaskQ setting and is ignored` +
         (guess === undefined ? '' : ` (did you mean ${guess}?)`),
@@ -499,34 +505,6 @@ function unknownKeyRule(key: string, byName: ReadonlyMap<string, SettingField>, 
       "(milliseconds, or a string such as '30s')"
     );
   }
-  const guess = closest(key, [...byName.keys()], Math.max(2, Math.floor(key.length / 5)));
+  const guess = closestName(key, byName.keys(), Math.max(2, Math.floor(key.length / 5)));
   return guess === undefined ? `is not a ${kind}` : `is not a ${kind} (did you mean ${guess}?)`;
-}
-
-/** The candidate nearest to `word` by edit distance, if within `maxDistance`. */
-function closest(word: string, candidates: readonly string[], maxDistance: number): string | undefined {
-  let best: string | undefined;
-  let bestDistance = maxDistance + 1;
-  for (const c of candidates) {
-    const d = editDistance(word.toLowerCase(), c.toLowerCase());
-    if (d < bestDistance) {
-      best = c;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-
-/** Levenshtein distance (insert, delete, substitute). */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] as number) + (a[i - 1] === b[j - 1] ? 0 : 1);
-      current[j] = Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, substitution);
-    }
-    previous = current;
-  }
-  return previous[b.length] as number;
 }

@@ -1,5 +1,5 @@
 import { CONNECTION_STRING_RULE, validateConnectionString } from '../db/connection-string.js';
-import { formatMs } from '../core/duration.js';
+import { formatMs, MAX_DURATION_MS, MAX_TIMER_MS } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { isUuid } from '../core/ids.js';
 import { DEFAULT_SCHEMA, validateSchemaName } from '../core/schema-name.js';
@@ -567,7 +567,41 @@ export const WORKER_SETTING_FIELDS = [
     min: 1,
     max: 2048,
   },
+  {
+    key: 'payloadMaxBytes',
+    env: 'TASKQ_PAYLOAD_MAX_BYTES',
+    kind: 'integer',
+    default: 1024 * 1024,
+    min: 1024,
+    max: 64 * 1024 * 1024,
+  },
 ] as const satisfies readonly SettingField[];
+
+/**
+ * Durations the database keeps as intervals (retention periods, backoff and catch-up windows, the
+ * reclaim feed's delay): at most 100 years. Every other duration setting drives a timer, and Node.js
+ * fires a `setTimeout` longer than 2^31 - 1 ms at once, so those are bounded by that (about 24.8 days).
+ */
+const INTERVAL_DURATION_KEYS: ReadonlySet<string> = new Set([
+  'reclaimEventVisibilityDelayMs',
+  'maxRetryBackoffMs',
+  'pruneRetentionPeriodMs',
+  'pruneRetentionSucceededMs',
+  'pruneRetentionFailedMs',
+  'pruneRetentionCancelledMs',
+  'pruneRetentionAbandonedMs',
+  'archiveRetentionPeriodMs',
+  'cronCatchUpWindowMs',
+]);
+
+/**
+ * The bound of a duration setting without a `max` of its own (see {@link INTERVAL_DURATION_KEYS}),
+ * or undefined for any other setting.
+ */
+export function implicitDurationMax(field: SettingField): number | undefined {
+  if (field.kind !== 'duration' || field.max !== undefined) return undefined;
+  return INTERVAL_DURATION_KEYS.has(field.key) ? MAX_DURATION_MS : MAX_TIMER_MS;
+}
 
 // Compile-time proof that the table covers every WorkerSettings field.
 type MissingFields = Exclude<Key, (typeof WORKER_SETTING_FIELDS)[number]['key']>;

@@ -15,6 +15,8 @@ export interface TaskQSettings {
   redisUrl: string | null;
   /** `TASKQ_IDEMPOTENCY_KEY_MAX_BYTES`: bound on idempotency keys and scopes, UTF-8 bytes (1–2048). Default 1024. */
   idempotencyKeyMaxBytes: number;
+  /** `TASKQ_PAYLOAD_MAX_BYTES`: bound on a payload's JSON, UTF-8 bytes (1 KiB–64 MiB). Default 1 MiB. */
+  payloadMaxBytes: number;
 }
 
 /** The client's settings, by name (every one is also a worker setting: `WorkerSettings` extends these). */
@@ -23,6 +25,7 @@ const TASKQ_KEYS: readonly (keyof TaskQSettings)[] = [
   'schema',
   'redisUrl',
   'idempotencyKeyMaxBytes',
+  'payloadMaxBytes',
 ];
 
 /** The client's rows of the settings table (environment variable, kind, default, rule). */

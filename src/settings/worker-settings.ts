@@ -6,7 +6,7 @@ import type { TaskQSettings } from './taskq-settings.js';
  * reference's defaults and checks every field and cross-field rule before a worker starts. In the
  * environment a duration is a plain number of seconds (the reference's unit) or a string with a
  * unit (`'250ms'`, `'30s'`, `'5m'`); the table of fields and rules is `setting-fields.ts`. The
- * connection fields (`pgDsn`, `schema`, `redisUrl`, `idempotencyKeyMaxBytes`) are the client's
+ * connection fields (`pgDsn`, `schema`, `redisUrl`, `idempotencyKeyMaxBytes`, `payloadMaxBytes`) are the client's
  * {@link TaskQSettings}; a worker reads the same variables.
  */
 export interface WorkerSettings extends TaskQSettings {

@@ -55,7 +55,17 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
       client = new TaskQ(h.backend, { capacityCacheTtl: 0 });
     });
 
-    const count = async (): Promise<number> => (await client.list({ limit: 10_000 })).jobs.length;
+    /** Every job, counted page by page (a page holds at most 1,000). */
+    const count = async (): Promise<number> => {
+      let n = 0;
+      let cursor: string | null = null;
+      do {
+        const page = await client.list(cursor === null ? { limit: 1000 } : { limit: 1000, cursor });
+        n += page.jobs.length;
+        cursor = page.nextCursor;
+      } while (cursor !== null);
+      return n;
+    };
 
     describe('enqueue', () => {
       it('inserts a pending job with the actor defaults and the given options', async () => {

@@ -268,7 +268,13 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
       it('refuses an empty filter unless allowed, and honours status and active', async () => {
         await client.enqueue(plain, { n: 1 });
         await expect(client.cancelWhere({})).rejects.toThrow(/needs at least one predicate/);
-        await expect(client.cancelWhere({ limit: 5 })).rejects.toThrow(/needs at least one predicate/);
+        await expect(client.cancelWhere({ orderBy: 'created_at_desc' })).rejects.toThrow(
+          /needs at least one predicate/,
+        );
+        // A bulk cancel is not paginated: a limit would suggest otherwise, so it is refused.
+        await expect(client.cancelWhere({ queue: 'default', limit: 5 })).rejects.toThrow(
+          /is not accepted by cancelWhere/,
+        );
         expect((await client.cancelWhere({ status: [] })).totalAffected).toBe(0);
         expect((await client.cancelWhere({}, null, { allowEmptyFilter: true })).cancelledDirectly).toBe(1);
         await expect(client.cancelWhere({ queue: 'x\u0000' })).rejects.toThrow(/NUL/);

@@ -94,6 +94,11 @@ const PACKAGE_ERRORS: Case[] = [
     code: 'TASKQ_RESULT_UNAVAILABLE',
   },
   {
+    cls: taskq.PayloadTooLarge,
+    make: () => new taskq.PayloadTooLarge('payload', 1024, 2048),
+    code: 'TASKQ_PAYLOAD_TOO_LARGE',
+  },
+  {
     cls: taskq.ResultTooLarge,
     make: () => new taskq.ResultTooLarge(1024, 2048),
     code: 'TASKQ_RESULT_TOO_LARGE',

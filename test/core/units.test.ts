@@ -73,8 +73,12 @@ describe('schema names and channels', () => {
 
 describe('cursors', () => {
   it('round-trip and keep microseconds', () => {
-    const key = { order: 'created_at_desc' as const, createdAtUs: 1767225600123456, id: newJobId() };
+    const key = { order: 'created_at_desc' as const, createdAtUs: 1767225600123456n, id: newJobId() };
     expect(decodeCursor(encodeCursor(key), 'created_at_desc')).toEqual(key);
-    expect(usToTimestampText(1767225600123456)).toBe('2026-01-01T00:00:00.123456Z');
+    expect(usToTimestampText(1767225600123456n)).toBe('2026-01-01T00:00:00.123456Z');
+    // Before 1970 the microseconds stay positive; after 2255 they exceed a safe integer.
+    expect(usToTimestampText(-1n)).toBe('1969-12-31T23:59:59.999999Z');
+    expect(usToTimestampText(253402300799999999n)).toBe('9999-12-31T23:59:59.999999Z');
+    expect(usToTimestampText(-62135596800000000n)).toBe('0001-01-01T00:00:00.000000Z');
   });
 });

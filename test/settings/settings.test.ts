@@ -118,6 +118,7 @@ describe('loadWorkerSettings defaults', () => {
       watchdogStaleFloorMs: 10 * S,
       watchdogCheckIntervalMs: S,
       idempotencyKeyMaxBytes: 1024,
+      payloadMaxBytes: 1024 * 1024,
     } satisfies WorkerSettings);
   });
 

@@ -22,6 +22,7 @@ describe('loadTaskQSettings', () => {
       schema: 'taskq',
       redisUrl: null,
       idempotencyKeyMaxBytes: 1024,
+      payloadMaxBytes: 1024 * 1024,
     });
   });
 
@@ -31,12 +32,14 @@ describe('loadTaskQSettings', () => {
       TASKQ_SCHEMA_NAME: 'jobs_a',
       TASKQ_REDIS_URL: 'redis://cache:6379/2',
       TASKQ_IDEMPOTENCY_KEY_MAX_BYTES: '512',
+      TASKQ_PAYLOAD_MAX_BYTES: '65536',
     };
     expect(loadTaskQSettings({ env })).toEqual({
       pgDsn: 'postgres://u@db:5432/app',
       schema: 'jobs_a',
       redisUrl: 'redis://cache:6379/2',
       idempotencyKeyMaxBytes: 512,
+      payloadMaxBytes: 65536,
     });
     expect(loadTaskQSettings({ env, overrides: { schema: 'jobs_b', redisUrl: null } })).toMatchObject({
       schema: 'jobs_b',

@@ -8,6 +8,7 @@ import { rateLimitStoresFor, type RateLimitStores } from '../../ratelimit/stores
 import {
   BACKEND_PROTOCOL_VERSION,
   type Backend,
+  type CancelWhereCounts,
   type JobPage,
   type RateLimitStoreOptions,
 } from '../backend.js';
@@ -275,6 +276,10 @@ export class InMemoryBackend implements Backend {
 
   async cancelWhere(filter: NormalizedJobFilter, reason: string | null): Promise<BulkCancelResult> {
     return cancelProgress.cancelWhere(this.maintenanceState, filter, reason);
+  }
+
+  async previewCancelWhere(filter: NormalizedJobFilter): Promise<CancelWhereCounts> {
+    return cancelProgress.previewCancelWhere(this.maintenanceState, filter);
   }
 
   async retryJob(jobId: string): Promise<boolean> {

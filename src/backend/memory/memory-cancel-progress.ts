@@ -4,6 +4,7 @@
  * `writeCancelEscalation`, `markAbandoned` and `flushProgress` in `postgres/sql/worker.sql`.
  */
 import { SingletonCollisionError } from '../../errors/backpressure-errors.js';
+import type { CancelWhereCounts } from '../backend.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
 import { ACTIVE_STATUSES, RETRYABLE_TERMINAL_STATUSES } from '../state-machine.js';
 import type { BulkCancelResult, JobRow, JobStatus } from '../types.js';
@@ -167,6 +168,18 @@ export function cancelWhere(
     cancelRequestedIds,
     totalAffected: cancelledIds.length + cancelRequestedIds.length,
   };
+}
+
+/** Mirrors `previewCancelWhere` in `postgres/sql/cancel.sql`: what `cancelWhere` would change now. */
+export function previewCancelWhere(s: MemoryState, filter: NormalizedJobFilter): CancelWhereCounts {
+  let cancelledDirectly = 0;
+  let cancelRequested = 0;
+  for (const r of s.jobs.values()) {
+    if (!ACTIVE_STATUSES.has(r.status) || !matchesFilter(r, filter)) continue;
+    if (r.status !== 'running') cancelledDirectly++;
+    else if (r.cancelRequestedAt === null) cancelRequested++;
+  }
+  return { cancelledDirectly, cancelRequested };
 }
 
 /** Mirrors `retryJob` in `postgres/sql/cancel.sql`: an admin retry with a fresh attempt budget. */

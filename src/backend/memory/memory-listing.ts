@@ -5,7 +5,8 @@ import { encodeCursor, type CursorKey } from '../cursor.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
 import type { JobRow } from '../types.js';
 
-const us = (d: Date): number => d.getTime() * 1000;
+const us = (d: Date): bigint => BigInt(d.getTime()) * 1000n;
+const ms = (d: Date): number => d.getTime();
 
 /** True when the row passes the filter's predicates (not its cursor). */
 export function matchesFilter(r: JobRow, f: NormalizedJobFilter): boolean {
@@ -23,13 +24,13 @@ function compare(order: NormalizedJobFilter['orderBy'], a: JobRow, b: JobRow): n
   const byId = (x: string, y: string): number => (x < y ? -1 : x > y ? 1 : 0);
   switch (order) {
     case 'scheduled_at_asc':
-      return b.priority - a.priority || us(a.scheduledAt) - us(b.scheduledAt) || byId(a.id, b.id);
+      return b.priority - a.priority || ms(a.scheduledAt) - ms(b.scheduledAt) || byId(a.id, b.id);
     case 'created_at_desc':
-      return us(b.createdAt) - us(a.createdAt) || byId(b.id, a.id);
+      return ms(b.createdAt) - ms(a.createdAt) || byId(b.id, a.id);
     case 'finished_at_desc': {
       if (a.finishedAt === null && b.finishedAt !== null) return 1;
       if (a.finishedAt !== null && b.finishedAt === null) return -1;
-      const f = (b.finishedAt ? us(b.finishedAt) : 0) - (a.finishedAt ? us(a.finishedAt) : 0);
+      const f = (b.finishedAt ? ms(b.finishedAt) : 0) - (a.finishedAt ? ms(a.finishedAt) : 0);
       return f || byId(b.id, a.id);
     }
   }

@@ -1,4 +1,5 @@
 import type { ClientLike } from '../../db/driver.js';
+import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 
 /**
  * A stand-in for a caller's database transaction when the in-memory backend is used:
@@ -11,7 +12,11 @@ export class MemoryTransaction implements ClientLike {
 
   /** Not a SQL connection: calling `query` is a mistake in a test using the in-memory backend. */
   async query(): Promise<{ rows: unknown[]; rowCount: number | null }> {
-    throw new TypeError('MemoryTransaction does not run SQL; it only scopes in-memory enqueues');
+    throw new InvalidArgumentError(
+      'connection',
+      this,
+      'is a MemoryTransaction, which runs no SQL: it only scopes the in-memory backend’s enqueues (give a Postgres backend a pg.Client or pg.PoolClient)',
+    );
   }
 
   /** Registers work to apply at commit. */
@@ -44,8 +49,10 @@ export class MemoryTransaction implements ClientLike {
 /** The caller's transaction of an enqueue with `connection` (none without); anything else is refused. */
 export function transactionOf(conn: ClientLike | undefined, method: string): MemoryTransaction | undefined {
   if (conn !== undefined && !(conn instanceof MemoryTransaction))
-    throw new TypeError(
-      `InMemoryBackend.${method} needs a MemoryTransaction from backend.beginTransaction()`,
+    throw new InvalidArgumentError(
+      `InMemoryBackend.${method}.connection`,
+      conn,
+      'must be a MemoryTransaction from backend.beginTransaction() (the in-memory backend has no SQL connections)',
     );
   return conn;
 }

@@ -1,11 +1,15 @@
 import { encodeCursor, type CursorKey } from '../cursor.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
 
-/** Microseconds since the epoch → an exact `timestamptz` literal (a JS Date would drop the µs). */
-export function usToTimestampText(us: number): string {
-  const ms = Math.floor(us / 1000);
-  const micros = us - ms * 1000;
-  const iso = new Date(ms).toISOString(); // 2026-01-02T03:04:05.678Z
+/**
+ * Microseconds since the epoch → an exact `timestamptz` literal (a JS Date would drop the µs). The
+ * cursor decoder keeps timestamps within years 1 to 9999, whose ISO form Postgres reads.
+ */
+export function usToTimestampText(us: bigint): string {
+  let ms = us / 1000n;
+  if (us % 1000n < 0n) ms -= 1n; // bigint division truncates; the floor keeps the µs part positive
+  const micros = us - ms * 1000n;
+  const iso = new Date(Number(ms)).toISOString(); // 2026-01-02T03:04:05.678Z
   return `${iso.slice(0, 23)}${String(micros).padStart(3, '0')}Z`;
 }
 
@@ -93,17 +97,17 @@ export function cursorForRow(
   f: NormalizedJobFilter,
   row: { id: string; priority: number; _cursor_us: string | null },
 ): string {
-  const us = row._cursor_us === null ? null : Number(row._cursor_us);
+  const us = row._cursor_us === null ? null : BigInt(row._cursor_us);
   switch (f.orderBy) {
     case 'scheduled_at_asc':
       return encodeCursor({
         order: f.orderBy,
         priority: row.priority,
-        scheduledAtUs: us as number,
+        scheduledAtUs: us as bigint,
         id: row.id,
       });
     case 'created_at_desc':
-      return encodeCursor({ order: f.orderBy, createdAtUs: us as number, id: row.id });
+      return encodeCursor({ order: f.orderBy, createdAtUs: us as bigint, id: row.id });
     case 'finished_at_desc':
       return encodeCursor({ order: f.orderBy, finishedAtUs: us, id: row.id });
   }

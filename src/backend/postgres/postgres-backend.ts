@@ -20,6 +20,7 @@ import { rateLimitStoresFor, type RateLimitStores } from '../../ratelimit/stores
 import {
   BACKEND_PROTOCOL_VERSION,
   type Backend,
+  type CancelWhereCounts,
   type JobPage,
   type RateLimitStoreOptions,
 } from '../backend.js';
@@ -329,6 +330,26 @@ export class PostgresBackend implements Backend {
       cancelledIds,
       cancelRequestedIds,
       totalAffected: cancelledIds.length + cancelRequestedIds.length,
+    };
+  }
+
+  async previewCancelWhere(filter: NormalizedJobFilter): Promise<CancelWhereCounts> {
+    const values: unknown[] = [];
+    const conds = filterConditions(filter, values, this.quoted);
+    const text = this.sql.previewCancelWhere.replaceAll(
+      '{filter_conditions}',
+      conds.length > 0 ? conds.join(' AND ') : 'TRUE',
+    );
+    type Row = { cancelled_directly: number; cancel_requested: number };
+    let rows: Row[];
+    try {
+      rows = (await this.driver.query<Row>(text, values)).rows;
+    } catch (err) {
+      throw this.translate(err);
+    }
+    return {
+      cancelledDirectly: Number(rows[0]?.cancelled_directly ?? 0),
+      cancelRequested: Number(rows[0]?.cancel_requested ?? 0),
     };
   }
 

@@ -118,3 +118,13 @@ SELECT coalesce((SELECT array_agg(id::text) FROM direct), '{}') AS cancelled_ids
        coalesce((SELECT array_agg(id::text ORDER BY id) FROM flag), '{}') AS requested_ids,
        coalesce((SELECT array_agg(locked_by_worker::text ORDER BY id) FROM flag), '{}') AS requested_workers,
        (SELECT count(*) FROM events)::int AS events;
+
+-- name: previewCancelWhere
+-- The dry run of cancelWhere: what it would change now, counted without changing or locking
+-- anything. The filter placeholder is replaced as in cancelWhere, its values bound from $1 on;
+-- waiting jobs are counted through jobs_waiting_idx, running ones through jobs_running_idx.
+SELECT
+  (SELECT count(*) FROM {schema}.jobs j
+   WHERE {filter_conditions} AND j.status IN ('pending', 'scheduled'))::int AS cancelled_directly,
+  (SELECT count(*) FROM {schema}.jobs j
+   WHERE {filter_conditions} AND j.status = 'running' AND j.cancel_requested_at IS NULL)::int AS cancel_requested;
