@@ -548,6 +548,36 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         expect(finished.slice(10).every((r) => r.finishedAt === null)).toBe(true);
       });
 
+      it('pages over the whole range of dates, at microsecond precision past the year 2255', async () => {
+        // scheduled_at in µs exceeds a safe integer after 2255: cursors keep it exact (bigint).
+        const dates = [
+          '0001-01-01T00:00:00.000Z',
+          '1969-12-31T23:59:59.999Z',
+          '2300-06-01T00:00:00.001Z',
+          '2300-06-01T00:00:00.002Z',
+          '9999-12-31T23:59:59.999Z',
+        ];
+        const ids = [];
+        for (const d of dates)
+          ids.push((await client.enqueue(plain, { n: 1 }, { scheduledAt: new Date(d) })).jobId);
+        const seen: string[] = [];
+        let cursor: string | undefined;
+        do {
+          const page = await client.list({ limit: 1, ...(cursor === undefined ? {} : { cursor }) });
+          seen.push(...page.jobs.map((j) => j.id));
+          cursor = page.nextCursor ?? undefined;
+        } while (cursor !== undefined);
+        expect(seen).toEqual(ids);
+      });
+
+      it('refuses a page larger than 1,000 rows and unknown filter fields, naming the nearest', async () => {
+        const big = await client.list({ limit: 1001 }).catch((e: unknown) => e);
+        expect((big as InvalidArgumentError).field).toBe('filter.limit');
+        const typo = await client.list({ actors: 'plain' } as never).catch((e: unknown) => e);
+        expect((typo as InvalidArgumentError).rule).toBe('is not a filter field (did you mean actor?)');
+        expect((await client.list({ limit: 1000 })).jobs).toEqual([]);
+      });
+
       it('returns no cursor when the last page is exactly full', async () => {
         await client.enqueueBatch(Array.from({ length: 4 }, (_, n) => ({ actor: plain, payload: { n } })));
         const p1 = await client.list({ limit: 2 });

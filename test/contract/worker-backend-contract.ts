@@ -12,6 +12,7 @@ import { waitFor } from '../helpers/wait.js';
 import type { ContractHarness } from './backend-contract.js';
 import { defineSettleContract } from './settle-contract.js';
 import { ACTORS, QUEUES, W1, W2, type WorkerContractContext } from './worker-contract-context.js';
+import { normalizeJobFilter } from '../../src/backend/job-filter.js';
 
 export function defineWorkerBackendContract(name: string, makeHarness: () => Promise<ContractHarness>): void {
   describe(`Backend worker contract: ${name}`, () => {
@@ -278,6 +279,42 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
         expect((await client.cancelWhere({ status: [] })).totalAffected).toBe(0);
         expect((await client.cancelWhere({}, null, { allowEmptyFilter: true })).cancelledDirectly).toBe(1);
         await expect(client.cancelWhere({ queue: 'x\u0000' })).rejects.toThrow(/NUL/);
+      });
+
+      it('previews with dryRun: the counts the real call returns, changing and writing nothing', async () => {
+        const a = await client.enqueue(plain, { n: 1 }, { tags: ['bulk'] });
+        await client.enqueue(plain, { n: 2 }, { tags: ['bulk'], delay: '1h' });
+        await client.enqueue(plain, { n: 3 }, { tags: ['bulk'] });
+        await client.enqueue(plain, { n: 4 });
+        await claim(1); // a (oldest) runs
+        const events = (await h.backend.getEvents(a.jobId)).length;
+        const preview = await client.cancelWhere({ tags: ['bulk'] }, 'cleanup', { dryRun: true });
+        expect(preview).toEqual({ dryRun: true, cancelledDirectly: 2, cancelRequested: 1, totalAffected: 3 });
+        expect(await h.backend.get(a.jobId)).toMatchObject({
+          status: 'running',
+          cancelPhase: 0,
+          cancelRequestedAt: null,
+        });
+        expect((await h.backend.getEvents(a.jobId)).length).toBe(events);
+        expect((await client.list({ tags: ['bulk'], status: ['pending', 'scheduled'] })).jobs).toHaveLength(
+          2,
+        );
+        const real = await client.cancelWhere({ tags: ['bulk'] }, 'cleanup');
+        expect(real).toMatchObject({ cancelledDirectly: 2, cancelRequested: 1, totalAffected: 3 });
+        // The flagged running job is not counted again, as the real call would not change it.
+        expect(await client.cancelWhere({ tags: ['bulk'] }, null, { dryRun: true })).toMatchObject({
+          totalAffected: 0,
+        });
+        await expect(client.cancelWhere({}, null, { dryRun: true })).rejects.toThrow(
+          /needs at least one predicate/,
+        );
+        expect(await client.cancelWhere({}, null, { dryRun: true, allowEmptyFilter: true })).toMatchObject({
+          cancelledDirectly: 1,
+          cancelRequested: 0,
+        });
+        expect(await h.backend.previewCancelWhere(normalizeJobFilter({ status: [] }, 'cancelWhere'))).toEqual(
+          { cancelledDirectly: 0, cancelRequested: 0 },
+        );
       });
     });
 

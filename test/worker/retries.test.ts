@@ -53,6 +53,7 @@ import {
   shortLimit,
   longLimit,
   badResult,
+  unstorableResult,
   sized,
   withSuccessHook,
   exhausting,
@@ -440,6 +441,24 @@ describe('results', () => {
     expect(row.errorMessage).toContain('result');
     expect(outcomes(await h.attempts())).toEqual([[1, 'failed']]);
     expect(seenAttempts.get(h.jobId)).toEqual([1]);
+  });
+
+  it('a result holding NaN or a lone surrogate fails the job without retry, naming the path', async () => {
+    for (const [kind, rule] of [
+      ['nan', /NaN or Infinity.*found at result\.score/],
+      ['surrogate', /valid Unicode.*found in the string at result\.label/],
+    ] as const) {
+      const h = await tq.enqueue(unstorableResult, { kind });
+      const row = await failure(h);
+      expect(row).toMatchObject({
+        status: 'failed',
+        attempt: 1,
+        errorClass: 'PayloadValidationError',
+        result: null,
+      });
+      expect(row.errorMessage).toMatch(rule);
+      expect(outcomes(await h.attempts())).toEqual([[1, 'failed']]);
+    }
   });
 
   it('a result larger than resultMaxBytes (1024) fails with ResultTooLarge, no retry', async () => {
