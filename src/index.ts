@@ -31,7 +31,10 @@ export {
   type TaskQOptions,
   type TaskQClientOptions,
   type TaskQExtraOptions,
+  type CancelWhereOptions,
+  type CancelWherePreview,
 } from './client/taskq.js';
+export { DEFAULT_PAYLOAD_MAX_BYTES } from './client/payload-json.js';
 export {
   loadTaskQSettings,
   TASKQ_SETTING_FIELDS,
@@ -67,8 +70,8 @@ export {
 } from './retry/retry-classifier.js';
 export { RetryPolicy, type RetryPolicyOptions, type BackoffKind } from './retry/retry-policy.js';
 export { JobSortField } from './backend/cursor.js';
-export type { JobFilter } from './backend/job-filter.js';
-export type { Backend, JobPage } from './backend/backend.js';
+export { MAX_LIST_LIMIT, type JobFilter } from './backend/job-filter.js';
+export type { Backend, CancelWhereCounts, JobPage } from './backend/backend.js';
 export { BACKEND_PROTOCOL_VERSION } from './backend/backend.js';
 export { PostgresBackend, type PostgresBackendOptions } from './backend/postgres/postgres-backend.js';
 export {
@@ -99,7 +102,7 @@ export {
   type LongRunningJobEventsWriter,
   type EnqueueArgs,
 } from './backend/types.js';
-export type { Duration } from './core/duration.js';
+export { MAX_DURATION_MS, MAX_TIMER_MS, type Duration } from './core/duration.js';
 export type { JobId } from './core/ids.js';
 export type { Clock } from './core/clock.js';
 export { SystemClock } from './core/clock.js';

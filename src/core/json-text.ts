@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { PayloadValidationError } from '../errors/payload-validation-error.js';
+import { isWellFormed } from './text-checks.js';
 
 // Values bound for a jsonb column (payloads, results, metadata) are serialised once here, and what
 // JSON.stringify would silently change or Postgres would refuse is rejected with the path of the
@@ -19,10 +20,10 @@ export const JSON_NUMBER_RULE =
 /**
  * What the serialised text shows of a problem: JSON.stringify escapes every NUL as \u0000 and every
  * lone surrogate as \ud800-\udfff (lowercase), and writes non-finite numbers as null. Text without
- * any of these has no problem; a match may be a false alarm (an escaped backslash followed by
+ * these has no problem of that kind; a match may be a false alarm (an escaped backslash followed by
  * "u0000", a real null), which the walk below tells apart.
  */
-const SUSPECT = /\\u0000|\\ud[89a-f]|null/;
+const SUSPECT_TEXT = /\\u0000|\\ud[89a-f]/;
 
 /** A problem found in a JSON value: where, in what, and the rule. */
 interface JsonProblem {
@@ -31,38 +32,52 @@ interface JsonProblem {
   rule: string;
 }
 
-/** The value JSON.stringify serialises in place of `value` (after `toJSON`, boxed primitives unboxed). */
-function jsonView(key: string, value: unknown): unknown {
-  let v = value;
-  if (
-    v !== null &&
-    (typeof v === 'object' || typeof v === 'bigint') &&
-    typeof (v as { toJSON?: unknown }).toJSON === 'function'
-  )
-    v = (v as { toJSON(key: string): unknown }).toJSON(key);
+/**
+ * The value JSON.stringify serialises in place of `value`: the result of its `toJSON(key)`, boxed
+ * primitives unboxed. Plain values, arrays and plain objects are returned as they are, cheaply.
+ */
+function jsonView(key: string | number, value: unknown): unknown {
+  if ((typeof value !== 'object' || value === null) && typeof value !== 'bigint') return value;
+  let v: unknown = value;
+  if (typeof (v as { toJSON?: unknown }).toJSON === 'function')
+    v = (v as { toJSON(key: string): unknown }).toJSON(String(key));
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
+  const proto = Object.getPrototypeOf(v) as unknown;
+  if (proto === Object.prototype || proto === null) return v;
   if (v instanceof Number) return Number(v);
   if (v instanceof String) return String(v);
   if (v instanceof Boolean) return v.valueOf();
   return v;
 }
 
-function textProblem(s: string, path: (string | number)[], where: 'key' | 'string'): JsonProblem | null {
-  if (s.includes('\u0000')) return { path, where, rule: JSON_NUL_RULE };
-  if (!(s as unknown as { isWellFormed(): boolean }).isWellFormed())
-    return { path, where, rule: JSON_UNICODE_RULE };
+/** Which problems the serialised text may hold: only those are looked for. */
+interface Suspects {
+  text: boolean;
+  numbers: boolean;
+}
+
+function textProblem(s: string, where: 'key' | 'string'): JsonProblem | null {
+  if (s.includes('\u0000')) return { path: [], where, rule: JSON_NUL_RULE };
+  if (!isWellFormed(s)) return { path: [], where, rule: JSON_UNICODE_RULE };
   return null;
 }
 
-/** The first problem in a value already passed through {@link jsonView}, walking as JSON.stringify does. */
-function findProblem(v: unknown, path: (string | number)[]): JsonProblem | null {
-  if (typeof v === 'string') return textProblem(v, path, 'string');
+/**
+ * The first problem in a value already passed through {@link jsonView}, walking as JSON.stringify
+ * does. The path is built on the way back from a hit, so a value without problems allocates none.
+ */
+function findProblem(v: unknown, look: Suspects): JsonProblem | null {
   if (typeof v === 'number')
-    return Number.isFinite(v) ? null : { path, where: 'number', rule: JSON_NUMBER_RULE };
-  if (v === null || typeof v !== 'object') return null;
+    return look.numbers && !Number.isFinite(v) ? { path: [], where: 'number', rule: JSON_NUMBER_RULE } : null;
+  if (typeof v === 'string') return look.text ? textProblem(v, 'string') : null;
+  if (typeof v !== 'object' || v === null) return null;
   if (Array.isArray(v)) {
     for (let i = 0; i < v.length; i++) {
-      const hit = findProblem(jsonView(String(i), v[i]), [...path, i]);
-      if (hit) return hit;
+      const hit = findProblem(jsonView(i, v[i]), look);
+      if (hit) {
+        hit.path.unshift(i);
+        return hit;
+      }
     }
     return null;
   }
@@ -70,8 +85,11 @@ function findProblem(v: unknown, path: (string | number)[]): JsonProblem | null 
     const child = jsonView(key, (v as Record<string, unknown>)[key]);
     // JSON.stringify leaves these properties out, key and all.
     if (child === undefined || typeof child === 'function' || typeof child === 'symbol') continue;
-    const hit = textProblem(key, [...path, key], 'key') ?? findProblem(child, [...path, key]);
-    if (hit) return hit;
+    const hit = (look.text ? textProblem(key, 'key') : null) ?? findProblem(child, look);
+    if (hit) {
+      hit.path.unshift(key);
+      return hit;
+    }
   }
   return null;
 }
@@ -94,10 +112,14 @@ function ruleWithPlace(field: string, p: JsonProblem): string {
     : `${p.rule} (found in the ${p.where} at ${where})`;
 }
 
-/** The problem of `value`, serialised as `text`, or null (almost always at the cost of one regex test). */
+/** The problem of `value`, serialised as `text`, or null (almost always at the cost of two scans). */
 function problemOf(value: unknown, text: string): JsonProblem | null {
-  if (!SUSPECT.test(text)) return null;
-  return findProblem(jsonView('', value), []);
+  const look: Suspects = {
+    text: text.includes('\\u') && SUSPECT_TEXT.test(text),
+    numbers: text.includes('null'),
+  };
+  if (!look.text && !look.numbers) return null;
+  return findProblem(jsonView('', value), look);
 }
 
 /**

@@ -8,14 +8,14 @@
  * field and rule), that no message prints `[object Object]`, and that no payload value reaches an
  * error.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
 import type { Backend } from '../../src/backend/backend.js';
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
-import { actor, type AnyActor } from '../../src/core/actor.js';
+import { actor } from '../../src/core/actor.js';
 import {
   ConnectionError,
   EmptyFilterError,
