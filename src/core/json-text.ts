@@ -160,11 +160,11 @@ export function toJsonText(value: unknown, context: { actor: string; what: strin
 }
 
 /**
- * A JSON copy of an option object such as `metadata`, refusing what {@link toJsonText} refuses in
- * payloads (and anything JSON.stringify cannot serialise).
+ * The JSON text of `value` (an option such as `metadata`, progress data, heartbeat details),
+ * refusing what {@link toJsonText} refuses in payloads and anything JSON.stringify cannot serialise.
  * @throws InvalidArgumentError naming `field`, the rule and the path of the problem
  */
-export function jsonCopy(value: unknown, field: string): Record<string, unknown> {
+export function checkedJsonText(value: unknown, field: string): string {
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
@@ -178,5 +178,10 @@ export function jsonCopy(value: unknown, field: string): Record<string, unknown>
   if (text === undefined) throw new InvalidArgumentError(field, value, 'must be JSON-serialisable');
   const problem = problemOf(value, text);
   if (problem) throw new InvalidArgumentError(field, value, ruleWithPlace(field, problem));
-  return JSON.parse(text) as Record<string, unknown>;
+  return text;
+}
+
+/** A JSON copy of an option object such as `metadata` ({@link checkedJsonText}). */
+export function jsonCopy(value: unknown, field: string): Record<string, unknown> {
+  return JSON.parse(checkedJsonText(value, field)) as Record<string, unknown>;
 }

@@ -12,6 +12,16 @@ export function isWellFormed(value: string): boolean {
 }
 
 /**
+ * `text` with every NUL and every lone surrogate replaced by U+FFFD, for text TaskQ must store
+ * whatever it holds (a handler's error message, class and stack): refusing it is not an option, and
+ * Postgres text accepts neither (a NUL fails the write with SQLSTATE 22021).
+ */
+export function storableText(text: string): string {
+  const noNul = text.includes('\u0000') ? text.replaceAll('\u0000', '\ufffd') : text;
+  return isWellFormed(noNul) ? noNul : (noNul as unknown as { toWellFormed(): string }).toWellFormed();
+}
+
+/**
  * Checks that Postgres can store `value` as text unchanged: no NUL character (Postgres raises
  * SQLSTATE 22021 deep inside the driver) and no lone surrogate (UTF-8 cannot encode one: the driver
  * would silently store U+FFFD instead, and jsonb refuses the escape). Rejected at the boundary so

@@ -5,6 +5,7 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { ProgressTooLarge } from '../errors/progress-errors.js';
 import type { Logger } from '../obs/logger.js';
 import type { ProgressPublisher, ProgressUpdate } from '../progress/progress-event.js';
+import { checkedJsonText } from '../core/json-text.js';
 import { checkNoNul } from '../core/text-checks.js';
 import { LoopService } from './loop-service.js';
 
@@ -77,14 +78,7 @@ export class ProgressTracker {
     if (!t) return;
     t.lastBeat = performance.now();
     if (details !== undefined) {
-      let json: string | undefined;
-      try {
-        json = JSON.stringify(details);
-      } catch {
-        json = undefined;
-      }
-      if (json === undefined)
-        throw new InvalidArgumentError('ctx.heartbeat.details', details, 'must be JSON-serialisable');
+      const json = checkedJsonText(details, 'ctx.heartbeat.details');
       if (Buffer.byteLength(json, 'utf8') > this.dataMaxBytes)
         throw new ProgressTooLarge(this.dataMaxBytes, Buffer.byteLength(json, 'utf8'));
       t.heartbeatDetailsJson = json;
@@ -126,14 +120,7 @@ export class ProgressTracker {
       next.percent = update.percent;
     }
     if (update.data !== undefined) {
-      let json: string | undefined;
-      try {
-        json = JSON.stringify(update.data);
-      } catch {
-        json = undefined;
-      }
-      if (json === undefined)
-        throw new InvalidArgumentError('ctx.progress.data', update.data, 'must be JSON-serialisable');
+      const json = checkedJsonText(update.data, 'ctx.progress.data');
       const bytes = Buffer.byteLength(json, 'utf8');
       if (bytes > this.dataMaxBytes) throw new ProgressTooLarge(this.dataMaxBytes, bytes);
       next.data = JSON.parse(json) as unknown;
