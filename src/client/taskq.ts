@@ -15,7 +15,7 @@ import { EmptyFilterError, TaskQStateError } from '../errors/client-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { JobNotFoundError } from '../errors/job-errors.js';
 import { isUuid } from '../core/ids.js';
-import { unknownKeyRule } from '../core/closest-name.js';
+import { checkKnownKeys, unknownKeyRule } from '../core/closest-name.js';
 import { checkInt, checkStorableText } from '../core/text-checks.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
@@ -108,6 +108,31 @@ export interface TaskQOptions {
   redis?: Redis;
 }
 
+const CLIENT_OPTION_KEYS: readonly string[] = [
+  'clock',
+  'logger',
+  'capacityCacheTtl',
+  'idempotencyKeyMaxBytes',
+  'payloadMaxBytes',
+  'liveProgress',
+  'ownsBackend',
+];
+
+const OPEN_OPTION_KEYS: readonly string[] = [
+  'dsn',
+  'pool',
+  'poolFactory',
+  'driver',
+  'schema',
+  'maxPoolSize',
+  'idempotencyKeyMaxBytes',
+  'payloadMaxBytes',
+  'capacityCacheTtl',
+  'logger',
+  'redisUrl',
+  'redis',
+];
+
 /** Options of {@link TaskQ.cancelWhere}. */
 export interface CancelWhereOptions {
   /** Cancel every job when the filter has no predicate (default false: `EmptyFilterError`). */
@@ -176,6 +201,9 @@ export class TaskQ implements AsyncDisposable {
   constructor(backend: Backend, options: TaskQClientOptions = {}) {
     if (backend === null || typeof backend !== 'object' || typeof backend.enqueue !== 'function')
       throw new InvalidArgumentError('TaskQ.backend', backend, 'must be a Backend (e.g. InMemoryBackend)');
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('TaskQ.options', options, 'must be an object');
+    checkKnownKeys(options, CLIENT_OPTION_KEYS, 'TaskQ.options', 'an option of new TaskQ()');
     this.backend = backend;
     this.clock = options.clock ?? new SystemClock();
     this.logger = options.logger ?? silentLogger;
@@ -218,6 +246,7 @@ export class TaskQ implements AsyncDisposable {
   static async open(options: TaskQOptions): Promise<TaskQ> {
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('TaskQ.open', options, 'options must be an object');
+    checkKnownKeys(options, OPEN_OPTION_KEYS, 'TaskQ.open', 'an option of TaskQ.open()');
     const logger = options.logger ?? silentLogger;
     const capacityCacheTtl =
       options.capacityCacheTtl === undefined

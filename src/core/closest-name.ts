@@ -1,3 +1,5 @@
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+
 /**
  * The candidate nearest to `word` by edit distance (case-insensitive), if within `maxDistance`:
  * the "did you mean" of errors about unknown option and setting names.
@@ -26,6 +28,21 @@ export function closestName(
 export function unknownKeyRule(key: string, known: Iterable<string>, what: string): string {
   const guess = closestName(key, known, Math.max(2, Math.floor(key.length / 5)));
   return guess === undefined ? `is not ${what}` : `is not ${what} (did you mean ${guess}?)`;
+}
+
+/**
+ * Refuses the first key of `options` that is not in `known`, naming it as `<field>.<key>` with
+ * {@link unknownKeyRule}: a misspelt option is an error, not a silently ignored default.
+ */
+export function checkKnownKeys(options: object, known: readonly string[], field: string, what: string): void {
+  for (const key of Object.keys(options)) {
+    if (!known.includes(key))
+      throw new InvalidArgumentError(
+        `${field}.${key}`,
+        (options as Record<string, unknown>)[key],
+        unknownKeyRule(key, known, what),
+      );
+  }
 }
 
 /** Levenshtein distance (insert, delete, substitute). */

@@ -686,6 +686,16 @@ describe('bad inputs: settings and connection strings (Postgres)', () => {
       ...arg('actor(bad_timer).startToClose', /at most 2147483647 ms/),
     },
     {
+      name: 'a misspelt TaskQ.open option',
+      run: () => TaskQ.open({ dsn: TEST_DSN, schemaName: 'x' } as never),
+      ...arg('TaskQ.open.schemaName', /is not an option of TaskQ\.open\(\)/),
+    },
+    {
+      name: 'a misspelt client option',
+      run: async () => new TaskQ(new InMemoryBackend(), { payloadMaxByte: 2048 } as never),
+      ...arg('TaskQ.options.payloadMaxByte', /did you mean payloadMaxBytes\?/),
+    },
+    {
       name: 'a DSN of another database',
       run: () => TaskQ.open({ dsn: 'mysql://root:hunter2@db/app' }),
       ...arg('TaskQ.open.dsn', /must be a postgres:\/\/ or postgresql:\/\/ URL/),
