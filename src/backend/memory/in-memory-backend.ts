@@ -129,7 +129,10 @@ export class InMemoryBackend implements Backend {
     return { now: () => this.clock.now(), monotonic: () => this.clock.monotonic() };
   }
 
-  /** Forgets every job, attempt, event, stored configuration and worker (between tests). Subscriptions stay. */
+  /**
+   * Forgets every job, attempt, event, stored configuration, worker and the leader lease (between
+   * tests). Subscriptions stay.
+   */
   clear(): void {
     this.jobs.clear();
     this.attempts = [];
@@ -140,6 +143,7 @@ export class InMemoryBackend implements Backend {
     this.workers.clear();
     this.archive.clear();
     this.archivedAttempts.length = 0;
+    this.leaderLease.clear();
   }
 
   /** Starts a simulated transaction for `enqueueWithConn` (commit/rollback like a real one). */

@@ -20,11 +20,19 @@ interface StoredLease {
 /** The lease of one in-memory backend. */
 export class MemoryLeaderLease {
   private lease: StoredLease | null = null;
+  /** The last term handed out: terms never repeat, even across {@link clear}. */
+  private lastTerm = 0n;
 
   constructor(private readonly clock: Clock) {}
 
   private valid(l: StoredLease | null): l is StoredLease {
     return l !== null && l.expiresAt > this.clock.now().getTime();
+  }
+
+  /** Forgets the lease (as if no worker ever led). Sessions holding a term lose it. */
+  clear(): void {
+    this.lastTerm = this.lease?.term ?? this.lastTerm;
+    this.lease = null;
   }
 
   /** The lease as it stands (null before anyone led). */
@@ -74,7 +82,7 @@ export class MemoryLeaderLease {
         }
         fence = null;
         if (!this.valid(l) || l.workerId === workerId) {
-          const term = (l?.term ?? 0n) + 1n;
+          const term = (l?.term ?? this.lastTerm) + 1n;
           this.lease = {
             workerId,
             hostname,
