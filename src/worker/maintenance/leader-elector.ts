@@ -72,7 +72,9 @@ export class LeaderElector extends LoopService {
     if (prev && next?.term === prev.term) return;
     if (prev) {
       this.current = null;
-      this.logger.warn({ leader: false, term: prev.term, reason }, 'leader-stepped-down');
+      // Giving the lease up at a clean stop is routine; losing it means this worker stalled or was cut off.
+      const log = reason === 'stopping' ? this.logger.info : this.logger.warn;
+      log.call(this.logger, { leader: false, term: prev.term, reason }, 'leader-stepped-down');
       for (const l of this.listeners) l(false);
     }
     if (next) {
