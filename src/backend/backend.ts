@@ -24,6 +24,8 @@ import type {
   ActorConfigDrift,
   ActorStructure,
   DispatchRequest,
+  LeaderFence,
+  LeaderLease,
   LeaderSession,
   NotificationHandlers,
   PromotionResult,
@@ -40,7 +42,7 @@ import type {
  * Version of the Backend contract. Bump it when an existing member's observable behaviour changes
  * so that an implementation written against the old contract would silently misbehave.
  */
-export const BACKEND_PROTOCOL_VERSION = 1;
+export const BACKEND_PROTOCOL_VERSION = 2;
 
 /** One page of `list()`. `nextCursor` is null on the last page. */
 export interface JobPage {
@@ -244,26 +246,47 @@ export interface Backend {
   ): Promise<NotificationSubscription>;
 
   // --- maintenance (leader) ------------------------------------------------------------------
+  //
+  // The leader-only sweeps take an optional `fence`, the term of the lease their caller holds. A
+  // fenced sweep runs only while that term is the current, unexpired lease, and no takeover happens
+  // while it runs; a stale term throws `LeadershipLostError` and writes nothing. Workers always
+  // fence; calling a sweep without a fence (tests, tools) runs it unconditionally.
 
-  /** Opens a session competing for the maintenance leadership. */
-  openLeaderSession(workerId: string, hostname: string): Promise<LeaderSession>;
+  /**
+   * Opens a session competing for the maintenance leadership: a lease of `leaseMs` (default 60 s)
+   * on the backend's clock, renewed by each `tryAcquire`, with a term that grows with every change of
+   * holder. A holder that stops renewing loses the lease when it expires.
+   * @throws InvalidArgumentError when `leaseMs` is not a positive whole number
+   */
+  openLeaderSession(
+    workerId: string,
+    hostname: string,
+    options?: { leaseMs?: number },
+  ): Promise<LeaderSession>;
+  /** The maintenance leader's lease as it stands (null before any worker led). */
+  getLeaderLease(): Promise<LeaderLease | null>;
   /**
    * Sweep 3: moves up to `limit` due scheduled jobs to pending (backend clock) and wakes producers.
    */
-  scheduledToPending(limit?: number): Promise<PromotionResult>;
+  scheduledToPending(limit?: number, fence?: LeaderFence): Promise<PromotionResult>;
   /**
    * Sweep 1: reclaims running jobs whose lease expired (backend clock): back to pending when attempts
    * remain, else crashed (or cancelled when a cancel was in flight). Jobs with a cancel in flight get
    * `cancelGraceMs + cleanupGraceMs + 60 s` of extra headroom. Writes a `crashed` attempt row and a
    * `lock_expired` event per job.
    */
-  reclaimExpiredLocks(cancelGraceMs: number, cleanupGraceMs: number, limit?: number): Promise<ReclaimResult>;
+  reclaimExpiredLocks(
+    cancelGraceMs: number,
+    cleanupGraceMs: number,
+    limit?: number,
+    fence?: LeaderFence,
+  ): Promise<ReclaimResult>;
   /** Sweep 2: fails pending/scheduled jobs past their deadline with `DeadlineExceeded`; returns the count. */
-  deadlineSweep(limit?: number): Promise<number>;
+  deadlineSweep(limit?: number, fence?: LeaderFence): Promise<number>;
   /** Drops stored results past `result_expires_at`; returns the count. */
-  sweepExpiredResults(limit?: number): Promise<number>;
+  sweepExpiredResults(limit?: number, fence?: LeaderFence): Promise<number>;
   /** Removes workers not seen for `olderThanMs`; returns the count. */
-  cleanupStaleWorkers(olderThanMs: number): Promise<number>;
+  cleanupStaleWorkers(olderThanMs: number, fence?: LeaderFence): Promise<number>;
   /**
    * Refreshes the planner's statistics of `jobs` when they are missing or far out of date (a new
    * table filled in a burst), so claims keep their index plan. Returns whether it analyzed. Workers
@@ -280,9 +303,13 @@ export interface Backend {
   /** Actors with pending/scheduled jobs and no `actor_config` row. */
   strandedActors(): Promise<StrandedActor[]>;
   /** Sweep 5, one batch: moves up to `batchSize` expired terminal jobs (and their attempts) to the archive. */
-  pruneJobs(retention: RetentionPolicy, batchSize: number): Promise<{ archived: number; attempts: number }>;
+  pruneJobs(
+    retention: RetentionPolicy,
+    batchSize: number,
+    fence?: LeaderFence,
+  ): Promise<{ archived: number; attempts: number }>;
   /** Sweep 6, one batch: deletes up to `batchSize` archived jobs past their expiry; returns the count. */
-  expireArchive(batchSize: number): Promise<number>;
+  expireArchive(batchSize: number, fence?: LeaderFence): Promise<number>;
   /**
    * The crash-reclaim feed: `lock_expired` events with id > `afterId`, ascending, older than the
    * visibility delay (a trailing watermark; see docs/maintenance.md).

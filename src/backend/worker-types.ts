@@ -138,12 +138,54 @@ export interface NotificationSubscription {
   close(): Promise<void>;
 }
 
-/** A session that competes for the maintenance leadership (a session-level advisory lock). */
+/**
+ * The fencing token of one leadership term: every sweep the leader runs carries it, and the backend
+ * refuses the sweep (writing nothing) unless this term of this worker is still the current,
+ * unexpired lease — see `LeadershipLostError`.
+ */
+export interface LeaderFence {
+  /** The worker holding the term. */
+  readonly workerId: string;
+  /** The term: grows by one with every change of holder (a decimal string: a `bigint` in Postgres). */
+  readonly term: string;
+}
+
+/** The maintenance leader's lease as the backend stores it (`maintenance_leader` on Postgres). */
+export interface LeaderLease {
+  /** The worker holding (or last holding) the lease. */
+  workerId: string;
+  /** Its host name, as it reported it. */
+  hostname: string | null;
+  /** The current term (see {@link LeaderFence.term}). */
+  term: string;
+  /** When this term began (backend clock). */
+  acquiredAt: Date;
+  /** When the holder last renewed it (backend clock). */
+  renewedAt: Date;
+  /** When it expires unless renewed (backend clock). */
+  expiresAt: Date;
+  /** True while `expiresAt` is in the future on the backend's clock. */
+  valid: boolean;
+}
+
+/**
+ * A session that competes for the maintenance leadership: a lease (holder, term, expiry on the
+ * backend's clock) renewed on every election tick. On Postgres a session-level advisory lock on a
+ * dedicated connection rides alongside: it lets a candidate take over at once from a holder whose
+ * connection died, instead of waiting for the lease to expire.
+ */
 export interface LeaderSession {
-  /** Tries to become (or stay) leader; refreshes the `maintenance_leader` row while leading. */
+  /**
+   * Renews this worker's lease, or takes a free one (expired, or given up) with a new term. Returns
+   * whether this worker now leads; a lease lost meanwhile (expired, taken over) comes back false.
+   */
   tryAcquire(): Promise<boolean>;
-  /** True while this session holds the leadership. */
+  /** True while this session holds the lease (as of its last `tryAcquire`). */
   readonly held: boolean;
+  /** The term held (as of the last `tryAcquire`), or null. */
+  readonly fence: LeaderFence | null;
+  /** Gives the lease up (it expires at once, so another worker takes over on its next tick). */
+  release(): Promise<void>;
   /** Gives up the leadership and closes the session. */
   close(): Promise<void>;
 }

@@ -28,3 +28,4 @@ export { ProgressTooLarge, HeartbeatTimeout } from './progress-errors.js';
 export { MissingProvider, type MissingProviderEntry } from './missing-provider-error.js';
 export { ConnectionError, type ConnectionFailureReason } from './connection-error.js';
 export { MissingDependencyError } from './missing-dependency-error.js';
+export { LeadershipLostError } from './leadership-errors.js';

@@ -29,7 +29,11 @@ export interface WorkerSettings extends TaskQSettings {
   prefetch: number | null;
   /** `TASKQ_HEARTBEAT_INTERVAL`: lease renewal cadence. Default 10 s; at least 500 ms. */
   heartbeatIntervalMs: number;
-  /** `TASKQ_LOCK_LEASE`: lease of a claimed job; at least 4 × heartbeat interval. Default 60 s. */
+  /**
+   * `TASKQ_LOCK_LEASE`: lease of a claimed job, and of the maintenance leadership (renewed every
+   * heartbeat; a leader that stops renewing loses it after this long); at least 4 × heartbeat
+   * interval. Default 60 s.
+   */
   lockLeaseMs: number;
   /** `TASKQ_MAX_HEARTBEAT_FAILURES`: consecutive failed renewals before the worker stops itself. Default 3. */
   maxHeartbeatFailures: number;

@@ -7,10 +7,16 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { actor } from '../../src/core/actor.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import type { ClaimedJob } from '../../src/backend/types.js';
+import type { LeaderFence, LeaderSession } from '../../src/backend/worker-types.js';
+import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
+import { LeadershipLostError } from '../../src/errors/leadership-errors.js';
 import { budgeted, plain } from '../helpers/actors.js';
 import type { ContractHarness } from './backend-contract.js';
 
 const W1 = '018f0000-0000-7000-8000-00000000b001';
+const LEADER_A = '018f0000-0000-7000-8000-00000000c00a';
+const LEADER_B = '018f0000-0000-7000-8000-00000000c00b';
+const LEASE = 10_000;
 const once = actor({ name: 'once', retry: { kind: 'nonRetryable' } }, async () => undefined);
 const twice = actor({ name: 'twice', retry: { maxAttempts: 1 } }, async () => undefined);
 const ACTORS = ['plain', 'once', 'twice', 'budgeted'].map((name) => ({ name, maxConcurrent: null }));
@@ -233,6 +239,145 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
         expect(await h.backend.cleanupStaleWorkers(60_000)).toBe(0);
         await h.timeTravel(61_000);
         expect(await h.backend.cleanupStaleWorkers(60_000)).toBe(1);
+      });
+    });
+
+    describe('the leader lease', () => {
+      const sessions: LeaderSession[] = [];
+      const open = async (workerId: string, leaseMs = LEASE): Promise<LeaderSession> => {
+        const s = await h.backend.openLeaderSession(workerId, `host-${workerId.slice(-1)}`, { leaseMs });
+        sessions.push(s);
+        return s;
+      };
+      const closeAll = async (): Promise<void> => {
+        for (const s of sessions.splice(0)) await s.close();
+      };
+
+      it('is held by one worker at a time and keeps its term while renewed', async () => {
+        try {
+          const a = await open(LEADER_A);
+          const b = await open(LEADER_B);
+          expect(await a.tryAcquire()).toBe(true);
+          const term = a.fence!.term;
+          expect(a.fence).toEqual({ workerId: LEADER_A, term });
+          expect(await b.tryAcquire()).toBe(false);
+          expect(b.fence).toBeNull();
+          await h.timeTravel(LEASE / 2);
+          expect(await a.tryAcquire()).toBe(true);
+          // Past the first expiry, inside the renewed one.
+          await h.timeTravel(LEASE / 2 + 1000);
+          expect(await b.tryAcquire()).toBe(false);
+          expect(await a.tryAcquire()).toBe(true);
+          expect(a.fence?.term).toBe(term);
+          expect(await h.backend.getLeaderLease()).toMatchObject({
+            workerId: LEADER_A,
+            hostname: 'host-a',
+            term,
+            valid: true,
+          });
+        } finally {
+          await closeAll();
+        }
+      });
+
+      it('expires on the backend clock: another worker takes over with a greater term, the old renewal is refused', async () => {
+        try {
+          const a = await open(LEADER_A);
+          const b = await open(LEADER_B);
+          expect(await a.tryAcquire()).toBe(true);
+          const old = a.fence!;
+          await h.timeTravel(LEASE + 1000);
+          expect((await h.backend.getLeaderLease())?.valid).toBe(false);
+          expect(await b.tryAcquire()).toBe(true);
+          expect(BigInt(b.fence!.term)).toBeGreaterThan(BigInt(old.term));
+          expect(await a.tryAcquire()).toBe(false);
+          expect(a.fence).toBeNull();
+          expect(await h.backend.getLeaderLease()).toMatchObject({
+            workerId: LEADER_B,
+            term: b.fence!.term,
+            valid: true,
+          });
+        } finally {
+          await closeAll();
+        }
+      });
+
+      it('refuses every sweep of a stale term and writes nothing; the current term sweeps', async () => {
+        try {
+          const a = await open(LEADER_A);
+          const b = await open(LEADER_B);
+          expect(await a.tryAcquire()).toBe(true);
+          const stale: LeaderFence = a.fence!;
+          const job = await client.enqueue(plain, { n: 1 });
+          const due = await client.enqueue(budgeted, {}, { delay: '1s' });
+          await claim();
+          await h.timeTravel(LEASE + 1000);
+          expect(await b.tryAcquire()).toBe(true);
+          const current = b.fence!;
+
+          const refusals: (() => Promise<unknown>)[] = [
+            () => h.backend.reclaimExpiredLocks(0, 0, 100, stale),
+            () => h.backend.scheduledToPending(100, stale),
+            () => h.backend.deadlineSweep(100, stale),
+            () => h.backend.sweepExpiredResults(100, stale),
+            () => h.backend.cleanupStaleWorkers(1, stale),
+            () => h.backend.pruneJobs(retention, 100, stale),
+            () => h.backend.expireArchive(100, stale),
+          ];
+          for (const sweep of refusals) {
+            const err = await sweep().then(
+              () => null,
+              (e: unknown) => e,
+            );
+            expect(err).toBeInstanceOf(LeadershipLostError);
+            expect(err).toMatchObject({
+              code: 'TASKQ_LEADERSHIP_LOST',
+              workerId: LEADER_A,
+              term: stale.term,
+            });
+          }
+          expect(await h.backend.get(job.jobId)).toMatchObject({ status: 'running', lockedByWorker: W1 });
+          expect((await h.backend.get(due.jobId))?.status).toBe('scheduled');
+          expect(await h.backend.getAttempts(job.jobId)).toEqual([]);
+
+          expect(await h.backend.reclaimExpiredLocks(0, 0, 100, current)).toEqual({
+            reclaimed: 1,
+            retried: 1,
+          });
+          expect((await h.backend.scheduledToPending(100, current)).promoted).toBe(1);
+          expect(
+            (await h.backend.getEvents(job.jobId)).filter((e) => e.detail.reason === 'lock_expired'),
+          ).toHaveLength(1);
+        } finally {
+          await closeAll();
+        }
+      });
+
+      it('a released lease is free at once, and a closed session gives its lease up', async () => {
+        try {
+          const a = await open(LEADER_A);
+          const b = await open(LEADER_B);
+          expect(await a.tryAcquire()).toBe(true);
+          const first = a.fence!;
+          await a.release();
+          expect(a.fence).toBeNull();
+          expect(await b.tryAcquire()).toBe(true);
+          expect(BigInt(b.fence!.term)).toBe(BigInt(first.term) + 1n);
+          await expect(h.backend.deadlineSweep(100, first)).rejects.toBeInstanceOf(LeadershipLostError);
+          await b.close();
+          expect(await a.tryAcquire()).toBe(true);
+          expect(BigInt(a.fence!.term)).toBe(BigInt(first.term) + 2n);
+        } finally {
+          await closeAll();
+        }
+      });
+
+      it('refuses a lease duration that is not a positive whole number of milliseconds', async () => {
+        for (const leaseMs of [0, -1, 1.5, Number.NaN]) {
+          const err = await h.backend.openLeaderSession(LEADER_A, 'h', { leaseMs }).catch((e: unknown) => e);
+          expect(err).toBeInstanceOf(InvalidArgumentError);
+          expect(err).toMatchObject({ field: 'openLeaderSession.leaseMs' });
+        }
       });
     });
 

@@ -201,22 +201,30 @@ describe('InMemoryBackend under a FakeClock', () => {
     await backend.cancelWhere(normalizeJobFilter({ actor: 'plain' }), 'all');
 
     // Maintenance, after time passes on the fake clock only.
-    const leader = await backend.openLeaderSession();
+    const leader = await backend.openLeaderSession(W1, 'host', { leaseMs: 60_000 });
     await leader.tryAcquire();
     clock.advance('2h');
-    await backend.scheduledToPending();
-    await backend.reclaimExpiredLocks(1000, 1000);
-    await backend.deadlineSweep();
-    await backend.sweepExpiredResults();
-    await backend.cleanupStaleWorkers(60_000);
+    // The lease expired on the fake clock: the sweeps of the old term are refused, a new term runs them.
+    await expect(backend.deadlineSweep(10, leader.fence!)).rejects.toThrow(/no longer holds/);
+    await leader.tryAcquire();
+    const fence = leader.fence!;
+    await backend.getLeaderLease();
+    await backend.scheduledToPending(10_000, fence);
+    await backend.reclaimExpiredLocks(1000, 1000, 1000, fence);
+    await backend.deadlineSweep(1000, fence);
+    await backend.sweepExpiredResults(1000, fence);
+    await backend.cleanupStaleWorkers(60_000, fence);
     await backend.strandedActors();
     clock.advance('30d');
+    await leader.tryAcquire();
     await backend.pruneJobs(
       { succeededMs: 1000, failedMs: 1000, cancelledMs: 1000, abandonedMs: 1000, archiveMs: 1000 },
       100,
+      leader.fence!,
     );
     clock.advance('1d');
-    await backend.expireArchive(100);
+    await leader.tryAcquire();
+    await backend.expireArchive(100, leader.fence!);
     await backend.pollReclaimEvents('0', { visibilityDelayMs: 0 });
     await leader.close();
     await backend.deregisterWorker(W1);

@@ -70,11 +70,16 @@ async function harness(): Promise<ContractHarness> {
         `UPDATE ${q}.jobs_archive SET ${back(['archived_at', 'expire_at', 'finished_at'])}`,
         [ms],
       );
+      await db.pool.query(
+        `UPDATE ${q}.maintenance_leader SET ${back(['acquired_at', 'last_seen_at', 'expires_at'])}`,
+        [ms],
+      );
     },
     async reset() {
       await db.pool.query(
         `TRUNCATE ${q}.jobs, ${q}.actor_config, ${q}.queues, ${q}.workers, ${q}.jobs_archive CASCADE`,
       );
+      await db.pool.query(`UPDATE ${q}.maintenance_leader SET expires_at = '-infinity', holds_lock = false`);
     },
     async close() {
       await db.drop();

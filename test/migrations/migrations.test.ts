@@ -189,7 +189,7 @@ describe('Migrator', () => {
   });
 });
 
-/** A migration shipped after `0001_pre_initial`, as the generator would bundle it. */
+/** A migration shipped after the bundled ones (numbered from 9001), as the generator would bundle it. */
 function later(id: string, sql: string, transactional = true): BundledMigration {
   const [, version, phase, name] = /^(\d{4})_(pre|post)_(\w+)$/.exec(id) ?? [];
   return {
@@ -204,14 +204,14 @@ function later(id: string, sql: string, transactional = true): BundledMigration 
 }
 
 describe('Migrator: later migrations on top of the bundled schema', () => {
-  const addColumn = later('0002_pre_jobs_note', 'ALTER TABLE {schema}.jobs ADD COLUMN note text;\n');
+  const addColumn = later('9001_pre_jobs_note', 'ALTER TABLE {schema}.jobs ADD COLUMN note text;\n');
   const concurrentIndex = later(
-    '0003_pre_jobs_note_index',
+    '9002_pre_jobs_note_index',
     '-- taskq:no-transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS jobs_note_idx ON {schema}.jobs (note)\n' +
       '  WHERE note IS NOT NULL;\n',
     false,
   );
-  const dropColumn = later('0004_post_drop_jobs_note', 'ALTER TABLE {schema}.jobs DROP COLUMN note;\n');
+  const dropColumn = later('9003_post_drop_jobs_note', 'ALTER TABLE {schema}.jobs DROP COLUMN note;\n');
   const next = [...MIGRATIONS, addColumn, concurrentIndex, dropColumn];
 
   async function columnExists(s: string): Promise<boolean> {
@@ -228,7 +228,7 @@ describe('Migrator: later migrations on top of the bundled schema', () => {
     const m = new Migrator(driver, { schema: s, migrations: next });
     await expect(m.verify()).rejects.toBeInstanceOf(SchemaNotMigratedError);
     await expect(m.up({ phase: 'post' })).rejects.toThrow(
-      /pre migrations are still pending \(0002_pre_jobs_note, 0003_pre_jobs_note_index\)/,
+      /pre migrations are still pending \(9001_pre_jobs_note, 9002_pre_jobs_note_index\)/,
     );
 
     expect((await m.up({ phase: 'pre' })).applied).toEqual([addColumn.id, concurrentIndex.id]);
@@ -266,7 +266,7 @@ describe('Migrator: later migrations on top of the bundled schema', () => {
       ['migration-checksum-drift', addColumn.id],
     ]);
     expect((await m.status()).map((x) => [x.id, x.checksumDrift])).toEqual([
-      [MIGRATIONS[0]!.id, false],
+      ...MIGRATIONS.map((x) => [x.id, false]),
       [addColumn.id, true],
     ]);
   });
@@ -275,7 +275,7 @@ describe('Migrator: later migrations on top of the bundled schema', () => {
     const s = schema();
     const script = new Migrator(driver, { schema: s, migrations: next }).script({ phase: 'pre' });
     expect([...script.matchAll(/^-- (\d{4}_\w+)/gm)].map((x) => x[1])).toEqual([
-      MIGRATIONS[0]!.id,
+      ...MIGRATIONS.map((x) => x.id),
       addColumn.id,
       concurrentIndex.id,
     ]);

@@ -31,6 +31,8 @@ import type {
   CancelCause,
   CancelFlag,
   DispatchRequest,
+  LeaderFence,
+  LeaderLease,
   LeaderSession,
   ProgressSnapshot,
   NotificationHandlers,
@@ -45,6 +47,8 @@ import type {
 } from '../worker-types.js';
 import { MemoryTransaction, transactionOf } from './memory-transaction.js';
 import * as maintenance from './memory-maintenance.js';
+import { MemoryLeaderLease } from './memory-leader-lease.js';
+import { DEFAULT_LEADER_LEASE_MS } from '../leader-lease.js';
 import * as dispatch from './memory-dispatch.js';
 import type { MemoryState } from './memory-state.js';
 import * as cancelProgress from './memory-cancel-progress.js';
@@ -125,7 +129,10 @@ export class InMemoryBackend implements Backend {
     return { now: () => this.clock.now(), monotonic: () => this.clock.monotonic() };
   }
 
-  /** Forgets every job, attempt, event, stored configuration and worker (between tests). Subscriptions stay. */
+  /**
+   * Forgets every job, attempt, event, stored configuration, worker and the leader lease (between
+   * tests). Subscriptions stay.
+   */
   clear(): void {
     this.jobs.clear();
     this.attempts = [];
@@ -136,6 +143,7 @@ export class InMemoryBackend implements Backend {
     this.workers.clear();
     this.archive.clear();
     this.archivedAttempts.length = 0;
+    this.leaderLease.clear();
   }
 
   /** Starts a simulated transaction for `enqueueWithConn` (commit/rollback like a real one). */
@@ -518,26 +526,23 @@ export class InMemoryBackend implements Backend {
 
   // --- maintenance (leader) ------------------------------------------------------------------
 
-  private leader: object | null = null;
+  /** The maintenance leader's lease, on this backend's clock. */
+  private readonly leaderLease = new MemoryLeaderLease(this.clockRef());
 
-  async openLeaderSession(): Promise<LeaderSession> {
-    const token = {};
-    const isHeld = (): boolean => this.leader === token;
-    return {
-      get held() {
-        return isHeld();
-      },
-      tryAcquire: async () => {
-        this.leader ??= token;
-        return isHeld();
-      },
-      close: async () => {
-        if (isHeld()) this.leader = null;
-      },
-    };
+  async openLeaderSession(
+    workerId: string,
+    hostname: string,
+    options: { leaseMs?: number } = {},
+  ): Promise<LeaderSession> {
+    return this.leaderLease.open(workerId, hostname, options.leaseMs ?? DEFAULT_LEADER_LEASE_MS);
   }
 
-  async scheduledToPending(limit = 10_000): Promise<PromotionResult> {
+  async getLeaderLease(): Promise<LeaderLease | null> {
+    return this.leaderLease.read();
+  }
+
+  async scheduledToPending(limit = 10_000, fence?: LeaderFence): Promise<PromotionResult> {
+    this.leaderLease.check(fence);
     const now = this.clock.now().getTime();
     let promoted = 0;
     let next: number | null = null;
@@ -562,19 +567,24 @@ export class InMemoryBackend implements Backend {
     cancelGraceMs: number,
     cleanupGraceMs: number,
     limit = 1000,
+    fence?: LeaderFence,
   ): Promise<ReclaimResult> {
+    this.leaderLease.check(fence);
     return maintenance.reclaimExpiredLocks(this.maintenanceState, cancelGraceMs, cleanupGraceMs, limit);
   }
 
-  async deadlineSweep(limit = 1000): Promise<number> {
+  async deadlineSweep(limit = 1000, fence?: LeaderFence): Promise<number> {
+    this.leaderLease.check(fence);
     return maintenance.deadlineSweep(this.maintenanceState, limit);
   }
 
-  async sweepExpiredResults(limit = 1000): Promise<number> {
+  async sweepExpiredResults(limit = 1000, fence?: LeaderFence): Promise<number> {
+    this.leaderLease.check(fence);
     return maintenance.sweepExpiredResults(this.maintenanceState, limit);
   }
 
-  async cleanupStaleWorkers(olderThanMs: number): Promise<number> {
+  async cleanupStaleWorkers(olderThanMs: number, fence?: LeaderFence): Promise<number> {
+    this.leaderLease.check(fence);
     return maintenance.cleanupStaleWorkers(this.maintenanceState, olderThanMs);
   }
 
@@ -585,11 +595,14 @@ export class InMemoryBackend implements Backend {
   async pruneJobs(
     retention: RetentionPolicy,
     batchSize: number,
+    fence?: LeaderFence,
   ): Promise<{ archived: number; attempts: number }> {
+    this.leaderLease.check(fence);
     return maintenance.pruneJobs(this.maintenanceState, retention, batchSize);
   }
 
-  async expireArchive(batchSize: number): Promise<number> {
+  async expireArchive(batchSize: number, fence?: LeaderFence): Promise<number> {
+    this.leaderLease.check(fence);
     return maintenance.expireArchive(this.maintenanceState, batchSize);
   }
 

@@ -1,7 +1,6 @@
-import type { DedicatedConnection } from '../../db/driver.js';
 import { workerChannel } from '../../core/schema-name.js';
 import { decodeAnnouncedIds, decodeCancelAnnouncement } from '../announcements.js';
-import type { LeaderSession, NotificationHandlers, NotificationSubscription } from '../worker-types.js';
+import type { NotificationHandlers, NotificationSubscription } from '../worker-types.js';
 import type { PgOps } from './pg-ops.js';
 
 /** LISTENs on the requested channels over a dedicated connection. */
@@ -48,58 +47,4 @@ export async function subscribe(
     onClose: (cb) => conn.onClose(cb),
     close: () => conn.close(),
   };
-}
-
-/**
- * A leadership session: a session-level advisory lock held on a dedicated connection (released by
- * Postgres the moment that connection dies), plus the `maintenance_leader` row for operators.
- */
-export async function openLeaderSession(
-  ops: PgOps,
-  workerId: string,
-  hostname: string,
-): Promise<LeaderSession> {
-  const key = `taskq:maintenance_leader:${ops.schema}`;
-  let conn: DedicatedConnection | null = null;
-  let held = false;
-  const drop = (): void => {
-    held = false;
-    conn = null;
-  };
-  const session: LeaderSession = {
-    get held() {
-      return held;
-    },
-    tryAcquire: async () => {
-      try {
-        if (!conn) {
-          const c = await ops.driver.dedicated({ applicationName: `taskq-leader:${workerId.slice(-12)}` });
-          c.onClose(() => {
-            if (conn === c) drop();
-          });
-          conn = c;
-        }
-        const c = conn;
-        if (!held) {
-          const res = await c.query<{ acquired: boolean }>(ops.sql.tryLeaderLock, [key]);
-          held = res.rows[0]?.acquired === true;
-        }
-        if (held) await c.query(ops.sql.upsertLeaderRow, [workerId, hostname]);
-        return held;
-      } catch (err) {
-        // The session (and with it the lock) is gone or unusable: start over on the next tick.
-        const c = conn;
-        drop();
-        await c?.close().catch(() => undefined);
-        throw ops.translate(err);
-      }
-    },
-    close: async () => {
-      const c = conn;
-      if (c && held) await c.query(ops.sql.releaseLeaderLock, [key]).catch(() => undefined);
-      drop();
-      await c?.close().catch(() => undefined);
-    },
-  };
-  return session;
 }

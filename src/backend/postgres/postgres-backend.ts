@@ -45,6 +45,8 @@ import type {
   CancelCause,
   CancelFlag,
   DispatchRequest,
+  LeaderFence,
+  LeaderLease,
   LeaderSession,
   ProgressSnapshot,
   NotificationHandlers,
@@ -61,7 +63,9 @@ import { cursorForRow, filterConditions, listQuery } from './filter-sql.js';
 import { Dispatcher } from './pg-dispatch.js';
 import { enqueueMany, enqueueOne, translateUnique, type EnqueueWake } from './pg-enqueue.js';
 import { DERIVED_STATEMENTS, deriveStatement, type PgOps, type StatementName } from './pg-ops.js';
-import { openLeaderSession, subscribe } from './pg-sessions.js';
+import { subscribe } from './pg-sessions.js';
+import { fenced, openLeaderSession, readLeaderLease } from './pg-leader-lease.js';
+import { DEFAULT_LEADER_LEASE_MS } from '../leader-lease.js';
 import { refreshJobsStatistics } from './pg-statistics.js';
 import {
   allPlainSuccesses,
@@ -565,44 +569,61 @@ export class PostgresBackend implements Backend {
 
   // --- maintenance (leader) ------------------------------------------------------------------
 
-  async openLeaderSession(workerId: string, hostname: string): Promise<LeaderSession> {
-    return openLeaderSession(this.ops, workerId, hostname);
+  async openLeaderSession(
+    workerId: string,
+    hostname: string,
+    options: { leaseMs?: number } = {},
+  ): Promise<LeaderSession> {
+    return openLeaderSession(this.ops, workerId, hostname, options.leaseMs ?? DEFAULT_LEADER_LEASE_MS);
   }
 
-  async scheduledToPending(limit = 10_000): Promise<PromotionResult> {
-    return sweeps.scheduledToPending(this.ops, limit);
+  async getLeaderLease(): Promise<LeaderLease | null> {
+    return readLeaderLease(this.ops);
+  }
+
+  async scheduledToPending(limit = 10_000, fence?: LeaderFence): Promise<PromotionResult> {
+    return fenced(this.ops, this.announcer, fence, (ops) => sweeps.scheduledToPending(ops, limit));
   }
 
   async reclaimExpiredLocks(
     cancelGraceMs: number,
     cleanupGraceMs: number,
     limit = 1000,
+    fence?: LeaderFence,
   ): Promise<ReclaimResult> {
-    return sweeps.reclaimExpiredLocks(this.ops, this.announcer, cancelGraceMs, cleanupGraceMs, limit);
+    return fenced(this.ops, this.announcer, fence, (ops, announcer) =>
+      sweeps.reclaimExpiredLocks(ops, announcer, cancelGraceMs, cleanupGraceMs, limit),
+    );
   }
 
-  async deadlineSweep(limit = 1000): Promise<number> {
-    return sweeps.deadlineSweep(this.ops, this.announcer, limit);
+  async deadlineSweep(limit = 1000, fence?: LeaderFence): Promise<number> {
+    return fenced(this.ops, this.announcer, fence, (ops, announcer) =>
+      sweeps.deadlineSweep(ops, announcer, limit),
+    );
   }
 
-  async sweepExpiredResults(limit = 1000): Promise<number> {
-    return sweeps.sweepExpiredResults(this.ops, limit);
+  async sweepExpiredResults(limit = 1000, fence?: LeaderFence): Promise<number> {
+    return fenced(this.ops, this.announcer, fence, (ops) => sweeps.sweepExpiredResults(ops, limit));
   }
 
-  async cleanupStaleWorkers(olderThanMs: number): Promise<number> {
-    return sweeps.cleanupStaleWorkers(this.ops, olderThanMs);
+  async cleanupStaleWorkers(olderThanMs: number, fence?: LeaderFence): Promise<number> {
+    return fenced(this.ops, this.announcer, fence, (ops) => sweeps.cleanupStaleWorkers(ops, olderThanMs));
   }
 
   async strandedActors(): Promise<StrandedActor[]> {
     return sweeps.strandedActors(this.ops);
   }
 
-  async pruneJobs(r: RetentionPolicy, batchSize: number): Promise<{ archived: number; attempts: number }> {
-    return sweeps.pruneJobs(this.ops, r, batchSize);
+  async pruneJobs(
+    r: RetentionPolicy,
+    batchSize: number,
+    fence?: LeaderFence,
+  ): Promise<{ archived: number; attempts: number }> {
+    return fenced(this.ops, this.announcer, fence, (ops) => sweeps.pruneJobs(ops, r, batchSize));
   }
 
-  async expireArchive(batchSize: number): Promise<number> {
-    return sweeps.expireArchive(this.ops, batchSize);
+  async expireArchive(batchSize: number, fence?: LeaderFence): Promise<number> {
+    return fenced(this.ops, this.announcer, fence, (ops) => sweeps.expireArchive(ops, batchSize));
   }
 
   async pollReclaimEvents(

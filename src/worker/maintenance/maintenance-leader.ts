@@ -12,15 +12,16 @@ import { ScheduledPromoter } from './scheduled-promoter.js';
  *
  * | loop | cadence | does |
  * | --- | --- | --- |
- * | election | heartbeat interval | advisory lock + `maintenance_leader` row |
+ * | election | heartbeat interval | renew the lease (`lockLease` long) or take a free one; advisory lock alongside |
  * | scheduled-promoter (Sweep 3) | 1 s, or sooner when a job is due | scheduled → pending, wake |
  * | maintenance-sweeps (Sweeps 1, 2) | `sweepInterval` | reclaim expired leases, deadlines, expired results, stale workers |
  * | stranded-jobs | `strandedJobsInterval` | warn about jobs of unregistered actors |
  * | prune (Sweep 5) | daily `pruneScheduleUtc` / `pruneCronExpr` | terminal jobs → archive |
  * | archive-expiry (Sweep 6) | daily `archiveExpiryScheduleUtc` / cron | delete expired archive rows |
  *
- * Every loop logs and retries transient Postgres errors, and stops the worker after five unexpected
- * errors in a row.
+ * Every sweep carries the leader's term (its fence): the backend refuses a sweep of a term that is
+ * no longer the current lease, and the worker steps down. Every loop logs and retries transient
+ * Postgres errors, and stops the worker after five unexpected errors in a row.
  */
 export class MaintenanceLeader {
   readonly elector: LeaderElector;
@@ -37,9 +38,13 @@ export class MaintenanceLeader {
     logger: Logger,
     onFatal: (reason: string) => void,
   ) {
-    this.elector = new LeaderElector(backend, identity, settings.heartbeatIntervalMs, logger).guardWith(
-      onFatal,
-    );
+    this.elector = new LeaderElector(
+      backend,
+      identity,
+      settings.heartbeatIntervalMs,
+      settings.lockLeaseMs,
+      logger,
+    ).guardWith(onFatal);
     this.promoter = new ScheduledPromoter(backend, this.elector, 1000, logger).guardWith(onFatal);
     this.sweeps = new MaintenanceSweeps(
       backend,

@@ -27,6 +27,8 @@ export interface SweepSettings {
 /**
  * Leader only, every `sweepInterval`: Sweep 1 (reclaim expired leases), Sweep 2 (deadlines), expired
  * results and stale workers. Each statement is bounded; a full batch repeats within the same pass.
+ * Every statement carries the leader's term: once another worker has taken over, the backend refuses
+ * it, the pass ends and this worker steps down.
  */
 export class MaintenanceSweeps extends LoopService {
   constructor(
@@ -51,33 +53,41 @@ export class MaintenanceSweeps extends LoopService {
       resultsExpired: 0,
       staleWorkers: 0,
     };
-    if (!this.elector.isLeader) return report;
-    for (;;) {
-      const r = await this.backend.reclaimExpiredLocks(
-        this.settings.cancellationGracePeriodMs,
-        this.settings.cleanupGracePeriodMs,
-        SWEEP_BATCH,
-      );
-      report.reclaimed += r.reclaimed;
-      report.retried += r.retried;
-      if (r.reclaimed < SWEEP_BATCH) break;
-    }
-    for (;;) {
-      const n = await this.backend.deadlineSweep(SWEEP_BATCH);
-      report.deadlineFailed += n;
-      if (n < SWEEP_BATCH) break;
-    }
-    for (;;) {
-      const n = await this.backend.sweepExpiredResults(SWEEP_BATCH);
-      report.resultsExpired += n;
-      if (n < SWEEP_BATCH) break;
-    }
-    report.staleWorkers = await this.backend.cleanupStaleWorkers(this.settings.staleWorkerAfterMs);
-    await this.backend.refreshStatistics?.();
+    let term: string | null = null;
+    const swept = await this.elector.fenced(async (fence) => {
+      term = fence.term;
+      for (;;) {
+        const r = await this.backend.reclaimExpiredLocks(
+          this.settings.cancellationGracePeriodMs,
+          this.settings.cleanupGracePeriodMs,
+          SWEEP_BATCH,
+          fence,
+        );
+        report.reclaimed += r.reclaimed;
+        report.retried += r.retried;
+        if (r.reclaimed < SWEEP_BATCH) break;
+      }
+      for (;;) {
+        const n = await this.backend.deadlineSweep(SWEEP_BATCH, fence);
+        report.deadlineFailed += n;
+        if (n < SWEEP_BATCH) break;
+      }
+      for (;;) {
+        const n = await this.backend.sweepExpiredResults(SWEEP_BATCH, fence);
+        report.resultsExpired += n;
+        if (n < SWEEP_BATCH) break;
+      }
+      report.staleWorkers = await this.backend.cleanupStaleWorkers(this.settings.staleWorkerAfterMs, fence);
+      return fence;
+    });
+    if (swept !== null) await this.backend.refreshStatistics?.();
     if (report.reclaimed > 0)
-      this.logger.warn({ reclaimed: report.reclaimed, retried: report.retried }, 'expired-leases-reclaimed');
+      this.logger.warn(
+        { reclaimed: report.reclaimed, retried: report.retried, term },
+        'expired-leases-reclaimed',
+      );
     if (report.deadlineFailed > 0)
-      this.logger.info({ failed: report.deadlineFailed }, 'deadline-sweep-failed-jobs');
+      this.logger.info({ failed: report.deadlineFailed, term }, 'deadline-sweep-failed-jobs');
     return report;
   }
 }
@@ -101,6 +111,7 @@ export class StrandedJobsDetector extends LoopService {
   }
 
   async runOnce(): Promise<{ actor: string; jobs: number }[]> {
+    // A read: it needs no fence, only the (local) leadership, so that one worker warns.
     if (!this.elector.isLeader) return [];
     const stranded = await this.backend.strandedActors();
     for (const s of stranded)

@@ -64,7 +64,10 @@ abstract class ScheduledMaintenance extends LoopService {
     return this.runNow();
   }
 
-  /** Runs the job immediately (tests, operators). */
+  /**
+   * Runs the job immediately (tests, operators), behind the leader's term: null when this worker
+   * does not lead, or stopped leading half-way (the batches done so far stay done).
+   */
   abstract runNow(): Promise<unknown>;
 }
 
@@ -82,16 +85,19 @@ export class PruneScheduler extends ScheduledMaintenance {
     super('prune', elector, schedule, logger, now);
   }
 
-  async runNow(): Promise<{ archived: number; attempts: number; batches: number }> {
+  async runNow(): Promise<{ archived: number; attempts: number; batches: number } | null> {
     const total = { archived: 0, attempts: 0, batches: 0 };
-    for (;;) {
-      const r = await this.backend.pruneJobs(this.retention, this.batchSize);
-      total.archived += r.archived;
-      total.attempts += r.attempts;
-      total.batches++;
-      if (r.archived < this.batchSize) break;
-    }
-    this.logger.info(total, 'prune-finished');
+    const done = await this.elector.fenced(async (fence) => {
+      for (;;) {
+        const r = await this.backend.pruneJobs(this.retention, this.batchSize, fence);
+        total.archived += r.archived;
+        total.attempts += r.attempts;
+        total.batches++;
+        if (r.archived < this.batchSize) return fence;
+      }
+    });
+    if (done === null) return null;
+    this.logger.info({ ...total, term: done.term }, 'prune-finished');
     return total;
   }
 }
@@ -109,15 +115,18 @@ export class ArchiveExpiryScheduler extends ScheduledMaintenance {
     super('archive-expiry', elector, schedule, logger, now);
   }
 
-  async runNow(): Promise<{ deleted: number; batches: number }> {
+  async runNow(): Promise<{ deleted: number; batches: number } | null> {
     const total = { deleted: 0, batches: 0 };
-    for (;;) {
-      const n = await this.backend.expireArchive(this.batchSize);
-      total.deleted += n;
-      total.batches++;
-      if (n < this.batchSize) break;
-    }
-    this.logger.info(total, 'archive-expiry-finished');
+    const done = await this.elector.fenced(async (fence) => {
+      for (;;) {
+        const n = await this.backend.expireArchive(this.batchSize, fence);
+        total.deleted += n;
+        total.batches++;
+        if (n < this.batchSize) return fence;
+      }
+    });
+    if (done === null) return null;
+    this.logger.info({ ...total, term: done.term }, 'archive-expiry-finished');
     return total;
   }
 }

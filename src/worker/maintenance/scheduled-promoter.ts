@@ -31,11 +31,13 @@ export class ScheduledPromoter extends LoopService {
 
   /** One pass (no-op unless leader). */
   async runOnce(): Promise<PromotionResult> {
-    if (!this.elector.isLeader) {
+    const result = await this.elector.fenced((fence) =>
+      this.backend.scheduledToPending(PROMOTION_BATCH, fence),
+    );
+    if (result === null) {
       this.nextMs = this.periodMs;
       return { promoted: 0, nextDueInMs: null };
     }
-    const result = await this.backend.scheduledToPending(PROMOTION_BATCH);
     if (result.promoted >= PROMOTION_BATCH) this.nextMs = 0;
     else
       this.nextMs =

@@ -173,20 +173,6 @@ SELECT (SELECT count(*) FROM upd)::int AS promoted,
        (SELECT (extract(epoch FROM (min(s.scheduled_at) - clock_timestamp())) * 1000)::float8
           FROM {schema}.jobs s WHERE s.status = 'scheduled' AND s.scheduled_at > clock_timestamp()) AS next_due_ms;
 
--- name: tryLeaderLock
-SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS acquired;
-
--- name: releaseLeaderLock
-SELECT pg_advisory_unlock(hashtextextended($1, 0)) AS released;
-
--- name: upsertLeaderRow
-INSERT INTO {schema}.maintenance_leader (id, worker_id, hostname, acquired_at, last_seen_at)
-VALUES (true, $1, $2, clock_timestamp(), clock_timestamp())
-ON CONFLICT (id) DO UPDATE
-SET worker_id = EXCLUDED.worker_id, hostname = EXCLUDED.hostname, last_seen_at = clock_timestamp(),
-    acquired_at = CASE WHEN {schema}.maintenance_leader.worker_id = EXCLUDED.worker_id
-                       THEN {schema}.maintenance_leader.acquired_at ELSE clock_timestamp() END;
-
 -- name: announce
 -- Sends NOTIFYs ($1 channels, $2 payloads, pairwise) in a transaction that writes nothing, after the
 -- write they announce has committed: a reader woken by one sees that write. (A NOTIFY inside a
