@@ -65,20 +65,22 @@ function header(kind: string, f: LoopLagFigures): string {
   );
 }
 
-function stackSection(stack: string | null): string {
+function stackSection(stack: string | null, pauseMs: number): string {
   return stack === null
     ? `  main thread stack: none — the main thread did not answer the inspector within ${PAUSE_TIMEOUT_MS} ms ` +
         `(blocked in a native call, or no inspector in this Node)\n`
-    : `  main thread stack (paused by the inspector):\n${stack}\n`;
+    : `  main thread stack (paused by the inspector in ${Math.round(pauseMs)} ms):\n${stack}\n`;
 }
 
 /** Tier 1: dump the main thread's stack to stderr now; the main thread logs it when it runs again. */
 async function warn(lagMs: number): Promise<void> {
   const inspector = new MainThreadInspector();
+  const pausedAt = nowMs();
   const frames = await inspector.pause(PAUSE_TIMEOUT_MS);
+  const pauseMs = nowMs() - pausedAt;
   await inspector.resume(PAUSE_TIMEOUT_MS);
   const f = figures(lagMs, frames && formatStack(frames));
-  writeToStderr(header('warning', f) + stackSection(f.stack));
+  writeToStderr(header('warning', f) + stackSection(f.stack, pauseMs));
   post({ type: 'warning', figures: f });
 }
 
@@ -90,9 +92,10 @@ async function warn(lagMs: number): Promise<void> {
  */
 async function trip(lagMs: number): Promise<void> {
   const inspector = new MainThreadInspector();
+  const pausedAt = nowMs();
   const frames = await inspector.pause(PAUSE_TIMEOUT_MS);
   const f = figures(lagMs, frames && formatStack(frames));
-  writeToStderr(header('trip', f) + stackSection(f.stack));
+  writeToStderr(header('trip', f) + stackSection(f.stack, nowMs() - pausedAt));
   if (frames !== null) {
     const hook = `globalThis[Symbol.for(${JSON.stringify(LOOP_LAG_HOOKS)})]?.get(${JSON.stringify(data.hookId)})`;
     await inspector.evaluate(
