@@ -37,4 +37,4 @@ export interface LoopLagFigures {
 
 /** Messages from the loop-lag thread (read when the main loop runs again). */
 export type LoopLagMessage =
-  { type: 'warning'; figures: LoopLagFigures } | { type: 'error'; message: string };
+  { type: 'watching' } | { type: 'warning'; figures: LoopLagFigures } | { type: 'error'; message: string };

@@ -119,4 +119,5 @@ async function trip(lagMs: number): Promise<void> {
   process.kill(process.pid, 'SIGKILL');
 }
 
+post({ type: 'watching' });
 void watch();

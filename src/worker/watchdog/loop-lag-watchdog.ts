@@ -48,8 +48,17 @@ export class LoopLagWatchdog {
   private thread: Thread | null = null;
   private stopping = false;
   private warningCount = 0;
+  private markWatching!: () => void;
+  private readonly watchingNow = new Promise<void>((resolve) => {
+    this.markWatching = resolve;
+  });
 
   constructor(private readonly options: LoopLagWatchdogOptions) {}
+
+  /** Resolves once the thread runs its program and watches the beats (for tests and health checks). */
+  whenWatching(): Promise<void> {
+    return this.watchingNow;
+  }
 
   /** Lag warnings received so far (each stall past the warn budget counts once). */
   get warnings(): number {
@@ -116,7 +125,9 @@ export class LoopLagWatchdog {
   }
 
   private received(msg: LoopLagMessage): void {
-    if (msg.type === 'warning') {
+    if (msg.type === 'watching') {
+      this.markWatching();
+    } else if (msg.type === 'warning') {
       this.warningCount++;
       this.options.logger.warn({ detector: 'loop-lag', ...msg.figures }, 'watchdog-loop-lag-warning');
     } else {
