@@ -138,5 +138,38 @@ describe('watchdog: event-loop lag', () => {
     );
     expect(sideEffects).toEqual([{ pid: rescuerPid, step: 'side-effect' }]);
     expect(runs.rows.filter((r) => r.step === 'started').map((r) => r.pid)).toEqual([stalledPid, rescuerPid]);
+    await rescuer.stop();
+  }, 120_000);
+
+  it('kills a worker blocked inside a native call (no inspector answer) with SIGKILL, after writing the dump, before its lease expires', async () => {
+    const stalled = start({ TQ_STALL_MS: '20000', TQ_STALL_KIND: 'native' });
+    const { pid: stalledPid } = await stalled.ready;
+    const handle = await tq.enqueue(stall, {});
+    const exit = await Promise.race([
+      stalled.exited,
+      new Promise<null>((resolve) => setTimeout(() => resolve(null), 45_000).unref()),
+    ]);
+    const { rows } = await db.pool.query<{ status: string; lease_left_ms: number; blocked_ms: number }>(
+      `SELECT j.status,
+              (extract(epoch FROM j.lock_expires_at - clock_timestamp()) * 1000)::float8 AS lease_left_ms,
+              (extract(epoch FROM clock_timestamp() - r.at) * 1000)::float8 AS blocked_ms
+         FROM "${db.schema}".jobs j
+         JOIN "${db.schema}".watchdog_runs r ON r.job_id = j.id AND r.step = 'started' AND r.pid = $2
+        WHERE j.id = $1`,
+      [handle.jobId, stalledPid],
+    );
+    const atExit = rows[0]!;
+    const stderr = stalled.stderr.join('');
+    console.log(
+      `[watchdog loop-lag, native] exit ${JSON.stringify(exit)}; handler start → exit seen: ` +
+        `${Math.round(atExit.blocked_ms)} ms (budget 3000 ms + 1000 ms for the inspector); ` +
+        `lease left at exit: ${Math.round(atExit.lease_left_ms)} ms of 8000`,
+    );
+    expect(exit).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(atExit.status).toBe('running');
+    expect(atExit.lease_left_ms).toBeGreaterThan(0);
+    expect(stderr).toContain('taskq watchdog trip (loop-lag)');
+    expect(stderr).toContain('main thread stack: none');
+    expect(stderr).toMatch(/"detector":"loop-lag".*"exit":"SIGKILL".*"msg":"watchdog-trip"/);
   }, 120_000);
 });
