@@ -129,7 +129,11 @@ export class LoopLagWatchdog {
       this.markWatching();
     } else if (msg.type === 'warning') {
       this.warningCount++;
-      this.options.logger.warn({ detector: 'loop-lag', ...msg.figures }, 'watchdog-loop-lag-warning');
+      const { stack, ...figures } = msg.figures;
+      this.options.logger.warn(
+        { detector: 'loop-lag', ...figures, stack: stackLines(stack) },
+        'watchdog-loop-lag-warning',
+      );
     } else {
       this.options.logger.error({ message: msg.message }, 'watchdog-loop-lag-thread-error');
     }
@@ -140,10 +144,15 @@ export class LoopLagWatchdog {
     this.options.trip.trip(
       'loop-lag',
       `the event loop ran no beat for ${figures.lagMs} ms (budget ${figures.budgetMs} ms)`,
-      { ...figures, stack: figures.stack?.split('\n').map((l) => l.trim()) ?? null },
+      { ...figures, stack: stackLines(figures.stack) },
       { dump: false },
     );
   }
+}
+
+/** The dumped stack as one entry per frame (`at fn (url:line:column)`), for a structured record. */
+function stackLines(stack: string | null): string[] | null {
+  return stack === null ? null : stack.split('\n').map((line) => line.trim());
 }
 
 function hooks(): Map<string, TripHook> {
