@@ -91,32 +91,37 @@ async function warn(lagMs: number): Promise<void> {
  * itself and kills the process with SIGKILL: no other way out of a process exists from a thread.
  */
 async function trip(lagMs: number): Promise<void> {
-  const inspector = new MainThreadInspector();
-  const pausedAt = nowMs();
-  const frames = await inspector.pause(PAUSE_TIMEOUT_MS);
-  const f = figures(lagMs, frames && formatStack(frames));
-  writeToStderr(header('trip', f) + stackSection(f.stack, nowMs() - pausedAt));
-  if (frames !== null) {
-    const hook = `globalThis[Symbol.for(${JSON.stringify(LOOP_LAG_HOOKS)})]?.get(${JSON.stringify(data.hookId)})`;
-    await inspector.evaluate(
-      `(() => { try { ${hook}?.(${JSON.stringify(f)}); } finally { process.exit(${EXIT_WATCHDOG}); } })()`,
-      EXIT_TIMEOUT_MS,
+  let f = figures(lagMs, null);
+  try {
+    const inspector = new MainThreadInspector();
+    const pausedAt = nowMs();
+    const frames = await inspector.pause(PAUSE_TIMEOUT_MS);
+    f = figures(lagMs, frames && formatStack(frames));
+    writeToStderr(header('trip', f) + stackSection(f.stack, nowMs() - pausedAt));
+    if (frames !== null) {
+      const hook = `globalThis[Symbol.for(${JSON.stringify(LOOP_LAG_HOOKS)})]?.get(${JSON.stringify(data.hookId)})`;
+      await inspector.evaluate(
+        `(() => { try { ${hook}?.(${JSON.stringify(f)}); } finally { process.exit(${EXIT_WATCHDOG}); } })()`,
+        EXIT_TIMEOUT_MS,
+      );
+    }
+  } finally {
+    // Reached only when the main thread did not exit: whatever failed above, the process must end.
+    writeToStderr(
+      JSON.stringify({
+        level: 60,
+        time: Date.now(),
+        pid: process.pid,
+        workerId: data.workerId,
+        detector: 'loop-lag',
+        ...f,
+        stack: undefined,
+        exit: 'SIGKILL',
+        msg: 'watchdog-trip',
+      }),
     );
+    process.kill(process.pid, 'SIGKILL');
   }
-  writeToStderr(
-    JSON.stringify({
-      level: 60,
-      time: Date.now(),
-      pid: process.pid,
-      workerId: data.workerId,
-      detector: 'loop-lag',
-      ...f,
-      stack: undefined,
-      exit: 'SIGKILL',
-      msg: 'watchdog-trip',
-    }),
-  );
-  process.kill(process.pid, 'SIGKILL');
 }
 
 post({ type: 'watching' });
