@@ -65,7 +65,8 @@ describe('the loop-lag thread', () => {
     try {
       await watchdog.whenWatching();
       watchdog.armNow();
-      spinFor(1_500);
+      // Long enough for the inspector to find it still spinning on a loaded machine (it gets 1 s).
+      spinFor(4_000);
       await waitFor(() => watchdog.warnings === 1, 10_000, 'the lag warning');
       const warning = lines.find((l) => l.msg === 'watchdog-loop-lag-warning');
       console.log(
