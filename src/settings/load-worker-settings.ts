@@ -456,6 +456,31 @@ const CROSS_FIELD_RULES: readonly CrossFieldRule[] = [
   },
 ];
 
+/**
+ * Checks the watchdog's load-time invariants on resolved settings: the rules between settings that
+ * apply while `watchdogEnabled` (the leader loops' staleness budget, `watchdogLoopLagBudget +
+ * heartbeatInterval < lockLease`, `watchdogLoopLagBudget > watchdogCheckInterval`). A worker runs it
+ * at start, so settings built or changed without {@link loadWorkerSettings} are held to the same
+ * rules: a lag budget that outlives the lease would let a stalled worker's jobs run twice.
+ *
+ * @throws SettingsError naming every setting involved and its value
+ */
+export function checkWatchdogInvariants(settings: WorkerSettings): void {
+  const ref = (key: Key): string => {
+    const name = settingName(FIELD_BY_KEY.get(key) as SettingField);
+    return `${name} ${formatValue(key, settings[key])} (settings.${name})`;
+  };
+  const problems: SettingProblem[] = [];
+  for (const rule of CROSS_FIELD_RULES) {
+    if (!rule.uses.includes('watchdogEnabled')) continue;
+    const broken = rule.check(settings, ref);
+    if (broken === undefined) continue;
+    const name = settingName(FIELD_BY_KEY.get(rule.on) as SettingField);
+    problems.push({ setting: name, source: `settings.${name}`, value: settings[rule.on], rule: broken });
+  }
+  if (problems.length > 0) throw new SettingsError(problems);
+}
+
 function staleBudgetMs(s: WorkerSettings): number {
   return Math.max(LEADER_LOOP_PERIOD_MS * s.watchdogTickGraceFactor, s.watchdogStaleFloorMs);
 }

@@ -151,22 +151,42 @@ export interface WorkerSettings extends TaskQSettings {
   idlePollIntervalMs: number;
   /** `TASKQ_IDLE_MAX_RUNTIME`: until-idle mode gives up (exit 4) after this; null = never. */
   idleMaxRuntimeMs: number | null;
-  /** `TASKQ_WATCHDOG_ENABLED`: hang detection. Default true. */
+  /**
+   * `TASKQ_WATCHDOG_ENABLED`: hang detection — the shutdown deadline, stale loop ticks, the sibling
+   * contract and the event-loop lag thread; a trip ends the process with exit code 2. Default true.
+   */
   watchdogEnabled: boolean;
-  /** `TASKQ_WATCHDOG_LOOP_LAG_BUDGET`: event-loop stall that ends the process (exit 2). Default 30 s. */
+  /**
+   * `TASKQ_WATCHDOG_LOOP_LAG_BUDGET`: an event loop that runs nothing for this long (seen from a
+   * thread) ends the process with exit code 2. Must be more than `watchdogCheckInterval`, and
+   * `watchdogLoopLagBudget + heartbeatInterval` less than `lockLease`. Default 30 s.
+   */
   watchdogLoopLagBudgetMs: number;
-  /** `TASKQ_WATCHDOG_LOOP_LAG_WARN_BUDGET`: event-loop stall that logs a warning. Default 5 s. */
+  /**
+   * `TASKQ_WATCHDOG_LOOP_LAG_WARN_BUDGET`: a stall this long dumps the main thread's stack to stderr
+   * and logs `watchdog-loop-lag-warning` once the loop runs again; never exits. At or above the lag
+   * budget it never fires. Default 5 s.
+   */
   watchdogLoopLagWarnBudgetMs: number;
-  /** `TASKQ_WATCHDOG_LOOP_LAG_STARTUP_GRACE`. Default 30 s. */
+  /**
+   * `TASKQ_WATCHDOG_LOOP_LAG_STARTUP_GRACE`: the lag detector arms this long after the worker starts,
+   * or at the first service-loop tick if that comes first. Default 30 s.
+   */
   watchdogLoopLagStartupGraceMs: number;
-  /** `TASKQ_WATCHDOG_TICK_GRACE_FACTOR`: a loop is stale after period × this. Default 5. */
+  /**
+   * `TASKQ_WATCHDOG_TICK_GRACE_FACTOR`: a service loop that has not ticked for its period × this
+   * (at least `watchdogStaleFloor`) is stale and ends the process (exit 2). Default 5.
+   */
   watchdogTickGraceFactor: number;
-  /** `TASKQ_WATCHDOG_DUMP_INTERVAL`. Default 5 s. */
+  /** `TASKQ_WATCHDOG_DUMP_INTERVAL`: time between `shutdown-stragglers` records during a long shutdown. Default 5 s. */
   watchdogDumpIntervalMs: number;
-  /** `TASKQ_WATCHDOG_DUMP_AFTER_FRACTION`: 0 < x < 1. Default 0.5. */
+  /**
+   * `TASKQ_WATCHDOG_DUMP_AFTER_FRACTION`: share of `terminationGracePeriod` a shutdown spends before
+   * straggler records begin; 0 < x < 1. Default 0.5.
+   */
   watchdogDumpAfterFraction: number;
-  /** `TASKQ_WATCHDOG_STALE_FLOOR`: minimum staleness budget. Default 10 s. */
+  /** `TASKQ_WATCHDOG_STALE_FLOOR`: the smallest staleness budget of any loop. Default 10 s. */
   watchdogStaleFloorMs: number;
-  /** `TASKQ_WATCHDOG_CHECK_INTERVAL`. Default 1 s. */
+  /** `TASKQ_WATCHDOG_CHECK_INTERVAL`: how often the stale-tick check and the lag thread look. Default 1 s. */
   watchdogCheckIntervalMs: number;
 }

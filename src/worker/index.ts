@@ -1,12 +1,15 @@
 // `taskq/worker`: running jobs.
 export { Worker, type WorkerOptions, type WorkerPhase, type StopReason } from './worker.js';
 export { runWorker, EXIT_CODES, type RunWorkerOptions } from './run-worker.js';
+export type { Watchdog } from './watchdog/watchdog.js';
+export { EXIT_WATCHDOG, WATCHDOG_DETECTORS, type WatchdogDetector } from './watchdog/watchdog-trip.js';
 export { NullErrorReporter, type ErrorReporter } from './error-reporter.js';
 export { LeaseLost } from './job-runner.js';
 export { isTransientError } from '../db/transient-errors.js';
 export type { WorkerSettings } from '../settings/worker-settings.js';
 export {
   loadWorkerSettings,
+  checkWatchdogInvariants,
   SettingsError,
   workerPoolSize,
   worstCaseShutdownMs,

@@ -1,3 +1,5 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+
 import type { Logger } from '../obs/logger.js';
 import { interruptibleSleep, jitter } from './sleep.js';
 import { isTransientError } from '../db/transient-errors.js';
@@ -46,6 +48,30 @@ export class UnexpectedLoopErrorGuard {
 }
 
 /**
+ * What a loop tells whoever watches it (the watchdog's stale-tick and sibling-contract detectors).
+ * Calls must be cheap and must not throw.
+ */
+export interface LoopObserver {
+  /** The loop started or finished a pass; it should tick again within about `periodMs`. */
+  tick(loop: string, periodMs: number): void;
+  /** The loop is being stopped on purpose: stop expecting ticks from it. */
+  forget(loop: string): void;
+  /** The loop ended without being stopped: an error escaped its pass and its error handling. */
+  ended(loop: string, err: unknown): void;
+}
+
+const loopObservers = new AsyncLocalStorage<LoopObserver>();
+
+/**
+ * Runs `fn` so that every {@link LoopService} started inside it (synchronously or later in the
+ * async work it begins) reports to `observer`. The worker wraps the start of its services in this
+ * instead of handing the observer to each service, including the leader's loops it never sees.
+ */
+export function observeLoops<T>(observer: LoopObserver, fn: () => T): T {
+  return loopObservers.run(observer, fn);
+}
+
+/**
  * A worker service with one loop that only sleeps and calls {@link runOnce}. Tests call `runOnce()`
  * directly instead of waiting for the loop. `notify()` cuts the current sleep short.
  */
@@ -56,6 +82,7 @@ export abstract class LoopService {
   private woken = false;
 
   protected guard: UnexpectedLoopErrorGuard | null = null;
+  private observer: LoopObserver | null = null;
 
   protected constructor(
     /** Name used in logs. */
@@ -75,6 +102,15 @@ export abstract class LoopService {
   /** Milliseconds to sleep before the next pass (jittered by default). */
   protected abstract intervalMs(): number;
 
+  /**
+   * The period the watchdog expects ticks at (it allows `period × watchdogTickGraceFactor`, at least
+   * `watchdogStaleFloor`), or null to leave the loop untracked: a loop whose single pass has no
+   * bound (a batch-by-batch purge) would be judged stale while it still makes progress.
+   */
+  protected livenessPeriodMs(): number | null {
+    return this.intervalMs();
+  }
+
   /** Called when a pass throws; the default logs and continues. Throw to stop the loop. */
   protected onError(err: unknown): void {
     this.logger.warn({ err, service: this.name }, 'service-pass-failed');
@@ -89,6 +125,7 @@ export abstract class LoopService {
   start(): void {
     if (this.loopPromise) return;
     this.stopController = new AbortController();
+    this.observer = loopObservers.getStore() ?? null;
     this.loopPromise = this.loop(this.stopController.signal);
   }
 
@@ -98,7 +135,13 @@ export abstract class LoopService {
     this.wakeCurrent?.();
   }
 
+  private tick(): void {
+    const period = this.observer ? this.livenessPeriodMs() : null;
+    if (period !== null) this.observer?.tick(this.name, period);
+  }
+
   private async loop(signal: AbortSignal): Promise<void> {
+    this.tick();
     while (!signal.aborted) {
       try {
         await this.runOnce();
@@ -109,10 +152,12 @@ export abstract class LoopService {
           else this.onError(err);
         } catch (fatal) {
           this.logger.error({ err: fatal, service: this.name }, 'service-stopped-by-error');
+          if (!signal.aborted) this.observer?.ended(this.name, fatal);
           return;
         }
       }
       if (signal.aborted) break;
+      this.tick();
       if (this.woken) {
         this.woken = false;
         continue;
@@ -127,6 +172,7 @@ export abstract class LoopService {
 
   /** Stops the loop and waits for the current pass to finish. */
   async stop(): Promise<void> {
+    this.observer?.forget(this.name);
     this.stopController?.abort();
     this.wakeCurrent?.();
     await this.loopPromise;

@@ -20,6 +20,7 @@ export const EXIT_CODES: Readonly<Record<StopReason, number>> = {
   idle: 0,
   'idle-timeout': 4,
   fatal: 1,
+  watchdog: 2,
 };
 
 /**

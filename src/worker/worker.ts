@@ -8,7 +8,11 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { newJobId } from '../core/ids.js';
 import type { Logger } from '../obs/logger.js';
 import { createLogger } from '../obs/logger.js';
-import { loadWorkerSettings, type WorkerSettingsInput } from '../settings/load-worker-settings.js';
+import {
+  checkWatchdogInvariants,
+  loadWorkerSettings,
+  type WorkerSettingsInput,
+} from '../settings/load-worker-settings.js';
 import type { WorkerSettings } from '../settings/worker-settings.js';
 import { ActorConfigDriftList } from '../errors/actor-config-errors.js';
 import { Completer, MAX_SETTLE_BACKLOG, MAX_SETTLE_WRITES_IN_FLIGHT } from './completer.js';
@@ -31,13 +35,14 @@ import { RateLimitRegistry } from '../ratelimit/registry.js';
 import { RateLimitGate, type QueueCap } from './rate-limit-gate.js';
 import { RateLimitSweeper } from './rate-limit-sweeper.js';
 import type { Redis } from 'ioredis';
+import { Watchdog } from './watchdog/watchdog.js';
 
 /** Where the worker is in its life. Shutdown moves strictly forward through the phases. */
 export type WorkerPhase =
   'created' | 'starting' | 'running' | 'draining' | 'cancelling' | 'forcing' | 'abandoning' | 'stopped';
 
-/** Why a worker stopped. */
-export type StopReason = 'requested' | 'idle' | 'idle-timeout' | 'fatal';
+/** Why a worker stopped (`watchdog`: a service loop ended while the worker ran; see docs/worker.md). */
+export type StopReason = 'requested' | 'idle' | 'idle-timeout' | 'fatal' | 'watchdog';
 
 /** Options of {@link Worker}. */
 export interface WorkerOptions {
@@ -121,6 +126,7 @@ export class Worker {
   private stopReason: StopReason = 'requested';
   private escalateNow: (() => void) | null = null;
   private escalated = false;
+  private hangDetector: Watchdog | null = null;
 
   constructor(options: WorkerOptions) {
     if (!options || !Array.isArray(options.actors) || options.actors.length === 0) {
@@ -178,6 +184,11 @@ export class Worker {
     return this.maintenance;
   }
 
+  /** The watchdog, when `watchdogEnabled` and started (trip counters by detector, loop ages). */
+  get watchdog(): Watchdog | null {
+    return this.hangDetector;
+  }
+
   /** The notify listener, when NOTIFY is enabled (for tests and health checks). */
   get notifyListener(): NotifyListener | null {
     return this.listener;
@@ -213,6 +224,7 @@ export class Worker {
     this.currentPhase = 'starting';
     const s = this.settings;
     try {
+      this.startWatchdog();
       this.buildBackend();
       await this.backend.verifySchema();
       const drifts = await this.backend.syncActorConfig(
@@ -243,12 +255,15 @@ export class Worker {
       this.currentPhase = 'stopped';
       await this.limits?.close().catch(() => undefined);
       await this.closeOwned();
+      await this.hangDetector?.stop();
       this.resolveStopped('fatal');
       throw err;
     }
 
     try {
-      await this.startServices();
+      await (this.hangDetector
+        ? this.hangDetector.observeLoops(() => this.startServices())
+        : this.startServices());
     } catch (err) {
       await this.abortStart();
       throw err;
@@ -258,6 +273,33 @@ export class Worker {
       { queues: s.queues, actors: [...this.actors.keys()], maxConcurrency: s.maxConcurrency },
       'worker-started',
     );
+  }
+
+  /**
+   * The watchdog (when enabled), started before anything connects so a startup that blocks the
+   * event loop is caught once the startup grace ends. Its invariants are checked here too, for
+   * settings that did not come through `loadWorkerSettings()`.
+   */
+  private startWatchdog(): void {
+    const s = this.settings;
+    if (!s.watchdogEnabled) return;
+    checkWatchdogInvariants(s);
+    this.hangDetector = new Watchdog({
+      settings: s,
+      workerId: this.workerId,
+      logger: this.logger,
+      describeWorker: () => ({
+        phase: this.currentPhase,
+        inFlight: this.runner?.inFlight ?? 0,
+        jobs: this.runner?.ownedJobIds().slice(0, 100) ?? [],
+      }),
+      isStopping: () => this.stopping !== null || this.currentPhase === 'stopped',
+      onSiblingBroke: (reason) => {
+        this.logger.error({ reason }, 'worker-self-terminating');
+        void this.stop('watchdog');
+      },
+    });
+    this.hangDetector.start();
   }
 
   /** Queue caps of the subscribed queues (`queues.max_concurrent`, read once at start). */
@@ -435,6 +477,7 @@ export class Worker {
     await this.ownedPublisher?.close().catch(() => undefined);
     await this.backend.deregisterWorker(this.workerId).catch(() => undefined);
     await this.closeOwned();
+    await this.hangDetector?.stop();
     this.currentPhase = 'stopped';
     this.resolveStopped('fatal');
   }
@@ -450,6 +493,7 @@ export class Worker {
   stop(reason: StopReason = 'requested'): Promise<void> {
     if (this.currentPhase === 'created' || this.currentPhase === 'stopped') return Promise.resolve();
     this.stopReason = this.stopping ? this.stopReason : reason;
+    this.hangDetector?.shutdownStarted();
     this.stopping ??= this.shutdown();
     return this.stopping;
   }
@@ -530,6 +574,7 @@ export class Worker {
       this.logger.warn({ err }, 'deregister-failed');
     }
     await this.closeOwned();
+    await this.hangDetector?.stop();
     this.currentPhase = 'stopped';
     this.logger.info({ reason: this.stopReason, shutdownMs: Date.now() - t0 }, 'worker-stopped');
     this.resolveStopped(this.stopReason);

@@ -55,6 +55,11 @@ abstract class ScheduledMaintenance extends LoopService {
     return Math.max(0, Math.min(MAX_SLEEP_MS, this.due.getTime() - this.now().getTime()));
   }
 
+  /** Untracked by the watchdog's stale-tick detector: a run goes on batch after batch until done. */
+  protected override livenessPeriodMs(): null {
+    return null;
+  }
+
   /** Runs when due (and leader); returns what the run did, or null when nothing was due. */
   async runOnce(): Promise<unknown> {
     const now = this.now();
