@@ -1,6 +1,7 @@
 import { executorFromClient, type ClientLike, type Driver, type Executor } from '../../db/driver.js';
 import { assertNoRepeatedKey } from '../repeated-key.js';
 import { enqueueFast } from './pg-enqueue-fast.js';
+import { assertNoUniqueGate } from '../enqueue-gates.js';
 import { SchemaNotMigratedError } from '../../errors/schema-errors.js';
 import { Migrator } from '../../migrations/migrator.js';
 import type { Logger } from '../../obs/logger.js';
@@ -204,11 +205,11 @@ export class PostgresBackend implements Backend {
   }
 
   async enqueue(args: EnqueueArgs): Promise<JobRow> {
-    return this.onOwnPool((wake) => enqueueOne(this.ops, this.driver, args, wake));
+    return this.onOwnPool((wake) => enqueueOne(this.ops, { ex: this.driver, ownPool: true }, args, wake));
   }
 
   async enqueueWithConn(conn: ClientLike, args: EnqueueArgs): Promise<JobRow> {
-    return enqueueOne(this.ops, executorFromClient(conn), args, 'inline');
+    return enqueueOne(this.ops, { ex: executorFromClient(conn), ownPool: false }, args, 'inline');
   }
 
   async enqueueBatch(
@@ -216,8 +217,13 @@ export class PostgresBackend implements Backend {
     options: { connection?: ClientLike } = {},
   ): Promise<JobRow[]> {
     if (options.connection)
-      return enqueueMany(this.ops, list, executorFromClient(options.connection), 'inline');
-    return this.onOwnPool((wake) => enqueueMany(this.ops, list, this.driver, wake));
+      return enqueueMany(
+        this.ops,
+        list,
+        { ex: executorFromClient(options.connection), ownPool: false },
+        'inline',
+      );
+    return this.onOwnPool((wake) => enqueueMany(this.ops, list, { ex: this.driver, ownPool: true }, wake));
   }
 
   async enqueueBatchFast(
@@ -225,6 +231,7 @@ export class PostgresBackend implements Backend {
     options: { connection?: ClientLike } = {},
   ): Promise<number> {
     assertNoRepeatedKey(list);
+    assertNoUniqueGate(list);
     if (list.length === 0) return 0;
     if (options.connection) return enqueueFast(this.ops, list, executorFromClient(options.connection));
     return this.driver.transaction((tx) => enqueueFast(this.ops, list, tx));

@@ -144,3 +144,15 @@ ins AS (
     (extract(epoch FROM j.schedule_to_close) * 1000)::float8 AS schedule_to_close_ms
 )
 SELECT ins.*, CASE WHEN $20::text IS NOT NULL THEN pg_notify($20, '') IS NULL END AS notified FROM ins;
+
+-- name: lockGates
+-- The gate locks of an enqueue (see enqueue-gates.ts): one transaction-scoped advisory lock per
+-- gate name, held until the enqueue's transaction ends, taken in the order of their keys so that
+-- two callers sharing gates queue up instead of deadlocking. The key is a 64-bit hash of the
+-- schema and the name, so tenants in different schemas never wait on each other. It must be a
+-- statement of its own, before the gate statement: a statement reads the snapshot it started
+-- with, so checks in the statement that waited for the lock would not see the insert of the
+-- transaction it waited for; the next statement's snapshot does (READ COMMITTED).
+-- $1 schema name, $2 gate names
+SELECT pg_advisory_xact_lock(s.k) IS NULL AS locked
+FROM (SELECT DISTINCT hashtextextended($1::text || ':' || n, 0) AS k FROM unnest($2::text[]) n ORDER BY 1) s;
