@@ -67,7 +67,7 @@ describe('exact gates: 200 concurrent callers from 4 processes × 10 rounds', ()
     db = await migratedSchema('gates');
     callers = Array.from({ length: PROCESSES }, () => startCaller(db.schema));
     for (const c of callers) expect((await c.next()).event).toBe('ready');
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     for (const c of callers) c.proc.stdin!.end();
@@ -114,7 +114,7 @@ describe('exact gates: 200 concurrent callers from 4 processes × 10 rounds', ()
       expect(Object.keys(refused)).toEqual(['TASKQ_MAX_PENDING_EXCEEDED']);
       expect(created + 2 * free).toBeGreaterThan(0);
     }
-  }, 60_000);
+  }, 120_000);
 
   it('uniqueFor makes exactly one job per key; a batch holding the key twice makes one job', async () => {
     for (let r = 0; r < ROUNDS; r++) {
@@ -137,7 +137,7 @@ describe('exact gates: 200 concurrent callers from 4 processes × 10 rounds', ()
       expect(split).toBe(0);
       expect(refusedTotal(told)).toEqual({});
     }
-  }, 60_000);
+  }, 120_000);
 
   it('an actor without gates takes no lock; a gated one takes one per gate, until its transaction ends', async () => {
     const free = actor({ name: 'gate_free' }, async () => undefined);

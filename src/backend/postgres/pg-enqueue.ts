@@ -63,8 +63,9 @@ async function announceWake(ops: PgOps): Promise<void> {
 }
 
 /**
- * Where an enqueue runs: on the backend's own pool (`ownPool`: a gated enqueue opens a
- * transaction of its own there) or on the caller's connection, inside the caller's transaction.
+ * Where an enqueue runs: on the backend's own pool (`ownPool`: a batch that needs several
+ * statements opens a transaction of its own there) or on the caller's connection, inside the
+ * caller's transaction.
  */
 export interface EnqueueTarget {
   ex: Executor;
@@ -74,9 +75,9 @@ export interface EnqueueTarget {
 /**
  * One enqueue. Without a gate, the plain insert. With gates, the gate statement (uniqueFor,
  * singleton, maxPending, idempotency) and, when ON CONFLICT met a row committed after the
- * statement's snapshot, a fresh read of that row. A `maxPending` or `uniqueFor` gate is checked
- * while holding its gate lock (`lockGates`), taken in the same transaction as the insert: a
- * transaction of its own on the pool, the caller's with a connection.
+ * statement's snapshot, a fresh read of that row. The statement checks `maxPending` and
+ * `uniqueFor` after taking their gate locks (see migration 0002), which its transaction holds
+ * until it ends: the statement's own on the pool, the caller's with a connection.
  */
 export async function enqueueOne(
   ops: PgOps,
@@ -85,26 +86,23 @@ export async function enqueueOne(
   wake: EnqueueWake,
 ): Promise<JobRow> {
   if (hasNoGate(a)) return enqueuePlain(ops, target.ex, a, wake);
-  const channel = statementChannel(ops, wake);
-  let out: { row: JobRow; inserted: boolean };
-  if (!needsGateLock(a)) out = await gateStatement(ops, target.ex, a, channel);
-  else if (target.ownPool)
-    out = await ops.driver.transaction(async (tx) => {
-      await lockGates(ops, tx, [a]);
-      return gateStatement(ops, tx, a, channel);
-    });
-  else {
-    await lockGates(ops, target.ex, [a]);
-    out = await gateStatement(ops, target.ex, a, channel);
-  }
+  const out = await gateStatement(ops, target.ex, a, statementChannel(ops, wake));
   if (wake === 'afterCommit' && out.inserted) await announceWake(ops);
   return out.row;
 }
 
+/**
+ * The keys of the gate locks `list` takes (`lock_enqueue_gates`, migration 0002): each gate's name
+ * behind the schema's, so that tenants in different schemas never wait on each other.
+ */
+function gateLockKeys(ops: PgOps, list: readonly EnqueueArgs[]): string[] {
+  return gateLockNames(list).map((name) => `${ops.schema}:${name}`);
+}
+
 /** Takes the gate locks of `list` (none when no item has a `maxPending` or `uniqueFor` gate). */
 export async function lockGates(ops: PgOps, ex: Executor, list: readonly EnqueueArgs[]): Promise<void> {
-  const names = gateLockNames(list);
-  if (names.length > 0) await ops.run('lockGates', [ops.schema, names], ex);
+  const keys = gateLockKeys(ops, list);
+  if (keys.length > 0) await ops.run('lockGates', [keys], ex);
 }
 
 /** The `enqueue` statement and its outcome: the row to return, and whether it is a new one. */
@@ -132,6 +130,7 @@ async function gateStatement(
         a.uniqueStates,
         channel,
         a.scheduledDelayMs,
+        needsGateLock(a) ? gateLockKeys(ops, [a]) : [],
       ],
       ex,
     );
