@@ -13,7 +13,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { actor } from '../../src/core/actor.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
-import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { SchemaNotMigratedError } from '../../src/errors/index.js';
+import { Migrator } from '../../src/migrations/migrator.js';
+import { MIGRATIONS } from '../../src/migrations/migrations.generated.js';
+import { migratedSchema, TEST_DSN, uniqueSchemaName, type TestSchema } from '../helpers/db.js';
 
 const PROCESSES = 4;
 const CALLERS = 50;
@@ -173,6 +176,22 @@ describe('exact gates: 200 concurrent callers from 4 processes × 10 rounds', ()
       expect(await advisoryLocks()).toBe(0);
     } finally {
       conn.release();
+    }
+  });
+
+  it('a schema migrated without 0002 refuses a gated enqueue with SchemaNotMigratedError', async () => {
+    const schema = uniqueSchemaName('gates_old');
+    await new Migrator(db.driver, {
+      schema,
+      migrations: MIGRATIONS.filter((m) => m.id === '0001_pre_initial'),
+    }).up();
+    try {
+      const tq = new TaskQ(new PostgresBackend(db.driver, { schema }));
+      const limited = actor({ name: 'gate_limited', maxPending: 10 }, async () => undefined);
+      await expect(tq.enqueue(limited, {})).rejects.toBeInstanceOf(SchemaNotMigratedError);
+      expect((await db.pool.query(`SELECT count(*)::int AS n FROM "${schema}".jobs`)).rows[0].n).toBe(0);
+    } finally {
+      await db.pool.query(`DROP SCHEMA "${schema}" CASCADE`);
     }
   });
 });

@@ -109,11 +109,15 @@ export interface PostgresBackendOptions {
 
 const SCHEMA_MISSING_CODES = new Set(['42P01', '3F000', '42704']);
 
-/** True for a Postgres error raised because TaskQ's tables (or schema, or enum type) are missing. */
+/**
+ * True for a Postgres error raised because TaskQ's tables (or schema, or enum type) are missing,
+ * or the gate functions of migration 0002 (a schema migrated by an older TaskQ).
+ */
 export function isSchemaMissingError(err: unknown): boolean {
-  return (
-    typeof err === 'object' && err !== null && SCHEMA_MISSING_CODES.has((err as { code?: string }).code ?? '')
-  );
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, message } = err as { code?: string; message?: string };
+  if (code === '42883') return /lock_enqueue_gates|enqueue_gate_/.test(message ?? '');
+  return SCHEMA_MISSING_CODES.has(code ?? '');
 }
 
 /**
