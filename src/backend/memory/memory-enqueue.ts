@@ -119,6 +119,7 @@ export class MemoryGateLocks {
 
   /** Waits for every lock of `names` (sorted), in order; returns the release of those it took. */
   async acquire(names: readonly string[], owner: MemoryTransaction | undefined): Promise<() => void> {
+    if (owner && !owner.isOpen) throw new TypeError('transaction already ended');
     const mine = owner ? (this.held.get(owner) ?? new Set<string>()) : new Set<string>();
     if (owner) this.held.set(owner, mine);
     const releases: (() => void)[] = [];
@@ -141,6 +142,11 @@ export class MemoryGateLocks {
       for (const r of releases.splice(0)) r();
     };
     if (owner) {
+      // The transaction may have ended while this waited: never leave its locks taken.
+      if (!owner.isOpen) {
+        release();
+        throw new TypeError('transaction already ended');
+      }
       owner.onEnd(release);
       return () => undefined;
     }
