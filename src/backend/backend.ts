@@ -85,7 +85,10 @@ export interface Backend {
   /**
    * Inserts one job, applying the enqueue gates in order — `uniqueFor` dedup, singleton,
    * `maxPending`, idempotency — and returns the new row or the existing one it deduplicated to.
-   * @throws SingletonCollisionError, MaxPendingExceededError, SchemaNotMigratedError
+   * `maxPending` and `uniqueFor` are checked holding their gate locks (`enqueue-gates.ts`), so they
+   * hold exactly under concurrent callers.
+   * @throws SingletonCollisionError, MaxPendingExceededError, IdempotencyKeyConflict (the key is
+   *   another actor's job), SchemaNotMigratedError
    */
   enqueue(args: EnqueueArgs): Promise<JobRow>;
   /**
@@ -94,14 +97,18 @@ export interface Backend {
    */
   enqueueWithConn(conn: ClientLike, args: EnqueueArgs): Promise<JobRow>;
   /**
-   * Inserts up to 1000 validated jobs in one statement and returns one row per item, in order; an
-   * idempotency collision returns the existing row. `uniqueFor` is not applied to batches.
+   * Inserts up to 1000 validated jobs and returns one row per item, in order. The gates apply per
+   * item as in {@link enqueue} (`resolveBatchGates` in `enqueue-gates.ts`): a `uniqueFor` hit, or
+   * an earlier item with the same gate, returns that job; `maxPending` (`existing + items > limit`)
+   * refuses the whole batch; an idempotency collision returns the existing row, or refuses the
+   * whole batch with `IdempotencyKeyConflict` when the key is another actor's.
    */
   enqueueBatch(args: readonly EnqueueArgs[], options?: { connection?: ClientLike }): Promise<JobRow[]>;
   /**
    * Writes validated jobs for a bulk import (COPY on Postgres) and returns how many: all of them,
-   * or none. No conflict handling: an idempotency key already stored, or repeated in the batch,
-   * refuses the whole batch with `DuplicateIdempotencyKeyError`. The database clock decides status,
+   * or none. `maxPending` is checked as in {@link enqueueBatch}. No conflict handling: an
+   * idempotency key already stored, or repeated in the batch, refuses the whole batch with
+   * `DuplicateIdempotencyKeyError`, and an item with a `uniqueFor` gate with `InvalidArgumentError`. The database clock decides status,
    * run time and deadlines, as for {@link enqueueBatch}. With `connection`, inside the caller's
    * transaction.
    */

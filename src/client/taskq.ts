@@ -10,7 +10,6 @@ import type { Clock } from '../core/clock.js';
 import { SystemClock } from '../core/clock.js';
 import type { Driver } from '../db/driver.js';
 import { toMs, type Duration } from '../core/duration.js';
-import { MaxPendingExceededError } from '../errors/backpressure-errors.js';
 import { EmptyFilterError, TaskQStateError } from '../errors/client-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { JobNotFoundError } from '../errors/job-errors.js';
@@ -357,9 +356,11 @@ export class TaskQ implements AsyncDisposable {
 
   /**
    * Enqueues one job and returns its handle. Gates apply in order: `uniqueFor` (returns the
-   * existing job), singleton, `maxPending`, idempotency key (returns the existing job).
+   * existing job), singleton, `maxPending`, idempotency key (returns the existing job of this
+   * actor). `maxPending` and `uniqueFor` hold exactly under any number of concurrent callers.
    * @throws PayloadValidationError (nothing written), InvalidArgumentError, MaxPendingExceededError,
-   *   SingletonCollisionError, SchemaNotMigratedError
+   *   SingletonCollisionError, IdempotencyKeyConflict (the key is another actor's job; nothing
+   *   written), SchemaNotMigratedError
    */
   async enqueue<P, R, I>(
     ref: ActorRef<P, R, I>,
@@ -392,28 +393,19 @@ export class TaskQ implements AsyncDisposable {
   }
 
   /**
-   * Enqueues up to 1000 jobs in one statement. Every payload and option is validated before
-   * anything is written; `maxPending` is checked per actor as `existing + items > limit`.
-   * `uniqueFor` does not apply to batches. Each job carries `metadata.batch_id`.
+   * Enqueues up to 1000 jobs. Every payload and option is validated before anything is written.
+   * The gates apply per item as for {@link enqueue}: `uniqueFor` returns the existing job (or the
+   * job of an earlier item with the same identity key); `maxPending` is checked per actor as
+   * `existing + items > limit` and refuses the whole batch; an idempotency key returns the
+   * existing job (of an earlier item too), or, when another actor's job holds it, refuses the
+   * whole batch with `IdempotencyKeyConflict`. Each job carries `metadata.batch_id`.
    */
   async enqueueBatch(items: readonly EnqueueItem[], options: BatchOptions = {}): Promise<BatchHandle> {
     this.checkOpen();
     const { batchId, refs } = checkBatchItems('enqueueBatch', items, MAX_BATCH_SIZE, options);
     const jsons = await payloadJsons(refs, items, this.payloadMaxBytes);
-    const limits = new Map<string, number | null>();
-    for (const ref of refs)
-      if (!limits.has(ref.name))
-        limits.set(ref.name, await this.capacity.effectiveMaxPending(ref.name, ref.maxPending));
-    const args = this.batchArgs(items, refs, jsons, batchId, limits);
-    const limited = [...limits].filter(([, limit]) => limit !== null) as [string, number][];
-    if (limited.length > 0) {
-      const counts = await this.backend.countPendingJobs(limited.map(([a]) => a));
-      for (const [actor, limit] of limited) {
-        const existing = counts.get(actor) ?? 0;
-        const adding = refs.filter((r) => r.name === actor).length;
-        if (existing + adding > limit) throw new MaxPendingExceededError(actor, existing, limit);
-      }
-    }
+    const args = this.batchArgs(items, refs, jsons, batchId, await this.batchLimits(refs));
+    for (let i = 0; i < refs.length; i++) this.warnUniqueForWithoutIdentity(refs[i]!, args[i]!);
     const rows = await this.backend.enqueueBatch(
       args,
       options.connection ? { connection: options.connection } : {},
@@ -427,20 +419,32 @@ export class TaskQ implements AsyncDisposable {
     };
   }
 
+  /** The effective `maxPending` of each actor of a batch (null: none). */
+  private async batchLimits(
+    refs: readonly ActorRef<unknown, unknown>[],
+  ): Promise<Map<string, number | null>> {
+    const limits = new Map<string, number | null>();
+    for (const ref of refs)
+      if (!limits.has(ref.name))
+        limits.set(ref.name, await this.capacity.effectiveMaxPending(ref.name, ref.maxPending));
+    return limits;
+  }
+
   /**
    * Bulk import: up to 50,000 jobs through COPY, returning how many were written (all of them).
-   * Every payload and option is validated before anything is written. Unlike {@link enqueueBatch}
-   * it does not check `maxPending`, returns no handles, and has no conflict handling: an
-   * idempotency key already stored, or repeated in `items`, refuses the whole batch with
-   * `DuplicateIdempotencyKeyError` and nothing is written. Each job carries
-   * `metadata.batch_id` (`options.batchId`, or a new UUIDv7) to find them again with `list`.
-   * With `connection`, the jobs commit or roll back with the caller's transaction.
+   * Every payload and option is validated before anything is written. `maxPending` is checked as
+   * in {@link enqueueBatch} (the whole batch, or nothing). Unlike {@link enqueueBatch} it returns
+   * no handles and has no conflict handling: an idempotency key already stored, or repeated in
+   * `items`, refuses the whole batch with `DuplicateIdempotencyKeyError`, and an item with a
+   * `uniqueFor` identity key is refused with `InvalidArgumentError`; nothing is written. Each job
+   * carries `metadata.batch_id` (`options.batchId`, or a new UUIDv7) to find them again with
+   * `list`. With `connection`, the jobs commit or roll back with the caller's transaction.
    */
   async enqueueBatchFast(items: readonly EnqueueItem[], options: BatchOptions = {}): Promise<number> {
     this.checkOpen();
     const { batchId, refs } = checkBatchItems('enqueueBatchFast', items, MAX_FAST_BATCH_SIZE, options);
     const jsons = await payloadJsons(refs, items, this.payloadMaxBytes);
-    const args = this.batchArgs(items, refs, jsons, batchId, null);
+    const args = this.batchArgs(items, refs, jsons, batchId, await this.batchLimits(refs));
     const count = await this.backend.enqueueBatchFast(
       args,
       options.connection ? { connection: options.connection } : {},
@@ -449,17 +453,17 @@ export class TaskQ implements AsyncDisposable {
     return count;
   }
 
-  /** Each item's validated arguments; `limits` are the per-actor `maxPending` (null: not checked). */
+  /** Each item's validated arguments; `limits` are the per-actor `maxPending` (null: none). */
   private batchArgs(
     items: readonly EnqueueItem[],
     refs: readonly ActorRef<unknown, unknown>[],
     jsons: readonly string[],
     batchId: string,
-    limits: Map<string, number | null> | null,
+    limits: Map<string, number | null>,
   ): EnqueueArgs[] {
     return items.map((item, i) =>
       buildEnqueueArgs(refs[i]!, jsons[i]!, item.options ?? {}, {
-        maxPending: limits?.get(refs[i]!.name) ?? null,
+        maxPending: limits.get(refs[i]!.name) ?? null,
         idempotencyMaxBytes: this.idempotencyMaxBytes,
         itemIndex: i,
         batchId,

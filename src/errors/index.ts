@@ -22,6 +22,7 @@ export {
   WaitTimeoutError,
   DuplicateIdempotencyKeyError,
 } from './job-errors.js';
+export { IdempotencyKeyConflict } from './idempotency-key-conflict.js';
 export { EmptyFilterError, TaskQStateError } from './client-errors.js';
 export { ActorConfigDriftError, ActorConfigDriftList } from './actor-config-errors.js';
 export { ProgressTooLarge, HeartbeatTimeout } from './progress-errors.js';

@@ -10,6 +10,7 @@ import { TaskQ } from '../../src/client/taskq.js';
 import { batchItem } from '../../src/client/batch-items.js';
 import { deriveStatement } from '../../src/backend/postgres/pg-ops.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
+import type { Executor } from '../../src/db/driver.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
 
 describe('deriveStatement', () => {
@@ -36,6 +37,18 @@ describe('enqueueBatch with and without idempotency keys', () => {
       if (name) names.push(name);
       return query(text, values, name);
     }) as typeof db.driver.query;
+    // A keyed batch runs in a transaction of its own: record its statements too.
+    const transaction = db.driver.transaction.bind(db.driver);
+    db.driver.transaction = (<T>(fn: (tx: Executor) => Promise<T>) =>
+      transaction((tx) =>
+        fn({
+          ...tx,
+          query: (text: string, values?: readonly unknown[], name?: string) => {
+            if (name) names.push(name);
+            return tx.query(text, values, name);
+          },
+        } as Executor),
+      )) as typeof db.driver.transaction;
     backend = new PostgresBackend(db.driver, { schema: db.schema });
     client = new TaskQ(backend, { capacityCacheTtl: 0 });
   });
@@ -71,8 +84,11 @@ describe('enqueueBatch with and without idempotency keys', () => {
     const batch = await client.enqueueBatch([
       batchItem(job, { n: 1 }),
       batchItem(job, { n: 2 }, { idempotencyKey: 'derived-k' }),
+      batchItem(job, { n: 3 }, { idempotencyKey: 'derived-k3' }),
     ]);
+    // A keyed batch first reads the stored keys (enqueueBatchGates), then inserts the rest.
     expect(names.filter((n) => n.startsWith('taskq_enqueueBatch'))).toEqual([
+      `taskq_enqueueBatchGates_${db.schema}`,
       `taskq_enqueueBatch_${db.schema}`,
     ]);
     expect(batch.jobHandles[1]!.jobId).toBe(first.jobId);

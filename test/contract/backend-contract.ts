@@ -17,6 +17,7 @@ import {
 import type { JobRow } from '../../src/backend/types.js';
 import { defineNulCases } from './nul-contract.js';
 import { defineFastBatchCases } from './fast-batch-contract.js';
+import { defineGateCases } from './gates-contract.js';
 import { budgeted, deduped, limited, lonely, plain, sendEmail } from '../helpers/actors.js';
 
 /** What each backend's test harness provides. */
@@ -309,6 +310,14 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
 
     describe('enqueueBatchFast', () => {
       defineFastBatchCases(
+        () => client,
+        count,
+        () => h.begin(),
+      );
+    });
+
+    describe('exact gates and keys across actors', () => {
+      defineGateCases(
         () => client,
         count,
         () => h.begin(),

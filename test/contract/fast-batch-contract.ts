@@ -1,6 +1,6 @@
 /**
  * Contract cases for `enqueueBatchFast` (the COPY path on Postgres): the same jobs as `enqueueBatch`
- * writes, all or nothing, no conflict handling, no `maxPending`. Run inside the Backend contract
+ * writes, all or nothing, no conflict handling, `maxPending` for the whole batch. Run inside the Backend contract
  * (backend-contract.ts), against its client and harness.
  */
 import { expect, it } from 'vitest';
@@ -10,11 +10,12 @@ import type { ClientLike } from '../../src/db/driver.js';
 import {
   DuplicateIdempotencyKeyError,
   InvalidArgumentError,
+  MaxPendingExceededError,
   PayloadValidationError,
   SingletonCollisionError,
 } from '../../src/errors/index.js';
 import type { JobRow } from '../../src/backend/types.js';
-import { budgeted, limited, lonely, plain, sendEmail } from '../helpers/actors.js';
+import { budgeted, deduped, limited, lonely, plain, sendEmail } from '../helpers/actors.js';
 
 interface Tx {
   conn: ClientLike;
@@ -242,10 +243,24 @@ export function defineFastBatchCases(
     expect(await count()).toBe(5000);
   });
 
-  it('does not check maxPending (bulk import)', async () => {
+  it('checks maxPending as enqueueBatch does: the whole batch or nothing', async () => {
     const items = Array.from({ length: 3 }, (_, n) => ({ actor: limited, payload: { n } }));
-    expect(await client().enqueueBatchFast(items)).toBe(3);
-    expect(await count()).toBe(3);
+    await expect(client().enqueueBatchFast(items)).rejects.toBeInstanceOf(MaxPendingExceededError);
+    expect(await count()).toBe(0);
+    expect(await client().enqueueBatchFast(items.slice(0, 2))).toBe(2);
+    expect(await count()).toBe(2);
+  });
+
+  it('refuses an item with a uniqueFor identity key (it cannot return the existing job)', async () => {
+    const err = await client()
+      .enqueueBatchFast([
+        { actor: plain, payload: { n: 1 } },
+        { actor: deduped, payload: {}, options: { identityKey: 'r' } },
+      ])
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidArgumentError);
+    expect((err as InvalidArgumentError).field).toBe('items[1].options.identityKey');
+    expect(await count()).toBe(0);
   });
 
   it('commits and rolls back with a caller transaction, twice in one transaction', async () => {

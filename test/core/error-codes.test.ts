@@ -119,6 +119,18 @@ const PACKAGE_ERRORS: Case[] = [
       }),
     code: 'TASKQ_DUPLICATE_IDEMPOTENCY_KEY',
   },
+  {
+    cls: taskq.IdempotencyKeyConflict,
+    make: () =>
+      new taskq.IdempotencyKeyConflict({
+        idempotencyKey: 'k',
+        idempotencyScope: '',
+        existingActor: 'send_email',
+        requestedActor: 'resize',
+        existingJobId: row.id,
+      }),
+    code: 'TASKQ_IDEMPOTENCY_KEY_CONFLICT',
+  },
   { cls: taskq.EmptyFilterError, make: () => new taskq.EmptyFilterError(), code: 'TASKQ_EMPTY_FILTER' },
   {
     cls: taskq.TaskQStateError,

@@ -3,7 +3,6 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Clock } from '../../core/clock.js';
 import { SystemClock } from '../../core/clock.js';
 import type { ClientLike } from '../../db/driver.js';
-import { SingletonCollisionError } from '../../errors/backpressure-errors.js';
 import { rateLimitStoresFor, type RateLimitStores } from '../../ratelimit/stores/rate-limit-stores.js';
 import {
   BACKEND_PROTOCOL_VERSION,
@@ -55,7 +54,8 @@ import * as cancelProgress from './memory-cancel-progress.js';
 import * as listing from './memory-listing.js';
 import { assertKeysFree, assertNoRepeatedKey } from '../repeated-key.js';
 import { checkEventIdCursor } from '../cursor.js';
-import { buildRow, findByKey, gateAndBuild, isActiveSingleton } from './memory-enqueue.js';
+import { findByKey, gateAndBuild, gateBatch, MemoryGateLocks } from './memory-enqueue.js';
+import { assertNoUniqueGate, gateLockNames, needsGateLock } from '../enqueue-gates.js';
 import { announcedIds } from '../announcements.js';
 import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 
@@ -83,6 +83,8 @@ export class InMemoryBackend implements Backend {
   /** Stored actor configuration (`actor_config` rows). */
   readonly actorConfig = new Map<string, ActorConfigRow>();
   private readonly txRows = new WeakMap<MemoryTransaction, JobRow[]>();
+  /** Gate locks of maxPending and uniqueFor enqueues (see enqueue-gates.ts). */
+  private readonly gateLocks = new MemoryGateLocks();
   /** The `queues` rows: dispatch mode (absent = strict FIFO) and fleet-wide cap per queue. */
   private readonly queues = new Map<string, QueueConfigRow>();
   /** Dispatch mode per queue, read by dispatch (kept in step with {@link setQueueMode}). */
@@ -166,15 +168,25 @@ export class InMemoryBackend implements Backend {
   }
 
   async enqueue(args: EnqueueArgs): Promise<JobRow> {
-    const out = gateAndBuild(args, [...this.jobs.values()], this.clock.now());
-    if ('existing' in out) return clone(out.existing);
-    this.jobs.set(out.insert.id, out.insert);
-    this.emitWake();
-    return clone(out.insert);
+    // A maxPending or uniqueFor gate is checked holding its gate lock (see enqueue-gates.ts).
+    const release = needsGateLock(args)
+      ? await this.gateLocks.acquire(gateLockNames([args]), undefined)
+      : undefined;
+    try {
+      const out = gateAndBuild(args, [...this.jobs.values()], this.clock.now());
+      if ('existing' in out) return clone(out.existing);
+      this.jobs.set(out.insert.id, out.insert);
+      this.emitWake();
+      return clone(out.insert);
+    } finally {
+      release?.();
+    }
   }
 
   async enqueueWithConn(caller: ClientLike, args: EnqueueArgs): Promise<JobRow> {
     const conn = transactionOf(caller, 'enqueueWithConn')!;
+    // Held until the transaction ends, as the advisory lock is on Postgres.
+    if (needsGateLock(args)) await this.gateLocks.acquire(gateLockNames([args]), conn);
     const buffered = this.txRows.get(conn) ?? [];
     const out = gateAndBuild(args, this.visibleJobs(buffered), this.clock.now());
     if ('existing' in out) return clone(out.existing);
@@ -198,40 +210,25 @@ export class InMemoryBackend implements Backend {
     options: { connection?: ClientLike } = {},
   ): Promise<JobRow[]> {
     const tx = transactionOf(options.connection, 'enqueueBatch');
-    const staged: JobRow[] = [];
-    const base = this.visibleJobs(tx ? (this.txRows.get(tx) ?? []) : []);
-    const now = this.clock.now();
-    const out: JobRow[] = [];
-    for (const a of list) {
-      const dup =
-        a.idempotencyKey !== null
-          ? findByKey([...base, ...staged], a.idempotencyScope, a.idempotencyKey)
-          : undefined;
-      if (dup) {
-        out.push(dup);
-        continue;
-      }
-      const row = buildRow(a, now);
-      if (
-        row.metadata.singleton === true &&
-        [...base, ...staged].some((r) => r.actor === row.actor && isActiveSingleton(r))
-      ) {
-        throw new SingletonCollisionError(row.actor);
-      }
-      staged.push(row);
-      out.push(row);
-    }
-    if (tx) {
-      this.txRows.set(tx, [...(this.txRows.get(tx) ?? []), ...staged]);
-      tx.defer(() => {
+    const names = gateLockNames(list);
+    const release = names.length > 0 ? await this.gateLocks.acquire(names, tx) : undefined;
+    try {
+      const base = this.visibleJobs(tx ? (this.txRows.get(tx) ?? []) : []);
+      const { rows, staged } = gateBatch(list, base, this.clock.now());
+      if (tx) {
+        this.txRows.set(tx, [...(this.txRows.get(tx) ?? []), ...staged]);
+        tx.defer(() => {
+          for (const r of staged) this.jobs.set(r.id, r);
+          if (staged.length > 0) this.emitWake();
+        });
+      } else {
         for (const r of staged) this.jobs.set(r.id, r);
         if (staged.length > 0) this.emitWake();
-      });
-    } else {
-      for (const r of staged) this.jobs.set(r.id, r);
-      if (staged.length > 0) this.emitWake();
+      }
+      return rows.map(clone);
+    } finally {
+      release?.();
     }
-    return out.map(clone);
   }
 
   async enqueueBatchFast(
@@ -241,6 +238,7 @@ export class InMemoryBackend implements Backend {
     // Postgres's unique index refuses a repeated or stored key; checked here before writing, after
     // which no key is taken and the batch insert writes every item.
     assertNoRepeatedKey(list);
+    assertNoUniqueGate(list);
     const tx = transactionOf(options.connection, 'enqueueBatchFast');
     const visible = this.visibleJobs(tx ? (this.txRows.get(tx) ?? []) : []);
     assertKeysFree(list, (scope, key) => findByKey(visible, scope, key) !== undefined);

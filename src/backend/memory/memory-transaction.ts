@@ -8,6 +8,7 @@ import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
  */
 export class MemoryTransaction implements ClientLike {
   private pending: (() => void)[] = [];
+  private endHooks: (() => void)[] = [];
   private state: 'open' | 'committed' | 'rolledBack' = 'open';
 
   /** Not a SQL connection: calling `query` is a mistake in a test using the in-memory backend. */
@@ -25,6 +26,18 @@ export class MemoryTransaction implements ClientLike {
     this.pending.push(apply);
   }
 
+  /** Registers work to run when the transaction ends, committed or rolled back (releasing its gate locks). */
+  onEnd(fn: () => void): void {
+    if (this.state !== 'open') throw new TypeError(`transaction already ${this.state}`);
+    this.endHooks.push(fn);
+  }
+
+  private end(): void {
+    const hooks = this.endHooks;
+    this.endHooks = [];
+    for (const fn of hooks) fn();
+  }
+
   /** True while neither committed nor rolled back. */
   get isOpen(): boolean {
     return this.state === 'open';
@@ -36,6 +49,7 @@ export class MemoryTransaction implements ClientLike {
     this.state = 'committed';
     for (const apply of this.pending) apply();
     this.pending = [];
+    this.end();
   }
 
   /** Drops the buffered writes. */
@@ -43,6 +57,7 @@ export class MemoryTransaction implements ClientLike {
     if (this.state !== 'open') throw new TypeError(`transaction already ${this.state}`);
     this.state = 'rolledBack';
     this.pending = [];
+    this.end();
   }
 }
 

@@ -3,7 +3,8 @@ import { DuplicateIdempotencyKeyError } from '../../errors/job-errors.js';
 import { quoteSchema } from '../../core/schema-name.js';
 import type { EnqueueArgs } from '../types.js';
 import { textArrayLiteral } from './batch-column.js';
-import { translateUnique } from './pg-enqueue.js';
+import { assertWithinMaxPending } from '../enqueue-gates.js';
+import { lockGates, translateUnique } from './pg-enqueue.js';
 import type { PgOps } from './pg-ops.js';
 import { toStoredRetryKind } from './row-mapper.js';
 
@@ -97,12 +98,13 @@ export function* copyChunks(list: readonly EnqueueArgs[], now: DbClock): Generat
 
 /**
  * `enqueueBatchFast` on Postgres, inside the transaction `tx` (the backend's own, or the caller's):
- * read the database clock, COPY the jobs straight into `jobs` (one row version each; COPY writes
+ * check `maxPending` under the actors' gate locks, read the database clock, COPY the jobs straight into `jobs` (one row version each; COPY writes
  * them a page at a time), and NOTIFY the workers (sent when the transaction commits). Returns the
  * number of jobs written: all of them, or it throws and the transaction rolls back.
  */
 export async function enqueueFast(ops: PgOps, list: readonly EnqueueArgs[], tx: Executor): Promise<number> {
   if (!tx.copyFrom) throw new TypeError('enqueueBatchFast needs a connection that supports COPY');
+  await checkMaxPending(ops, list, tx);
   try {
     const [clock] = await ops.run<{ now_text: string; now_ms: number }>('enqueueFast', [], tx);
     if (!clock) throw new Error('enqueueBatchFast: the clock statement returned no row');
@@ -113,6 +115,18 @@ export async function enqueueFast(ops: PgOps, list: readonly EnqueueArgs[], tx: 
     throw translateFastError(err, list);
   }
   return list.length;
+}
+
+/**
+ * The `maxPending` gate of a fast batch, as `enqueueBatch` checks it (all or nothing): the actors'
+ * gate locks, held until the COPY's transaction ends, then their pending counts.
+ */
+async function checkMaxPending(ops: PgOps, list: readonly EnqueueArgs[], tx: Executor): Promise<void> {
+  const limited = [...new Set(list.filter((a) => a.maxPending !== null).map((a) => a.actor))];
+  if (limited.length === 0) return;
+  await lockGates(ops, tx, list);
+  const rows = await ops.run<{ actor: string; n: number }>('countPendingJobs', [limited], tx);
+  assertWithinMaxPending(list, new Map(rows.map((r) => [r.actor, Number(r.n)])));
 }
 
 /** A repeated idempotency key becomes {@link DuplicateIdempotencyKeyError}; singletons as elsewhere. */

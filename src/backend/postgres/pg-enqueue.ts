@@ -5,6 +5,18 @@ import type { PgOps } from './pg-ops.js';
 import { toJobRow, toStoredRetryKind } from './row-mapper.js';
 import { newJobRow } from '../new-job-row.js';
 import {
+  assertBatchKeysOneActor,
+  gateLockNames,
+  hasUniqueGate,
+  idempotencyKeyOf,
+  keyConflict,
+  needsGateLock,
+  resolveBatchGates,
+  rowsOfOutcomes,
+  uniqueKey,
+  type BatchGateState,
+} from '../enqueue-gates.js';
+import {
   dateColumn,
   jsonColumn,
   numberColumn,
@@ -51,16 +63,55 @@ async function announceWake(ops: PgOps): Promise<void> {
 }
 
 /**
- * One enqueue: the gate statement (uniqueFor, singleton, maxPending, idempotency) and, when ON
- * CONFLICT met a row committed after the statement's snapshot, a fresh read of that row.
+ * Where an enqueue runs: on the backend's own pool (`ownPool`: a batch that needs several
+ * statements opens a transaction of its own there) or on the caller's connection, inside the
+ * caller's transaction.
+ */
+export interface EnqueueTarget {
+  ex: Executor;
+  ownPool: boolean;
+}
+
+/**
+ * One enqueue. Without a gate, the plain insert. With gates, the gate statement (uniqueFor,
+ * singleton, maxPending, idempotency) and, when ON CONFLICT met a row committed after the
+ * statement's snapshot, a fresh read of that row. The statement checks `maxPending` and
+ * `uniqueFor` after taking their gate locks (see migration 0002), which its transaction holds
+ * until it ends: the statement's own on the pool, the caller's with a connection.
  */
 export async function enqueueOne(
   ops: PgOps,
-  ex: Executor,
+  target: EnqueueTarget,
   a: EnqueueArgs,
   wake: EnqueueWake,
 ): Promise<JobRow> {
-  if (hasNoGate(a)) return enqueuePlain(ops, ex, a, wake);
+  if (hasNoGate(a)) return enqueuePlain(ops, target.ex, a, wake);
+  const out = await gateStatement(ops, target.ex, a, statementChannel(ops, wake));
+  if (wake === 'afterCommit' && out.inserted) await announceWake(ops);
+  return out.row;
+}
+
+/**
+ * The keys of the gate locks `list` takes (`lock_enqueue_gates`, migration 0002): each gate's name
+ * behind the schema's, so that tenants in different schemas never wait on each other.
+ */
+function gateLockKeys(ops: PgOps, list: readonly EnqueueArgs[]): string[] {
+  return gateLockNames(list).map((name) => `${ops.schema}:${name}`);
+}
+
+/** Takes the gate locks of `list` (none when no item has a `maxPending` or `uniqueFor` gate). */
+export async function lockGates(ops: PgOps, ex: Executor, list: readonly EnqueueArgs[]): Promise<void> {
+  const keys = gateLockKeys(ops, list);
+  if (keys.length > 0) await ops.run('lockGates', [keys], ex);
+}
+
+/** The `enqueue` statement and its outcome: the row to return, and whether it is a new one. */
+async function gateStatement(
+  ops: PgOps,
+  ex: Executor,
+  a: EnqueueArgs,
+  channel: string | null,
+): Promise<{ row: JobRow; inserted: boolean }> {
   let rows: Raw[];
   try {
     rows = await ops.run(
@@ -77,8 +128,9 @@ export async function enqueueOne(
         a.singleton,
         a.uniqueForMs,
         a.uniqueStates,
-        statementChannel(ops, wake),
+        channel,
         a.scheduledDelayMs,
+        needsGateLock(a) ? gateLockKeys(ops, [a]) : [],
       ],
       ex,
     );
@@ -86,7 +138,6 @@ export async function enqueueOne(
     throw translateUnique(err, a.actor);
   }
   const r = rows[0] as Raw;
-  if (wake === 'afterCommit' && r.verdict === 'insert' && r.id === a.id) await announceWake(ops);
   switch (r.verdict) {
     case 'singleton': {
       const retryAfter = r.singleton_retry_after_ms;
@@ -101,11 +152,18 @@ export async function enqueueOne(
     default:
       break;
   }
-  if (r.id !== null && r.id !== undefined) return toJobRow(r);
-  // ON CONFLICT met a row committed after this statement's snapshot: read it with a fresh one.
-  const existing = await ops.run('getByIdempotencyKey', [a.idempotencyScope, a.idempotencyKey], ex);
-  if (existing[0]) return toJobRow(existing[0]);
-  throw new Error(`enqueue of ${a.id} neither inserted nor found an existing row; retry the enqueue`);
+  let row: JobRow;
+  if (r.id !== null && r.id !== undefined) row = toJobRow(r);
+  else {
+    // ON CONFLICT met a row committed after this statement's snapshot: read it with a fresh one.
+    const existing = await ops.run('getByIdempotencyKey', [a.idempotencyScope, a.idempotencyKey], ex);
+    if (!existing[0])
+      throw new Error(`enqueue of ${a.id} neither inserted nor found an existing row; retry the enqueue`);
+    row = toJobRow(existing[0]);
+  }
+  // The key is another actor's (a uniqueFor hit is always this actor's): nothing was inserted.
+  if (row.id !== a.id && row.actor !== a.actor) throw keyConflict(a, row.actor, row.id);
+  return { row, inserted: row.id === a.id };
 }
 
 /** The first 15 parameters of `enqueue` and `enqueuePlain`: the job's own columns, in order. */
@@ -177,14 +235,136 @@ function insertedRow(a: EnqueueArgs, r: Raw): JobRow {
   });
 }
 
-/** Up to 1000 jobs in one statement; idempotency collisions map to the existing rows, in order. */
+/**
+ * Up to 1000 jobs; idempotency collisions map to the existing rows, in order. A batch with no
+ * gate lock to take and no idempotency key is one statement. Otherwise, in one transaction (the
+ * batch's own on the pool, the caller's with a connection): the gate locks, one read of what the
+ * gates look at, the decision (`resolveBatchGates`: it throws before anything is written), and the
+ * insert of the items that remain.
+ */
 export async function enqueueMany(
   ops: PgOps,
   list: readonly EnqueueArgs[],
-  ex: Executor,
+  target: EnqueueTarget,
   wake: EnqueueWake,
 ): Promise<JobRow[]> {
   if (list.length === 0) return [];
+  const channel = statementChannel(ops, wake);
+  if (!list.some((a) => needsGateLock(a) || a.idempotencyKey !== null)) {
+    const rows = await insertBatch(ops, list, target.ex, channel);
+    const inserted = insertedRows(list, rows);
+    if (wake === 'afterCommit') await announceWake(ops);
+    return inserted.map((row, i) => {
+      if (!row) throw new Error(`enqueueBatch: item ${list[i]!.id} was not inserted`);
+      return row;
+    });
+  }
+  assertBatchKeysOneActor(list);
+  const run = (ex: Executor): Promise<{ rows: JobRow[]; inserted: number }> =>
+    gatedBatch(ops, list, ex, channel);
+  const out = target.ownPool ? await ops.driver.transaction(run) : await run(target.ex);
+  if (wake === 'afterCommit' && out.inserted > 0) await announceWake(ops);
+  return out.rows;
+}
+
+/** The gated batch inside its transaction: locks, gate read, decision, insert, mapping. */
+async function gatedBatch(
+  ops: PgOps,
+  list: readonly EnqueueArgs[],
+  ex: Executor,
+  channel: string | null,
+): Promise<{ rows: JobRow[]; inserted: number }> {
+  await lockGates(ops, ex, list);
+  const outcomes = resolveBatchGates(list, await readBatchGates(ops, list, ex));
+  const positions = outcomes.flatMap((o, i) => (o.kind === 'insert' ? [i] : []));
+  const insert = positions.map((i) => list[i]!);
+  const byPosition = new Map<number, JobRow>();
+  let inserted = 0;
+  if (insert.length > 0) {
+    const rows = insertedRows(insert, await insertBatch(ops, insert, ex, channel));
+    const missing: number[] = [];
+    rows.forEach((row, k) => {
+      if (row) {
+        byPosition.set(positions[k]!, row);
+        inserted++;
+      } else missing.push(k);
+    });
+    if (missing.length > 0) {
+      // ON CONFLICT skipped them: their key was committed after the gate read (by a caller with
+      // no gate lock in common). Read those rows with a fresh snapshot.
+      const keyed = missing.map((k) => insert[k]!);
+      const found = new Map<string, JobRow>();
+      for (const r of await ops.run(
+        'getByIdempotencyKeys',
+        [keyed.map((a) => a.idempotencyScope), keyed.map((a) => a.idempotencyKey)],
+        ex,
+      )) {
+        const row = toJobRow(r);
+        found.set(`${row.idempotencyScope}\u0000${row.idempotencyKey}`, row);
+      }
+      for (const k of missing) {
+        const a = insert[k]!;
+        const row = found.get(idempotencyKeyOf(a));
+        if (!row)
+          throw new Error(`enqueueBatch: item ${a.id} was neither inserted nor matched an existing row`);
+        // Throwing rolls the batch's own transaction back; with a connection, roll yours back.
+        if (row.actor !== a.actor) throw keyConflict(a, row.actor, row.id);
+        byPosition.set(positions[k]!, row);
+      }
+    }
+  }
+  return { rows: rowsOfOutcomes(outcomes, byPosition), inserted };
+}
+
+/** Reads what the gates of `list` look at (`enqueueBatchGates`), under the batch's gate locks. */
+async function readBatchGates(
+  ops: PgOps,
+  list: readonly EnqueueArgs[],
+  ex: Executor,
+): Promise<BatchGateState> {
+  const limited = [...new Set(list.filter((a) => a.maxPending !== null).map((a) => a.actor))];
+  const uniqueProbes = [...new Map(list.filter(hasUniqueGate).map((a) => [uniqueKey(a), a])).values()];
+  const keyProbes = [
+    ...new Map(list.filter((a) => a.idempotencyKey !== null).map((a) => [idempotencyKeyOf(a), a])).values(),
+  ];
+  const state = {
+    pending: new Map<string, number>(),
+    uniqueHits: new Map<string, JobRow>(),
+    keyed: new Map<string, JobRow>(),
+  };
+  const rows = await ops.run(
+    'enqueueBatchGates',
+    [
+      limited,
+      uniqueProbes.map((a) => a.actor),
+      uniqueProbes.map((a) => a.identityKey),
+      uniqueProbes.map((a) => a.uniqueForMs),
+      uniqueProbes.map((a) => a.uniqueStates.join(',')),
+      keyProbes.map((a) => a.idempotencyScope),
+      keyProbes.map((a) => a.idempotencyKey),
+    ],
+    ex,
+  );
+  for (const r of rows) {
+    if (r.kind === 'pending') state.pending.set(r.gate_actor as string, Number(r.n));
+    else if (r.id === null || r.id === undefined) continue;
+    else if (r.kind === 'unique')
+      state.uniqueHits.set(uniqueKey(uniqueProbes[Number(r.probe) - 1]!), toJobRow(r));
+    else state.keyed.set(idempotencyKeyOf(keyProbes[Number(r.probe) - 1]!), toJobRow(r));
+  }
+  return state;
+}
+
+/**
+ * The `enqueueBatch` statement (`enqueueBatchUnkeyed` when no item has an idempotency key) for
+ * `list`; returns its rows for {@link insertedRows}.
+ */
+async function insertBatch(
+  ops: PgOps,
+  list: readonly EnqueueArgs[],
+  ex: Executor,
+  channel: string | null,
+): Promise<Raw[]> {
   // Column order of the statement: $2–$21 and $23 are arrays, $24–$44 the same columns' values.
   const columns: BatchColumn[] = [
     textColumn(list, (a) => a.actor),
@@ -209,14 +389,13 @@ export async function enqueueMany(
     jsonColumn(list, (a) => a.tags),
   ];
   const delay = numberColumn(list, (a) => a.scheduledDelayMs);
-  let rows: Raw[];
   try {
-    rows = await ops.run(
+    return await ops.run(
       list.some((a) => a.idempotencyKey !== null) ? 'enqueueBatch' : 'enqueueBatchUnkeyed',
       [
         uuidArrayLiteral(list.map((a) => a.id)),
         ...columns.map((c) => c[0]),
-        statementChannel(ops, wake),
+        channel,
         delay[0],
         ...columns.map((c) => c[1]),
         delay[1],
@@ -226,26 +405,6 @@ export async function enqueueMany(
   } catch (err) {
     throw translateUnique(err, list[0]?.actor ?? '');
   }
-  const inserted = insertedRows(list, rows);
-  if (wake === 'afterCommit' && inserted.some((r) => r !== undefined)) await announceWake(ops);
-  const missing = list.filter((a, i) => inserted[i] === undefined);
-  const byKey = new Map<string, JobRow>();
-  if (missing.length > 0) {
-    const existing = await ops.run(
-      'getByIdempotencyKeys',
-      [missing.map((a) => a.idempotencyScope), missing.map((a) => a.idempotencyKey)],
-      ex,
-    );
-    for (const r of existing) {
-      const row = toJobRow(r);
-      byKey.set(`${row.idempotencyScope}\u0000${row.idempotencyKey}`, row);
-    }
-  }
-  return list.map((a, i) => {
-    const row = inserted[i] ?? byKey.get(`${a.idempotencyScope}\u0000${a.idempotencyKey}`);
-    if (!row) throw new Error(`enqueueBatch: item ${a.id} was neither inserted nor matched an existing row`);
-    return row;
-  });
 }
 
 /**

@@ -1,6 +1,7 @@
 import { executorFromClient, type ClientLike, type Driver, type Executor } from '../../db/driver.js';
 import { assertNoRepeatedKey } from '../repeated-key.js';
 import { enqueueFast } from './pg-enqueue-fast.js';
+import { assertNoUniqueGate } from '../enqueue-gates.js';
 import { SchemaNotMigratedError } from '../../errors/schema-errors.js';
 import { Migrator } from '../../migrations/migrator.js';
 import type { Logger } from '../../obs/logger.js';
@@ -112,11 +113,15 @@ export interface PostgresBackendOptions {
 
 const SCHEMA_MISSING_CODES = new Set(['42P01', '3F000', '42704']);
 
-/** True for a Postgres error raised because TaskQ's tables (or schema, or enum type) are missing. */
+/**
+ * True for a Postgres error raised because TaskQ's tables (or schema, or enum type) are missing,
+ * or the gate functions of migration 0002 (a schema migrated by an older TaskQ).
+ */
 export function isSchemaMissingError(err: unknown): boolean {
-  return (
-    typeof err === 'object' && err !== null && SCHEMA_MISSING_CODES.has((err as { code?: string }).code ?? '')
-  );
+  if (typeof err !== 'object' || err === null) return false;
+  const { code, message } = err as { code?: string; message?: string };
+  if (code === '42883') return /lock_enqueue_gates|enqueue_gate_/.test(message ?? '');
+  return SCHEMA_MISSING_CODES.has(code ?? '');
 }
 
 /**
@@ -208,11 +213,11 @@ export class PostgresBackend implements Backend {
   }
 
   async enqueue(args: EnqueueArgs): Promise<JobRow> {
-    return this.onOwnPool((wake) => enqueueOne(this.ops, this.driver, args, wake));
+    return this.onOwnPool((wake) => enqueueOne(this.ops, { ex: this.driver, ownPool: true }, args, wake));
   }
 
   async enqueueWithConn(conn: ClientLike, args: EnqueueArgs): Promise<JobRow> {
-    return enqueueOne(this.ops, executorFromClient(conn), args, 'inline');
+    return enqueueOne(this.ops, { ex: executorFromClient(conn), ownPool: false }, args, 'inline');
   }
 
   async enqueueBatch(
@@ -220,8 +225,13 @@ export class PostgresBackend implements Backend {
     options: { connection?: ClientLike } = {},
   ): Promise<JobRow[]> {
     if (options.connection)
-      return enqueueMany(this.ops, list, executorFromClient(options.connection), 'inline');
-    return this.onOwnPool((wake) => enqueueMany(this.ops, list, this.driver, wake));
+      return enqueueMany(
+        this.ops,
+        list,
+        { ex: executorFromClient(options.connection), ownPool: false },
+        'inline',
+      );
+    return this.onOwnPool((wake) => enqueueMany(this.ops, list, { ex: this.driver, ownPool: true }, wake));
   }
 
   async enqueueBatchFast(
@@ -229,6 +239,7 @@ export class PostgresBackend implements Backend {
     options: { connection?: ClientLike } = {},
   ): Promise<number> {
     assertNoRepeatedKey(list);
+    assertNoUniqueGate(list);
     if (list.length === 0) return 0;
     if (options.connection) return enqueueFast(this.ops, list, executorFromClient(options.connection));
     return this.driver.transaction((tx) => enqueueFast(this.ops, list, tx));

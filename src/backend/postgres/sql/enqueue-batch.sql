@@ -102,3 +102,36 @@ FROM n;
 -- name: getByIdempotencyKeys
 SELECT {job_columns} FROM {schema}.jobs j
 JOIN unnest($1::text[], $2::text[]) AS k(scope, key) ON j.idempotency_scope = k.scope AND j.idempotency_key = k.key;
+
+-- name: enqueueBatchGates
+-- What a batch's gates look at, read in one round trip while the batch holds its gate locks (see
+-- resolveBatchGates in enqueue-gates.ts): kind 'pending' rows count the pending + scheduled jobs of
+-- each actor with a maxPending ($1); a 'unique' row is the newest job matching a uniqueFor probe
+-- (actor $2, identity key $3, window ms $4, states joined by ',' $5; same window and states as
+-- `enqueue`); a 'key' row the job holding an idempotency key (scope $6, key $7). `probe` is the
+-- 1-based position of the probe in its arrays.
+WITH now_ AS (
+  SELECT clock_timestamp() AS ts
+)
+SELECT g.kind, g.probe::int AS probe, g.gate_actor, g.n, {job_columns}
+FROM (
+  SELECT 'pending'::text AS kind, NULL::bigint AS probe, p.actor AS gate_actor, count(*)::int AS n,
+    NULL::uuid AS id
+  FROM {schema}.jobs p
+  WHERE p.actor = ANY ($1::text[]) AND p.status IN ('pending', 'scheduled')
+  GROUP BY p.actor
+  UNION ALL
+  SELECT 'unique', u.ord, NULL, NULL, (
+    SELECT x.id FROM {schema}.jobs x, now_
+    WHERE x.actor = u.actor AND x.identity_key = u.key
+      AND x.status::text = ANY (string_to_array(u.states, ','))
+      AND x.created_at >= now_.ts - u.ms * interval '1 millisecond'
+    ORDER BY x.created_at DESC
+    LIMIT 1)
+  FROM unnest($2::text[], $3::text[], $4::float8[], $5::text[]) WITH ORDINALITY AS u(actor, key, ms, states, ord)
+  UNION ALL
+  SELECT 'key', k.ord, NULL, NULL, x.id
+  FROM unnest($6::text[], $7::text[]) WITH ORDINALITY AS k(scope, key, ord)
+  JOIN {schema}.jobs x ON x.idempotency_scope = k.scope AND x.idempotency_key = k.key
+) g
+LEFT JOIN {schema}.jobs j ON j.id = g.id;

@@ -4,13 +4,16 @@
 --   2. singleton pre-flight
 --   3. maxPending count
 --   4. INSERT ... ON CONFLICT on (idempotency_scope, idempotency_key)
+-- uniqueFor and maxPending are read by functions (migration 0002) that first take the enqueue's
+-- gate locks ($28) and then read with a fresh snapshot, so they see the insert of any enqueue they
+-- waited for; the locks are held until this statement's transaction ends.
 -- $1 id, $2 actor, $3 queue, $4 identity_key, $5 fairness_key, $6 payload (json text),
 -- $7 payload_schema_ver, $8 priority, $9 max_attempts, $10 retry_kind, $11 scheduled_at,
 -- $12 schedule_to_close, $13 schedule_to_close interval ms, $14 start_to_close ms,
 -- $15 heartbeat_timeout ms, $16 idempotency_key, $17 idempotency_scope, $18 trace_id, $19 span_id,
 -- $20 metadata (json text), $21 tags, $22 max_pending, $23 singleton, $24 unique_for ms,
 -- $25 unique_states, $26 wake channel (NULL: no NOTIFY here, the caller announces the insert after
--- it commits; see EnqueueWake in pg-enqueue.ts), $27 scheduled delay ms
+-- it commits; see EnqueueWake in pg-enqueue.ts), $27 scheduled delay ms, $28 gate lock keys
 WITH now_ AS (
   SELECT clock_timestamp() AS ts
 ),
@@ -18,14 +21,11 @@ sched AS (
   SELECT greatest(coalesce($11::timestamptz, now_.ts + coalesce($27::float8, 0) * interval '1 millisecond'), now_.ts) AS at
   FROM now_
 ),
+-- The parameter-only conditions are checked before the function is called: without a uniqueFor
+-- gate (or a maxPending, for `pend`) it is not called and no lock is taken.
 uniq AS (
-  SELECT u.id FROM {schema}.jobs u, now_
+  SELECT u.* FROM {schema}.enqueue_gate_unique($28::text[], $2, $4, $24::float8, $25::text[]) u
   WHERE $24::float8 IS NOT NULL AND $4::text IS NOT NULL
-    AND u.actor = $2 AND u.identity_key = $4
-    AND u.status::text = ANY ($25::text[])
-    AND u.created_at >= now_.ts - $24::float8 * interval '1 millisecond'
-  ORDER BY u.created_at DESC
-  LIMIT 1
 ),
 -- Waiting jobs through jobs_waiting_idx (actor first), running ones through jobs_running_idx.
 single AS (
@@ -43,8 +43,7 @@ single AS (
   LIMIT 1
 ),
 pend AS (
-  SELECT count(*)::int AS n FROM {schema}.jobs p
-  WHERE $22::int IS NOT NULL AND p.actor = $2 AND p.status IN ('pending', 'scheduled')
+  SELECT {schema}.enqueue_gate_pending($28::text[], $2) AS n WHERE $22::int IS NOT NULL
 ),
 gate AS (
   SELECT CASE
@@ -91,7 +90,8 @@ FROM gate g
 LEFT JOIN LATERAL (
   SELECT * FROM ins
   UNION ALL
-  SELECT {job_columns} FROM {schema}.jobs j JOIN uniq ON j.id = uniq.id
+  -- The hit as the function read it: the row may be newer than this statement's snapshot.
+  SELECT {job_columns} FROM uniq j
   UNION ALL
   SELECT {job_columns} FROM {schema}.jobs j
   WHERE g.verdict = 'insert' AND $16::text IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ins)
@@ -144,3 +144,9 @@ ins AS (
     (extract(epoch FROM j.schedule_to_close) * 1000)::float8 AS schedule_to_close_ms
 )
 SELECT ins.*, CASE WHEN $20::text IS NOT NULL THEN pg_notify($20, '') IS NULL END AS notified FROM ins;
+
+-- name: lockGates
+-- The gate locks of a batch (see enqueue-gates.ts and migration 0002), held until its transaction
+-- ends; the batch reads its gates in the next statement, whose snapshot sees the insert of any
+-- enqueue it waited for (READ COMMITTED). $1 gate lock keys
+SELECT {schema}.lock_enqueue_gates($1::text[]) IS NULL AS locked;
