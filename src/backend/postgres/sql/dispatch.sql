@@ -181,7 +181,7 @@ eligible_candidates AS (
   JOIN per_actor_capacity pac ON pac.actor = d.actor
   WHERE pac.max_concurrent IS NULL OR pac.in_flight < pac.max_concurrent
 ),
-eligible AS (
+eligible AS NOT MATERIALIZED (
   SELECT e.id, e.priority, e.scheduled_at FROM eligible_candidates e
   WHERE e.max_concurrent IS NULL OR e.actor_rank <= e.max_concurrent - e.in_flight
   ORDER BY e.fairness_rank, e.priority DESC, e.scheduled_at, e.id
@@ -199,7 +199,10 @@ claimed AS (
   SET status = 'running',
       attempt = j.attempt + 1,
       -- Started: the jobs before the first waiting one (all of them when none waits).
+      -- (`first_waiting` is read only when some job waits: the usual claim of a busy worker records
+      -- every job, and then it costs nothing.)
       started_at = CASE
+        WHEN $8::int >= $2::int THEN (SELECT now FROM params)
         WHEN coalesce((-j.priority, j.scheduled_at, j.id)
                       < (SELECT f.neg_priority, f.scheduled_at, f.id FROM first_waiting f), true)
         THEN (SELECT now FROM params) END,
@@ -282,7 +285,7 @@ top AS (
 fallback AS (
   SELECT NOT (SELECT ok FROM guard) OR EXISTS (SELECT 1 FROM top WHERE identity_key IS NOT NULL) AS yes
 ),
-locked AS (
+locked AS NOT MATERIALIZED (
   SELECT t.row_ctid, t.priority, t.scheduled_at, t.id FROM top t
   WHERE NOT (SELECT yes FROM fallback)
   ORDER BY t.priority DESC, t.scheduled_at, t.id
@@ -299,7 +302,10 @@ claimed AS (
   SET status = 'running',
       attempt = j.attempt + 1,
       -- Started: the jobs before the first waiting one (all of them when none waits).
+      -- (`first_waiting` is read only when some job waits: the usual claim of a busy worker records
+      -- every job, and then it costs nothing.)
       started_at = CASE
+        WHEN $6::int >= $2::int THEN (SELECT now FROM params)
         WHEN coalesce((-j.priority, j.scheduled_at, j.id)
                       < (SELECT f.neg_priority, f.scheduled_at, f.id FROM first_waiting f), true)
         THEN (SELECT now FROM params) END,
