@@ -450,6 +450,8 @@ export class JobRunner {
     if (this.markRetryTimer !== null) return;
     this.markRetryTimer = setTimeout(() => {
       this.markRetryTimer = null;
+      // Cleared here, not compared with the clock: a timer may fire a little before its delay.
+      this.markRetryAt = 0;
       this.pump();
     }, START_MARK_RETRY_MS);
     this.markRetryTimer.unref();

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
+import { silentLogger } from '../../src/obs/logger.js';
 import { StartMarks } from '../../src/worker/start-marks.js';
 import { Worker } from '../../src/worker/worker.js';
 import { flushPromises, waitFor } from '../helpers/wait.js';
@@ -98,6 +99,43 @@ describe('recording starts', () => {
     await stopping;
     worker = null;
     expect((await backend.get(jobs[0]!.jobId))!.status).toBe('succeeded');
+  });
+});
+
+describe('a failed start write', () => {
+  it('keeps the job waiting, unstarted, until a retry records it', async () => {
+    backend = new InMemoryBackend();
+    const tq = new TaskQ(backend);
+    const real = backend.markStarted.bind(backend);
+    let failures = 0;
+    backend.markStarted = async (workerId, jobIds) => {
+      if (failures < 2) {
+        failures++;
+        throw new Error('connection terminated');
+      }
+      return real(workerId, jobIds);
+    };
+    const seenAtStart = new Map<string, Date | null>();
+    let release: (() => void) | null = null;
+    const first = actor({ name: 'first_gate', queue: 'marks' }, async (_p, ctx) => {
+      seenAtStart.set(ctx.jobId, (await backend.get(ctx.jobId))!.startedAt);
+      if (release === null) await new Promise<void>((resolve) => (release = resolve));
+    });
+    const a = await tq.enqueue(first, {});
+    const b = await tq.enqueue(first, {});
+    worker = new Worker({
+      actors: [first],
+      backend,
+      settings: { pgDsn: null, queues: ['marks'], maxConcurrency: 1, prefetch: 1, watchdogEnabled: false },
+      logger: silentLogger,
+    });
+    await worker.start();
+    await waitFor(() => release !== null, 5000, 'the first handler');
+    release!();
+    await waitFor(async () => (await backend.get(b.jobId))!.status === 'succeeded', 5000, 'the second job');
+    expect(failures).toBe(2);
+    expect(seenAtStart.get(a.jobId)).not.toBeNull();
+    expect(seenAtStart.get(b.jobId)).not.toBeNull();
   });
 });
 
