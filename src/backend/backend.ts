@@ -200,8 +200,18 @@ export interface Backend {
    * deadlines are decided by the backend's clock.
    */
   settle(items: readonly Settlement[]): Promise<SettleResult[]>;
-  /** Puts claimed-but-unstarted jobs back to pending, giving the attempt back. */
+  /**
+   * Puts claimed-but-unstarted jobs back to pending, giving the attempt back (drain at shutdown); a
+   * job whose cancel was requested meanwhile ends `cancelled` instead (its attempt given back too).
+   * Returns how many jobs it changed.
+   */
   repend(workerId: string, jobIds: readonly string[]): Promise<number>;
+  /**
+   * Records that the handlers of these claimed jobs (claimed into the local queue, see
+   * {@link DispatchRequest.startNow}) are about to start; returns the ids this worker still owns.
+   * Durable before it resolves: only the returned jobs may start.
+   */
+  markStarted(workerId: string, jobIds: readonly string[]): Promise<string[]>;
   /** Adds (or refreshes) a worker in the registry. */
   registerWorker(registration: WorkerRegistration): Promise<void>;
   /** Marks a worker alive. */

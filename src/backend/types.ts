@@ -81,7 +81,11 @@ export interface JobRow {
   createdAt: Date;
   /** When the job becomes (or became) dispatchable. */
   scheduledAt: Date;
-  /** When the current or last attempt was claimed. */
+  /**
+   * When the current or last attempt's handler was recorded as starting: at its claim for a job that
+   * went straight to a free slot, else when it left the worker's local queue. Null while a claimed
+   * job waits in that queue (a worker that dies then gives its attempt back).
+   */
   startedAt: Date | null;
   /** When the job reached a terminal status. */
   finishedAt: Date | null;

@@ -19,6 +19,13 @@ export interface DispatchRequest {
   /** Per-actor candidate multiplier. */
   oversample: number;
   /**
+   * How many of the claimed jobs, in the order they come back, go straight to a free slot: the claim
+   * records their handlers as started (`startedAt` set). The others are claimed into the worker's
+   * local queue with `startedAt` null, and recorded by `Backend.markStarted` just before their
+   * handlers begin; a worker that dies before that costs them no attempt. Default: all of them.
+   */
+  startNow?: number;
+  /**
    * Called by a backend that can tell, when the claim came back with fewer than `limit` jobs
    * because nothing else was claimable: every pending, due job of these queues and actors that no
    * other claim held was taken, and no concurrency limit, identity key or fairness rule held one

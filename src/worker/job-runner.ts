@@ -21,6 +21,7 @@ import type { AcquiredResource } from '../ratelimit/handles.js';
 import type { RateLimitGate } from './rate-limit-gate.js';
 import { AttemptOutcomes, type AttemptOutcomeSettings } from './attempt-outcomes.js';
 import { OutcomeAftermath } from './outcome-aftermath.js';
+import { StartMarks } from './start-marks.js';
 
 export { RESERVATION_DENIAL_MAX_DELAY_MS, denialDelayMs } from './attempt-outcomes.js';
 
@@ -69,7 +70,16 @@ export interface JobRunnerDeps {
   publisher?: ProgressPublisher | null;
   /** Rate limits, reservations and queue caps, acquired before each handler (none: no gate). */
   limits?: RateLimitGate | null;
+  /**
+   * Records that the handlers of these jobs (claimed into the local queue, not yet recorded as
+   * started) are about to start, durably; resolves with the ids this worker still owns
+   * (`Backend.markStarted`). Without it every claimed job counts as recorded at its claim.
+   */
+  markStarted?: ((jobIds: string[]) => Promise<string[]>) | null;
 }
+
+/** After a failed `markStarted` write, the jobs it held wait this long before the next try. */
+export const START_MARK_RETRY_MS = 500;
 
 /** One job this worker holds: claimed (buffered), running, or finished but not yet written. */
 interface ActiveJob {
@@ -79,6 +89,12 @@ interface ActiveJob {
   /** Set once the outcome is handed to the completer (or the job was given up). */
   settled: boolean;
   started: boolean;
+  /**
+   * The database records the handler as started (`started_at`): set by the claim for a job that
+   * went straight to a free slot, else by `markStarted` just before the handler begins. A handler
+   * never begins before this is true, so a crash never re-runs a handler without counting its attempt.
+   */
+  marked: boolean;
   /** True while the job occupies a concurrency slot. */
   holdsSlot: boolean;
   /** Phase 2 of a cancel reached this job. */
@@ -121,6 +137,15 @@ export class JobRunner {
   private readonly outcomes: AttemptOutcomes;
   private readonly aftermath: OutcomeAftermath;
   private readonly releases = new Set<Promise<void>>();
+  private readonly markStarted: ((jobIds: string[]) => Promise<string[]>) | null;
+  private readonly marks: StartMarks<ActiveJob>;
+  /** Jobs holding a slot while their start is being recorded. */
+  private readonly marking = new Set<ActiveJob>();
+  /** `performance.now()` before which no unrecorded job leaves the queue (after a failed write). */
+  private markRetryAt = 0;
+  private markRetryTimer: NodeJS.Timeout | null = null;
+  /** Recent average round trip of a `markStarted` write, in ms (null before the first). */
+  private markMsEwma: number | null = null;
   private handlerMsEwma: number | null = null;
   /** Handlers orphaned by abandonment so far (metric). */
   orphanedHandlers = 0;
@@ -137,6 +162,8 @@ export class JobRunner {
     this.onActorAdmitted = deps.onActorAdmitted ?? (() => undefined);
     this.threads = deps.threads ?? null;
     this.limits = deps.limits ?? null;
+    this.markStarted = deps.markStarted ?? null;
+    this.marks = new StartMarks((batch) => this.recordStarts(batch));
     this.outcomes = new AttemptOutcomes(this.workerId, this.settings, this.logger);
     this.aftermath = new OutcomeAftermath({
       reporter: deps.reporter,
@@ -224,9 +251,24 @@ export class JobRunner {
     return [...this.active.values()].filter((j) => !j.settled).map((j) => j.row.id);
   }
 
-  /** Ids of claimed jobs whose handler has not started (re-pended at shutdown). */
+  /**
+   * Ids of claimed jobs whose handler has not started (re-pended at shutdown): those in the local
+   * queue and those whose start is being recorded (after {@link stopStarting} they no longer start).
+   */
   unstartedJobIds(): string[] {
-    return this.queue.filter((j) => !j.settled).map((j) => j.row.id);
+    const jobs = new Set([...this.queue, ...this.marking]);
+    return [...jobs].filter((j) => !j.settled).map((j) => j.row.id);
+  }
+
+  /**
+   * How many jobs of the next claim the claim itself should record as started: those that go straight
+   * to a free slot (jobs already claimed and waiting take theirs first), and those the queue would
+   * record ahead at once ({@link lookahead}). None while stopping.
+   */
+  startsRecordedByClaim(): number {
+    if (!this.accepting) return 0;
+    const free = Math.max(0, this.settings.maxConcurrency - this.holders.size - this.queue.length);
+    return free + Math.max(0, this.lookahead() - this.queue.length);
   }
 
   /** Resolves when nothing is running, buffered or awaiting its write. */
@@ -244,13 +286,17 @@ export class JobRunner {
     }
   }
 
-  /** Takes a claimed job; it starts as soon as a slot is free. */
-  accept(row: ClaimedJob): void {
+  /**
+   * Takes a claimed job; it starts as soon as a slot is free. `marked`: the claim recorded it as
+   * started (it went straight to a free slot); otherwise its start is recorded first.
+   */
+  accept(row: ClaimedJob, marked = true): void {
     const job: ActiveJob = {
       row,
       abort: new LazyAbort(),
       settled: false,
       started: false,
+      marked: marked || this.markStarted === null,
       holdsSlot: false,
     };
     this.active.set(row.id, job);
@@ -263,22 +309,152 @@ export class JobRunner {
     this.accepting = false;
   }
 
+  /**
+   * Fills free slots from the local queue, in order. A job the database records as started begins
+   * at once; the others take their slot and begin once their start is recorded ({@link recordStarts}).
+   * When handlers are shorter than that write's round trip, the next {@link lookahead} jobs of the
+   * queue are recorded ahead, so that a freed slot need not wait for the write.
+   */
   private pump(): void {
+    let toMark: ActiveJob[] | null = null;
+    const retrying = this.markRetryAt !== 0 && this.markRetryAt > performance.now();
     while (this.accepting && this.holders.size < this.settings.maxConcurrency && this.queue.length > 0) {
-      const job = this.queue.shift()!;
-      if (job.settled) continue;
-      job.started = true;
+      const job = this.queue[0]!;
+      if (job.settled) {
+        this.queue.shift();
+        continue;
+      }
+      // Unrecorded jobs wait, in order, for a write in flight (recorded ahead) or a retry.
+      if (!job.marked && (this.marking.has(job) || retrying)) break;
+      this.queue.shift();
       job.holdsSlot = true;
       this.holders.add(job);
-      let run: Promise<void>;
-      try {
-        run = this.execute(job);
-      } catch (err) {
-        // `execute` is not async: what it throws before its first promise is a crash all the same.
-        run = Promise.reject(err);
+      if (job.marked) this.begin(job);
+      else {
+        this.marking.add(job);
+        (toMark ??= []).push(job);
       }
-      void run.catch((err: unknown) => this.logger.error({ err, jobId: job.row.id }, 'job-runner-crashed'));
     }
+    if (this.accepting && !retrying && this.queue.length > 0) {
+      // The recorded jobs are usually a prefix of the queue (claims record their first rows, this
+      // records from the head): walk back from the end of the window to the last recorded job, so
+      // that a pump costs the jobs it records, not the window (up to the whole queue). A job this
+      // misses is recorded when it takes its slot.
+      const window = Math.min(this.lookahead(), this.queue.length);
+      const ahead: ActiveJob[] = [];
+      for (let i = window - 1; i >= 0; i--) {
+        const job = this.queue[i]!;
+        if (job.settled) continue;
+        if (job.marked || this.marking.has(job)) break;
+        ahead.push(job);
+      }
+      for (let i = ahead.length - 1; i >= 0; i--) {
+        this.marking.add(ahead[i]!);
+        (toMark ??= []).push(ahead[i]!);
+      }
+    }
+    if (toMark !== null) this.marks.add(toMark);
+  }
+
+  /**
+   * How many jobs at the head of the local queue to record as started before a slot frees: none
+   * while fewer than one job starts per `markStarted` round trip (handlers longer than
+   * `maxConcurrency` round trips, at the recent averages) or before both averages are known;
+   * otherwise twice the jobs that start during one round trip (one write is in flight at a time, so
+   * the recorded jobs must last until the next returns). A crash costs these jobs an attempt
+   * although their handlers had not started: about two round trips of work, the price of not making
+   * every job of a fast actor wait for a write before it starts.
+   */
+  private lookahead(): number {
+    const avg = this.handlerMsEwma;
+    const trip = this.markMsEwma;
+    if (avg === null || trip === null) return 0;
+    const perTrip = (this.settings.maxConcurrency * trip) / Math.max(avg, 0.001);
+    return perTrip < 1 ? 0 : Math.ceil(2 * perTrip);
+  }
+
+  /** Starts the job's handler (its slot is held, its start recorded). */
+  private begin(job: ActiveJob): void {
+    job.started = true;
+    let run: Promise<void>;
+    try {
+      run = this.execute(job);
+    } catch (err) {
+      // `execute` is not async: what it throws before its first promise is a crash all the same.
+      run = Promise.reject(err);
+    }
+    void run.catch((err: unknown) => this.logger.error({ err, jobId: job.row.id }, 'job-runner-crashed'));
+  }
+
+  /**
+   * Records the start of jobs of the local queue (one statement for the batch), then begins those
+   * that hold a slot and are still owned; those recorded ahead stay in the queue, ready. A job
+   * given up meanwhile (lease lost, re-pended) or no longer owned is dropped; while stopping, jobs
+   * go back to the queue unstarted (the drain re-pends them). A failed write puts its jobs back at
+   * the head of the queue, unrecorded, and retries after {@link START_MARK_RETRY_MS}: a job never
+   * begins before its start is recorded.
+   */
+  private async recordStarts(batch: ActiveJob[]): Promise<void> {
+    let owned: Set<string> | null = null;
+    const t0 = performance.now();
+    try {
+      owned = new Set(await this.markStarted!(batch.filter((j) => !j.settled).map((j) => j.row.id)));
+      const ms = performance.now() - t0;
+      this.markRetryAt = 0;
+      this.markMsEwma = this.markMsEwma === null ? ms : this.markMsEwma * 0.9 + ms * 0.1;
+    } catch (err) {
+      this.logger.warn({ err, jobs: batch.length }, 'start-mark-failed');
+    }
+    const back: ActiveJob[] = [];
+    const release = (job: ActiveJob): void => {
+      if (!job.holdsSlot) return;
+      job.holdsSlot = false;
+      this.holders.delete(job);
+    };
+    for (const job of batch) {
+      this.marking.delete(job);
+      if (job.settled) {
+        // Given up meanwhile (lease lost, re-pended at shutdown).
+        release(job);
+        if (this.active.get(job.row.id) === job) this.active.delete(job.row.id);
+      } else if (owned === null) {
+        if (job.holdsSlot) {
+          release(job);
+          back.push(job);
+        }
+      } else if (!owned.has(job.row.id)) {
+        // Reclaimed or finished elsewhere: not this worker's to run (the queue skips it).
+        this.logger.warn({ jobId: job.row.id }, 'job-lease-lost');
+        job.settled = true;
+        release(job);
+        this.active.delete(job.row.id);
+      } else {
+        job.marked = true;
+        if (!job.holdsSlot) continue;
+        if (this.accepting) this.begin(job);
+        else {
+          release(job);
+          back.push(job);
+        }
+      }
+    }
+    if (back.length > 0) this.queue.unshift(...back);
+    if (owned === null) this.retryMarksLater();
+    this.checkIdle();
+    this.pump();
+    this.onCapacity();
+  }
+
+  private retryMarksLater(): void {
+    this.markRetryAt = performance.now() + START_MARK_RETRY_MS;
+    if (this.markRetryTimer !== null) return;
+    this.markRetryTimer = setTimeout(() => {
+      this.markRetryTimer = null;
+      // Cleared here, not compared with the clock: a timer may fire a little before its delay.
+      this.markRetryAt = 0;
+      this.pump();
+    }, START_MARK_RETRY_MS);
+    this.markRetryTimer.unref();
   }
 
   /** Drops buffered jobs that were re-pended before they started. */
@@ -288,6 +464,13 @@ export class JobRunner {
       const job = this.queue[i]!;
       if (ids.has(job.row.id)) {
         this.queue.splice(i, 1);
+        job.settled = true;
+        this.active.delete(job.row.id);
+      }
+    }
+    // Their start was being recorded: the write's return frees their slots.
+    for (const job of this.marking) {
+      if (ids.has(job.row.id)) {
         job.settled = true;
         this.active.delete(job.row.id);
       }

@@ -294,6 +294,10 @@ export class Producer {
     limit: number,
   ): Promise<{ claimed: number; drained: boolean }> {
     let drained = false;
+    // Jobs that will go straight to a free slot (or be recorded ahead) are recorded as started by the
+    // claim itself; the others wait in the local queue unrecorded, so that a crash before they start
+    // costs them no attempt.
+    const startNow = Math.min(limit, this.runner.startsRecordedByClaim());
     const rows = await this.backend.dispatchBatch({
       workerId: this.options.workerId,
       queues: this.options.queues,
@@ -301,6 +305,7 @@ export class Producer {
       limit,
       leaseMs: this.options.leaseMs,
       oversample: this.options.oversample,
+      startNow,
       onDrained: () => {
         drained = true;
       },
@@ -313,7 +318,7 @@ export class Producer {
       );
       return { claimed: 0, drained: false };
     }
-    for (const row of rows) this.runner.accept(row);
+    for (let i = 0; i < rows.length; i++) this.runner.accept(rows[i]!, i < startNow);
     return { claimed: rows.length, drained };
   }
 

@@ -371,6 +371,7 @@ export class Worker {
       threads: this.threads,
       publisher: this.publisher,
       limits: this.limits,
+      markStarted: (jobIds) => this.backend.markStarted(this.workerId, jobIds),
     });
     this.flusher = new ProgressFlusher(this.backend, this.tracker, s.progressCoalesceIntervalMs, this.logger);
     this.cancels = new CancelController(

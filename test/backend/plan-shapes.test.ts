@@ -34,7 +34,7 @@ afterAll(async () => {
 
 /** The generic plan of a worker statement on a session with `settings`, as EXPLAIN lines. */
 async function genericPlan(
-  name: 'settle' | 'settleSucceeded' | 'dispatch' | 'dispatchLean',
+  name: 'settle' | 'settleSucceeded' | 'dispatch' | 'dispatchLean' | 'markStarted',
   settings: Readonly<Record<string, string>>,
   on: PostgresBackend = backend,
 ): Promise<string[]> {
@@ -68,6 +68,15 @@ describe('generic plans of the worker statements on an empty jobs table', () => 
     expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
     expect(plan.filter((l) => /jobs_running_idx/.test(l))).toEqual([]);
     expect(plan.filter((l) => /Index Scan using jobs_pkey/.test(l))).toHaveLength(1);
+  });
+
+  // markStarted runs on the dispatcher pool, planned for its actual id list (force_custom_plan); a
+  // generic plan of it, were it ever pinned, must stay on the primary key too.
+  it('markStarted (jobs leaving the local queue) reaches each job through the primary key', async () => {
+    const plan = await genericPlan('markStarted', PINNED_PLAN_SESSION_SETTINGS);
+    expect(plan.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
+    expect(plan.filter((l) => /jobs_running_idx/.test(l))).toEqual([]);
+    expect(plan.some((l) => /Index Scan on jobs_pkey|Index Scan using jobs_pkey/.test(l))).toBe(true);
   });
 
   it('without enable_seqscan = off the same plan would scan jobs (why the settle connection sets it)', async () => {

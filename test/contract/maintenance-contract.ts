@@ -17,6 +17,7 @@ const W1 = '018f0000-0000-7000-8000-00000000b001';
 const LEADER_A = '018f0000-0000-7000-8000-00000000c00a';
 const LEADER_B = '018f0000-0000-7000-8000-00000000c00b';
 const LEASE = 10_000;
+const W2 = '018f0000-0000-7000-8000-00000000b002';
 const once = actor({ name: 'once', retry: { kind: 'nonRetryable' } }, async () => undefined);
 const twice = actor({ name: 'twice', retry: { maxAttempts: 1 } }, async () => undefined);
 const ACTORS = ['plain', 'once', 'twice', 'budgeted'].map((name) => ({ name, maxConcurrent: null }));
@@ -45,7 +46,7 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
       client = new TaskQ(h.backend, { capacityCacheTtl: 0 });
     });
 
-    const claim = (leaseMs = 1000): Promise<ClaimedJob[]> =>
+    const claim = (leaseMs = 1000, startNow?: number): Promise<ClaimedJob[]> =>
       h.backend.dispatchBatch({
         workerId: W1,
         queues: ['default'],
@@ -53,6 +54,7 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
         limit: 100,
         leaseMs,
         oversample: 2,
+        ...(startNow === undefined ? {} : { startNow }),
       });
 
     describe('reclaimExpiredLocks', () => {
@@ -105,16 +107,105 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
         expect((await h.backend.getAttempts(a.jobId))[0]?.outcome).toBe('crashed');
       });
 
-      it('clears the cancel of a job that goes back to pending', async () => {
+      it('ends a job whose cancel was requested cancelled, whatever attempts remain (issue 62)', async () => {
         const a = await client.enqueue(plain, { n: 1 });
         await claim();
         await h.backend.writeCancelRequest(a.jobId, null);
         await h.timeTravel(64_000);
-        await h.backend.reclaimExpiredLocks(1000, 1000);
+        expect(await h.backend.reclaimExpiredLocks(1000, 1000)).toEqual({ reclaimed: 1, retried: 0 });
         expect(await h.backend.get(a.jobId)).toMatchObject({
+          status: 'cancelled',
+          attempt: 1,
+          lockedByWorker: null,
+          errorClass: 'WorkerCrashed',
+        });
+        expect((await h.backend.get(a.jobId))?.finishedAt).not.toBeNull();
+        expect((await h.backend.getAttempts(a.jobId)).map((x) => [x.attempt, x.outcome])).toEqual([
+          [1, 'crashed'],
+        ]);
+        expect((await h.backend.getEvents(a.jobId)).at(-1)?.detail).toMatchObject({
+          from_state: 'running',
+          to_state: 'cancelled',
+          reason: 'lock_expired',
+          worker_id: W1,
+          attempt: 1,
+        });
+        // Nothing is claimable: the handler never runs again.
+        expect(await claim()).toEqual([]);
+      });
+
+      // A declared maxConcurrent sends the Postgres claim through the full statement, none through the lean one.
+      for (const [path, maxConcurrent] of [
+        ['lean', null],
+        ['full', 10],
+      ] as const)
+        it(`records the first startNow claimed jobs as started, the others when markStarted says so (${path} claim)`, async () => {
+          const jobs: { jobId: string }[] = [];
+          for (let n = 1; n <= 3; n++) jobs.push(await client.enqueue(plain, { n }));
+          const rows = await h.backend.dispatchBatch({
+            workerId: W1,
+            queues: ['default'],
+            actors: [{ name: 'plain', maxConcurrent }],
+            limit: 100,
+            leaseMs: 1000,
+            oversample: 2,
+            startNow: 1,
+          });
+          expect(rows.map((r) => r.id)).toEqual(jobs.map((j) => j.jobId));
+          const started = async () =>
+            Promise.all(jobs.map(async (j) => (await h.backend.get(j.jobId))?.startedAt !== null));
+          expect(await started()).toEqual([true, false, false]);
+          expect(await h.backend.markStarted(W2, [jobs[1]!.jobId])).toEqual([]);
+          expect(await h.backend.markStarted(W1, [jobs[1]!.jobId])).toEqual([jobs[1]!.jobId]);
+          expect(await started()).toEqual([true, true, false]);
+        });
+
+      it('gives a job whose handler never started its attempt back, with no attempt row (issue 62)', async () => {
+        const a = await client.enqueue(twice, {});
+        const b = await client.enqueue(twice, {});
+        const c = await client.enqueue(twice, {});
+        await claim(1000, 1);
+        await h.backend.markStarted(W1, [b.jobId]);
+        await h.timeTravel(2000);
+        expect(await h.backend.reclaimExpiredLocks(1000, 1000)).toEqual({ reclaimed: 3, retried: 1 });
+        expect((await h.backend.get(a.jobId))?.status).toBe('crashed');
+        expect((await h.backend.get(b.jobId))?.status).toBe('crashed');
+        expect(await h.backend.get(c.jobId)).toMatchObject({
           status: 'pending',
-          cancelPhase: 0,
-          cancelRequestedAt: null,
+          attempt: 0,
+          startedAt: null,
+          lockedByWorker: null,
+          errorClass: null,
+          finishedAt: null,
+        });
+        expect(await h.backend.getAttempts(c.jobId)).toEqual([]);
+        expect((await h.backend.getEvents(c.jobId)).at(-1)?.detail).toMatchObject({
+          from_state: 'running',
+          to_state: 'pending',
+          reason: 'lock_expired',
+          worker_id: W1,
+          handler_started: false,
+        });
+        // Its whole budget is left: the next claim is its first attempt.
+        expect((await claim()).map((r) => [r.id, r.attempt])).toEqual([[c.jobId, 1]]);
+      });
+
+      it('ends an unstarted job whose cancel was requested cancelled, its attempt given back', async () => {
+        const a = await client.enqueue(plain, { n: 1 });
+        await claim(1000, 0);
+        await h.backend.writeCancelRequest(a.jobId, null);
+        await h.timeTravel(64_000);
+        expect(await h.backend.reclaimExpiredLocks(1000, 1000)).toEqual({ reclaimed: 1, retried: 0 });
+        expect(await h.backend.get(a.jobId)).toMatchObject({
+          status: 'cancelled',
+          attempt: 0,
+          errorClass: 'CancelRequested',
+        });
+        expect(await h.backend.getAttempts(a.jobId)).toEqual([]);
+        expect((await h.backend.getEvents(a.jobId)).at(-1)?.detail).toMatchObject({
+          to_state: 'cancelled',
+          reason: 'lock_expired',
+          handler_started: false,
         });
       });
     });

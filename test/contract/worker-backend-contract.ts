@@ -208,6 +208,26 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
         });
         expect((await claim()).map((r) => r.attempt)).toEqual([1]);
       });
+
+      it('ends a claimed-but-unstarted job whose cancel was requested cancelled, attempt given back', async () => {
+        const a = await client.enqueue(plain, { n: 1 });
+        await claim();
+        await h.backend.writeCancelRequest(a.jobId, 'stop');
+        expect(await h.backend.repend(W1, [a.jobId])).toBe(1);
+        expect(await h.backend.get(a.jobId)).toMatchObject({
+          status: 'cancelled',
+          attempt: 0,
+          lockedByWorker: null,
+          errorClass: 'CancelRequested',
+        });
+        expect(await h.backend.getAttempts(a.jobId)).toEqual([]);
+        expect((await h.backend.getEvents(a.jobId)).at(-1)?.detail).toMatchObject({
+          from_state: 'running',
+          to_state: 'cancelled',
+          reason: 'drained',
+        });
+        expect(await claim()).toEqual([]);
+      });
     });
 
     defineSettleContract(context);

@@ -73,7 +73,7 @@ function behaviour(i: number): {
 interface Event {
   job_id: string;
   kind: string;
-  detail: { from_state?: string; to_state?: string; reason?: string };
+  detail: { from_state?: string; to_state?: string; reason?: string; handler_started?: boolean };
 }
 
 describe('a production day at speed', () => {
@@ -193,9 +193,14 @@ describe('a production day at speed', () => {
         problems.push(`${j.id}: first event from ${evs[0]!.detail.from_state}`);
       if ((evs.at(-1)?.detail.to_state ?? 'pending') !== j.status)
         problems.push(`${j.id}: last event to ${evs.at(-1)?.detail.to_state}, status ${j.status}`);
-      // Attempts: each dispatch ends in an attempt row or a drain; the counter counts what consumed budget.
+      // Attempts: each dispatch ends in an attempt row or a drain (at shutdown, or a reclaim of a job
+      // whose handler never started); the counter counts what consumed budget.
       const dispatched = evs.filter((e) => e.detail.reason === 'dispatched').length;
-      const drained = evs.filter((e) => e.detail.reason === 'drained').length;
+      const drained = evs.filter(
+        (e) =>
+          e.detail.reason === 'drained' ||
+          (e.detail.reason === 'lock_expired' && e.detail.handler_started === false),
+      ).length;
       if (dispatched !== outs.length + drained)
         problems.push(`${j.id}: ${dispatched} dispatches but ${outs.length} attempts + ${drained} drains`);
       const givenBack = outs.filter((o) => o === 'snoozed' || o === 'interrupted').length;

@@ -33,6 +33,7 @@ function fakeRunner(state: {
     get held() {
       return state.running + state.buffered;
     },
+    startsRecordedByClaim: () => Math.max(0, 10 - state.running - state.buffered),
     accept: () => undefined,
   } as unknown as JobRunner;
 }

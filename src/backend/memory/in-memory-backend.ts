@@ -48,6 +48,7 @@ import { MemoryTransaction, transactionOf } from './memory-transaction.js';
 import * as maintenance from './memory-maintenance.js';
 import { MemoryLeaderLease } from './memory-leader-lease.js';
 import { DEFAULT_LEADER_LEASE_MS } from '../leader-lease.js';
+import { UNSTARTED_CANCEL_MESSAGE } from './memory-maintenance.js';
 import * as dispatch from './memory-dispatch.js';
 import type { MemoryState } from './memory-state.js';
 import * as cancelProgress from './memory-cancel-progress.js';
@@ -384,27 +385,46 @@ export class InMemoryBackend implements Backend {
 
   async repend(workerId: string, jobIds: readonly string[]): Promise<number> {
     let n = 0;
+    let wake = false;
+    const cancelled: string[] = [];
+    const now = this.clock.now();
     for (const id of jobIds) {
       const r = this.jobs.get(id);
       if (!r || r.status !== 'running' || r.lockedByWorker !== workerId.toLowerCase()) continue;
+      // A cancel requested before the handler started ends the job (as the reclaim sweep does).
+      const cancel = r.cancelRequestedAt !== null;
       Object.assign(r, {
-        status: 'pending',
+        status: cancel ? 'cancelled' : 'pending',
         attempt: Math.max(r.attempt - 1, 0),
         lockedByWorker: null,
         lockExpiresAt: null,
         startedAt: null,
-        scheduledAt: this.clock.now(),
+        scheduledAt: cancel ? r.scheduledAt : now,
+        finishedAt: cancel ? now : null,
       } satisfies Partial<JobRow>);
+      if (cancel)
+        Object.assign(r, {
+          errorClass: 'CancelRequested',
+          errorMessage: UNSTARTED_CANCEL_MESSAGE,
+          errorTraceback: null,
+        } satisfies Partial<JobRow>);
       this.event(r.id, 'state_change', {
         from_state: 'running',
-        to_state: 'pending',
+        to_state: r.status,
         reason: 'drained',
         worker_id: workerId,
       });
+      if (cancel) cancelled.push(r.id);
+      else wake = true;
       n++;
     }
-    if (n > 0) this.emitWake();
+    if (wake) this.emitWake();
+    if (cancelled.length > 0) this.emitDone(cancelled);
     return n;
+  }
+
+  async markStarted(workerId: string, jobIds: readonly string[]): Promise<string[]> {
+    return dispatch.markStarted(this.maintenanceState, workerId, jobIds);
   }
 
   async registerWorker(r: WorkerRegistration): Promise<void> {

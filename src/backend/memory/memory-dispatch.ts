@@ -70,7 +70,7 @@ export function dispatchBatch(s: MemoryState, req: DispatchRequest): JobRow[] {
     })
     .slice(0, req.limit);
   const perActor = new Map<string, number>();
-  const claimed: JobRow[] = [];
+  const chosen: JobRow[] = [];
   for (const c of deduped) {
     const cap = capacity.get(c.row.actor)!;
     if (cap.max !== null) {
@@ -79,11 +79,20 @@ export function dispatchBatch(s: MemoryState, req: DispatchRequest): JobRow[] {
       perActor.set(c.row.actor, rank);
       if (rank > cap.max - cap.inFlight) continue;
     }
-    const row = c.row;
+    chosen.push(c.row);
+  }
+  // Rows come back by priority, then time (the statement's final order): the first `startNow` of
+  // them go straight to a free slot and are recorded as started; the others wait unstarted.
+  chosen.sort(
+    (x, y) => y.priority - x.priority || us(x.scheduledAt) - us(y.scheduledAt) || (x.id < y.id ? -1 : 1),
+  );
+  const startNow = Math.max(0, Math.min(req.startNow ?? req.limit, req.limit));
+  const claimed: JobRow[] = [];
+  for (const [i, row] of chosen.entries()) {
     Object.assign(row, {
       status: 'running',
       attempt: row.attempt + 1,
-      startedAt: now,
+      startedAt: i < startNow ? now : null,
       lockedByWorker: req.workerId.toLowerCase(),
       lockExpiresAt: new Date(now.getTime() + req.leaseMs),
       lastHeartbeatAt: now,
@@ -98,6 +107,19 @@ export function dispatchBatch(s: MemoryState, req: DispatchRequest): JobRow[] {
     claimed.push(clone(row));
   }
   return claimed;
+}
+
+/** Mirrors `markStarted` (postgres/sql/dispatch.sql): the jobs still owned are recorded as started. */
+export function markStarted(s: MemoryState, workerId: string, jobIds: readonly string[]): string[] {
+  const now = s.clock.now();
+  const marked: string[] = [];
+  for (const id of jobIds) {
+    const r = s.jobs.get(id);
+    if (!r || r.status !== 'running' || r.lockedByWorker !== workerId.toLowerCase()) continue;
+    r.startedAt = now;
+    marked.push(id);
+  }
+  return marked;
 }
 
 /** Mirrors the settle statement (postgres/sql/settle.sql): ownership guard, outcomes, history rows. */

@@ -11,6 +11,8 @@ export type { MemoryState as MemoryMaintenanceState } from './memory-state.js';
 
 const CRASH_MESSAGE =
   'the worker holding the job stopped renewing its lease (it crashed or lost its connection)';
+/** The error message of a job whose cancel was requested before its handler started (as in `repend`). */
+export const UNSTARTED_CANCEL_MESSAGE = 'cancelled by request before its handler started';
 
 export function reclaimExpiredLocks(
   s: MemoryState,
@@ -33,41 +35,58 @@ export function reclaimExpiredLocks(
   const done: string[] = [];
   let retried = 0;
   for (const j of expired) {
+    // The order of the statement's CASE: a requested cancel wins; an unstarted job gets its attempt
+    // back; a started one is retried while attempts remain, else crashed.
+    const started = j.startedAt !== null;
     const retry = j.retryKind === 'indefinite' || (j.retryKind === 'transient' && j.attempt < j.maxAttempts);
-    const to = retry ? 'pending' : j.cancelRequestedAt !== null ? 'cancelled' : 'crashed';
+    const to = j.cancelRequestedAt !== null ? 'cancelled' : !started || retry ? 'pending' : 'crashed';
+    const again = to === 'pending';
     const worker = j.lockedByWorker;
-    s.attempts().push({
-      jobId: j.id,
-      attempt: j.attempt,
-      workerId: worker,
-      startedAt: j.startedAt,
-      finishedAt: new Date(now),
-      durationMs: null,
-      outcome: 'crashed',
-      errorClass: 'WorkerCrashed',
-      errorMessage: 'the worker holding the job stopped renewing its lease',
-      errorTraceback: null,
-    });
+    const attempt = j.attempt;
+    if (started)
+      s.attempts().push({
+        jobId: j.id,
+        attempt,
+        workerId: worker,
+        startedAt: j.startedAt,
+        finishedAt: new Date(now),
+        durationMs: null,
+        outcome: 'crashed',
+        errorClass: 'WorkerCrashed',
+        errorMessage: 'the worker holding the job stopped renewing its lease',
+        errorTraceback: null,
+      });
     Object.assign(j, {
       status: to,
+      attempt: started ? attempt : Math.max(attempt - 1, 0),
       lockedByWorker: null,
       lockExpiresAt: null,
-      finishedAt: retry ? null : new Date(now),
-      scheduledAt: retry ? new Date(now) : j.scheduledAt,
-      cancelRequestedAt: retry ? null : j.cancelRequestedAt,
-      cancelPhase: retry ? 0 : j.cancelPhase,
-      errorClass: 'WorkerCrashed',
-      errorMessage: CRASH_MESSAGE,
-      errorTraceback: null,
+      finishedAt: again ? null : new Date(now),
+      scheduledAt: again ? new Date(now) : j.scheduledAt,
+      cancelRequestedAt: again ? null : j.cancelRequestedAt,
+      cancelPhase: again ? 0 : j.cancelPhase,
     } satisfies Partial<JobRow>);
+    if (started)
+      Object.assign(j, {
+        errorClass: 'WorkerCrashed',
+        errorMessage: CRASH_MESSAGE,
+        errorTraceback: null,
+      } satisfies Partial<JobRow>);
+    else if (to === 'cancelled')
+      Object.assign(j, {
+        errorClass: 'CancelRequested',
+        errorMessage: UNSTARTED_CANCEL_MESSAGE,
+        errorTraceback: null,
+      } satisfies Partial<JobRow>);
     s.event(j.id, 'state_change', {
       from_state: 'running',
       to_state: to,
       reason: 'lock_expired',
       worker_id: worker,
-      attempt: j.attempt,
+      attempt,
+      ...(started ? {} : { handler_started: false }),
     });
-    if (retry) retried++;
+    if (again) retried++;
     else done.push(j.id);
   }
   if (expired.length > 0) s.emitWake();

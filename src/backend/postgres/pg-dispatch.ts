@@ -95,7 +95,12 @@ export class Dispatcher {
 
 /** The parameters of `dispatchLean` for `req`, claiming at most `limit` jobs. */
 function leanParams(req: DispatchRequest, limit: number): unknown[] {
-  return [req.queues, limit, req.workerId, req.leaseMs, req.actors.map((a) => a.name)];
+  return [req.queues, limit, req.workerId, req.leaseMs, req.actors.map((a) => a.name), startNow(req, limit)];
+}
+
+/** How many claimed jobs the claim records as started (every one unless the request says fewer). */
+function startNow(req: DispatchRequest, limit: number): number {
+  return Math.max(0, Math.min(req.startNow ?? limit, limit));
 }
 
 /** The parameters of `dispatch` for `req`, claiming at most `limit` jobs. */
@@ -108,5 +113,6 @@ function fullParams(req: DispatchRequest, limit: number): unknown[] {
     req.oversample,
     req.actors.map((a) => a.name),
     req.actors.map((a) => a.maxConcurrent),
+    startNow(req, limit),
   ];
 }

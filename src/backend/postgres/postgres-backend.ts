@@ -503,8 +503,19 @@ export class PostgresBackend implements Backend {
 
   async repend(workerId: string, jobIds: readonly string[]): Promise<number> {
     if (jobIds.length === 0) return 0;
-    const rows = await this.run<{ repended: number }>('repend', [workerId, jobIds, this.wake]);
+    const rows = await this.run<{ repended: number; cancelled_ids: string[] }>('repend', [
+      workerId,
+      jobIds,
+      this.wake,
+    ]);
+    await this.announcer.send({ done: rows[0]?.cancelled_ids ?? [] });
     return Number(rows[0]?.repended ?? 0);
+  }
+
+  async markStarted(workerId: string, jobIds: readonly string[]): Promise<string[]> {
+    if (jobIds.length === 0) return [];
+    const rows = await this.run<{ id: string }>('markStarted', [workerId, jobIds]);
+    return rows.map((r) => r.id);
   }
 
   async registerWorker(r: WorkerRegistration): Promise<void> {

@@ -1,7 +1,12 @@
 -- name: dispatch
 -- Claims up to $2 pending jobs for one worker in a single statement.
 --   $1 queues text[], $2 limit, $3 worker id, $4 lease ms, $5 oversample,
---   $6 actors this worker runs text[], $7 their maxConcurrent literals int[] (null = unbounded)
+--   $6 actors this worker runs text[], $7 their maxConcurrent literals int[] (null = unbounded),
+--   $8 how many of the claimed jobs go straight to a free slot
+-- Those first $8 jobs, in the order the rows come back, are recorded as started (started_at set):
+-- their handlers begin as soon as the rows arrive. The others wait in the worker's local queue with
+-- started_at null until `markStarted` records them, just before their handlers begin; a job whose
+-- worker dies before that goes back to pending with its attempt given back (reclaimExpiredLocks).
 -- Per actor: residual capacity = maxConcurrent (stored actor_config value, else the literal) minus
 -- running jobs. Candidates are read per (actor, queue) through the pending-only dispatch indexes,
 -- residual × oversample each. Strict FIFO queues order by priority, then time (the heads of the
@@ -176,17 +181,31 @@ eligible_candidates AS (
   JOIN per_actor_capacity pac ON pac.actor = d.actor
   WHERE pac.max_concurrent IS NULL OR pac.in_flight < pac.max_concurrent
 ),
-eligible AS (
-  SELECT e.id FROM eligible_candidates e
+eligible AS NOT MATERIALIZED (
+  SELECT e.id, e.priority, e.scheduled_at FROM eligible_candidates e
   WHERE e.max_concurrent IS NULL OR e.actor_rank <= e.max_concurrent - e.in_flight
   ORDER BY e.fairness_rank, e.priority DESC, e.scheduled_at, e.id
   LIMIT $2::int
+),
+-- The first job that will wait in the worker's local queue: the ($8 + 1)-th in the order the rows
+-- come back (none when every claimed job goes straight to a free slot).
+first_waiting AS (
+  SELECT -e.priority AS neg_priority, e.scheduled_at, e.id FROM eligible e
+  ORDER BY e.priority DESC, e.scheduled_at, e.id
+  OFFSET $8::int LIMIT 1
 ),
 claimed AS (
   UPDATE {schema}.jobs AS j
   SET status = 'running',
       attempt = j.attempt + 1,
-      started_at = (SELECT now FROM params),
+      -- Started: the jobs before the first waiting one (all of them when none waits).
+      -- (`first_waiting` is read only when some job waits: the usual claim of a busy worker records
+      -- every job, and then it costs nothing.)
+      started_at = CASE
+        WHEN $8::int >= $2::int THEN (SELECT now FROM params)
+        WHEN coalesce((-j.priority, j.scheduled_at, j.id)
+                      < (SELECT f.neg_priority, f.scheduled_at, f.id FROM first_waiting f), true)
+        THEN (SELECT now FROM params) END,
       locked_by_worker = $3,
       lock_expires_at = (SELECT now FROM params) + $4::float8 * interval '1 millisecond',
       last_heartbeat_at = (SELECT now FROM params)
@@ -223,7 +242,8 @@ ORDER BY coalesce(c.priority, 0) DESC, c._scheduled_us, c.id;
 -- If either fails the statement claims nothing and returns one row with `_fallback` true (and null
 -- job columns): the caller runs `dispatch`, which handles every case. Otherwise it returns the
 -- claimed rows, or one all-null row with `_fallback` false when there was nothing to claim.
---   $1 queues text[], $2 limit, $3 worker id, $4 lease ms, $5 actors text[]
+--   $1 queues text[], $2 limit, $3 worker id, $4 lease ms, $5 actors text[],
+--   $6 how many of the claimed jobs go straight to a free slot (see `dispatch`)
 -- Rows are locked as the key-less dispatch index yields them (FOR UPDATE SKIP LOCKED under the
 -- LIMIT, the way a single-queue claim is usually written): no candidate list to read twice, so no
 -- oversampling. With several (queue, actor) pairs each locks up to the limit and the best `$2` of
@@ -265,17 +285,30 @@ top AS (
 fallback AS (
   SELECT NOT (SELECT ok FROM guard) OR EXISTS (SELECT 1 FROM top WHERE identity_key IS NOT NULL) AS yes
 ),
-locked AS (
-  SELECT t.row_ctid FROM top t
+locked AS NOT MATERIALIZED (
+  SELECT t.row_ctid, t.priority, t.scheduled_at, t.id FROM top t
   WHERE NOT (SELECT yes FROM fallback)
   ORDER BY t.priority DESC, t.scheduled_at, t.id
   LIMIT $2::int
+),
+-- The first job that will wait in the worker's local queue (see `dispatch`).
+first_waiting AS (
+  SELECT -l.priority AS neg_priority, l.scheduled_at, l.id FROM locked l
+  ORDER BY l.priority DESC, l.scheduled_at, l.id
+  OFFSET $6::int LIMIT 1
 ),
 claimed AS (
   UPDATE {schema}.jobs AS j
   SET status = 'running',
       attempt = j.attempt + 1,
-      started_at = (SELECT now FROM params),
+      -- Started: the jobs before the first waiting one (all of them when none waits).
+      -- (`first_waiting` is read only when some job waits: the usual claim of a busy worker records
+      -- every job, and then it costs nothing.)
+      started_at = CASE
+        WHEN $6::int >= $2::int THEN (SELECT now FROM params)
+        WHEN coalesce((-j.priority, j.scheduled_at, j.id)
+                      < (SELECT f.neg_priority, f.scheduled_at, f.id FROM first_waiting f), true)
+        THEN (SELECT now FROM params) END,
       locked_by_worker = $3,
       lock_expires_at = (SELECT now FROM params) + $4::float8 * interval '1 millisecond',
       last_heartbeat_at = (SELECT now FROM params)
@@ -307,3 +340,16 @@ SELECT c.*, f.yes AS _fallback
 FROM fallback f
 LEFT JOIN claimed c ON true
 ORDER BY coalesce(c.priority, 0) DESC, c._scheduled_us, c.id;
+
+
+-- name: markStarted
+-- Records that the handlers of these claimed jobs are about to start (they waited in the worker's
+-- local queue: the claim left started_at null). The worker starts only the jobs that come back, and
+-- only once this has committed: a job whose worker dies after this counts its attempt, one whose
+-- worker dies before it gets the attempt back (reclaimExpiredLocks). One statement for every job
+-- starting at the same time. `status::text`: see `settle` (keeps a generic plan on the primary key).
+--   $1 worker id, $2 job ids uuid[]
+UPDATE {schema}.jobs AS j
+SET started_at = clock_timestamp()
+WHERE j.id = ANY ($2::uuid[]) AND j.status::text = 'running' AND j.locked_by_worker = $1
+RETURNING j.id;

@@ -1,12 +1,18 @@
 -- name: reclaimExpiredLocks
 -- Sweep 1: running jobs whose lease expired (database clock) — their worker died or lost its
 -- connection. A job being cancelled gets extra headroom (cancel grace + cleanup grace + 60 s) so a
--- slow cancel is not mistaken for a crash.
+-- slow cancel is not mistaken for a crash. What happens to each (in this order):
+--   a cancel was requested → cancelled, whatever attempts remain (beyond the reference, which retried
+--     such a job: with its worker dead the cancel could never be honoured again, and the job ran again)
+--   its handler never started (started_at IS NULL: claimed into the worker's local queue and not yet
+--     marked started, see dispatch.sql) → pending, attempt given back, as drain at shutdown does
 --   attempts left (transient with attempt < max_attempts, or indefinite) → pending, cancel state cleared
---   none left → cancelled when a cancel was in flight, else crashed
--- Every reclaimed job gets a 'crashed' attempt row and a job_events row (the reclaim feed's outbox)
--- in this statement; one wake NOTIFY per sweep that reclaimed anything. The jobs that ended come
--- back for the caller to announce on the done channel.
+--   none left → crashed
+-- A job whose handler started gets a 'crashed' attempt row; an unstarted one gets none (no attempt
+-- ran) and keeps its error fields. Every reclaimed job gets a job_events row (the reclaim feed's
+-- outbox; `handler_started: false` for an unstarted one) in this statement; one wake NOTIFY per sweep
+-- that reclaimed anything. The jobs that ended come back for the caller to announce on the done
+-- channel.
 -- $1 cancel grace ms, $2 cleanup grace ms, $3 limit, $4 wake channel
 WITH expired AS (
   SELECT j.id FROM {schema}.jobs j
@@ -18,10 +24,11 @@ WITH expired AS (
   FOR UPDATE SKIP LOCKED
 ),
 decided AS (
-  SELECT j.id, j.locked_by_worker, j.attempt, j.started_at,
+  SELECT j.id, j.locked_by_worker, j.attempt, j.started_at, j.started_at IS NOT NULL AS started,
     CASE
-      WHEN j.retry_kind = 'indefinite' OR (j.retry_kind = 'transient' AND j.attempt < j.max_attempts) THEN 'pending'
       WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled'
+      WHEN j.started_at IS NULL THEN 'pending'
+      WHEN j.retry_kind = 'indefinite' OR (j.retry_kind = 'transient' AND j.attempt < j.max_attempts) THEN 'pending'
       ELSE 'crashed'
     END AS to_state
   FROM {schema}.jobs j JOIN expired e ON e.id = j.id
@@ -29,24 +36,33 @@ decided AS (
 upd AS (
   UPDATE {schema}.jobs AS j
   SET status = d.to_state::{schema}.job_status,
+      -- An attempt that never started used no budget, whatever status the job ends in.
+      attempt = CASE WHEN d.started THEN j.attempt ELSE greatest(j.attempt - 1, 0) END,
       locked_by_worker = NULL,
       lock_expires_at = NULL,
       finished_at = CASE WHEN d.to_state = 'pending' THEN NULL ELSE clock_timestamp() END,
       scheduled_at = CASE WHEN d.to_state = 'pending' THEN clock_timestamp() ELSE j.scheduled_at END,
       cancel_requested_at = CASE WHEN d.to_state = 'pending' THEN NULL ELSE j.cancel_requested_at END,
       cancel_phase = CASE WHEN d.to_state = 'pending' THEN 0 ELSE j.cancel_phase END,
-      error_class = 'WorkerCrashed',
-      error_message = 'the worker holding the job stopped renewing its lease (it crashed or lost its connection)',
-      error_traceback = NULL
+      error_class = CASE
+        WHEN d.started THEN 'WorkerCrashed'
+        WHEN d.to_state = 'cancelled' THEN 'CancelRequested'
+        ELSE j.error_class END,
+      error_message = CASE
+        WHEN d.started THEN 'the worker holding the job stopped renewing its lease (it crashed or lost its connection)'
+        WHEN d.to_state = 'cancelled' THEN 'cancelled by request before its handler started'
+        ELSE j.error_message END,
+      error_traceback = CASE WHEN d.started OR d.to_state = 'cancelled' THEN NULL ELSE j.error_traceback END
   FROM decided d
   WHERE j.id = d.id AND j.status = 'running'
-  RETURNING j.id, d.to_state, d.locked_by_worker, d.attempt, d.started_at
+  RETURNING j.id, d.to_state, d.locked_by_worker, d.attempt, d.started_at, d.started
 ),
 attempts AS (
   INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error_message)
   SELECT u.id, u.attempt, u.locked_by_worker, u.started_at, clock_timestamp(), 'crashed', 'WorkerCrashed',
          'the worker holding the job stopped renewing its lease'
   FROM upd u
+  WHERE u.started
   RETURNING 1
 ),
 events AS (
@@ -54,6 +70,7 @@ events AS (
   SELECT u.id, 'state_change',
          jsonb_build_object('from_state', 'running', 'to_state', u.to_state, 'reason', 'lock_expired',
                             'worker_id', u.locked_by_worker, 'attempt', u.attempt)
+           || CASE WHEN u.started THEN '{}'::jsonb ELSE '{"handler_started": false}'::jsonb END
   FROM upd u
   RETURNING 1
 ),

@@ -93,24 +93,35 @@ SELECT coalesce(array_agg(id::text), '{}') AS flushed_ids FROM upd;
 
 -- name: repend
 -- Puts jobs this worker claimed but never started back to pending, giving the attempt back
--- (graceful shutdown). One event row per job.
+-- (graceful shutdown). A job whose cancel was requested meanwhile ends cancelled instead (its
+-- attempt given back too): as the reclaim sweep does with an unstarted job of a dead worker. One
+-- event row per job, no attempt row (no attempt ran). The cancelled ones come back for the caller to
+-- announce on the done channel.
 WITH upd AS (
   UPDATE {schema}.jobs AS j
-  SET status = 'pending', attempt = greatest(j.attempt - 1, 0), locked_by_worker = NULL, lock_expires_at = NULL,
-      started_at = NULL, scheduled_at = clock_timestamp()
+  SET status = CASE WHEN j.cancel_requested_at IS NULL THEN 'pending' ELSE 'cancelled' END::{schema}.job_status,
+      attempt = greatest(j.attempt - 1, 0), locked_by_worker = NULL, lock_expires_at = NULL,
+      started_at = NULL,
+      scheduled_at = CASE WHEN j.cancel_requested_at IS NULL THEN clock_timestamp() ELSE j.scheduled_at END,
+      finished_at = CASE WHEN j.cancel_requested_at IS NULL THEN NULL ELSE clock_timestamp() END,
+      error_class = CASE WHEN j.cancel_requested_at IS NULL THEN j.error_class ELSE 'CancelRequested' END,
+      error_message = CASE WHEN j.cancel_requested_at IS NULL THEN j.error_message
+                           ELSE 'cancelled by request before its handler started' END,
+      error_traceback = CASE WHEN j.cancel_requested_at IS NULL THEN j.error_traceback END
   WHERE j.id = ANY ($2::uuid[]) AND j.status = 'running' AND j.locked_by_worker = $1
-  RETURNING j.id
+  RETURNING j.id, j.status::text AS status
 ),
 events AS (
   INSERT INTO {schema}.job_events (job_id, kind, detail)
-  SELECT id, 'state_change', jsonb_build_object('from_state', 'running', 'to_state', 'pending', 'reason', 'drained', 'worker_id', $1::uuid)
+  SELECT id, 'state_change', jsonb_build_object('from_state', 'running', 'to_state', status, 'reason', 'drained', 'worker_id', $1::uuid)
   FROM upd
   RETURNING 1
 ),
 wake AS (
-  SELECT pg_notify($3, '') FROM upd HAVING count(*) > 0
+  SELECT pg_notify($3, '') FROM upd WHERE status = 'pending' HAVING count(*) > 0
 )
 SELECT (SELECT count(*) FROM upd)::int AS repended, (SELECT count(*) FROM events)::int AS events,
+       coalesce((SELECT array_agg(id::text) FROM upd WHERE status = 'cancelled'), '{}') AS cancelled_ids,
        (SELECT count(*) FROM wake)::int AS woke;
 
 -- name: registerWorker
