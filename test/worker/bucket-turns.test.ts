@@ -49,9 +49,9 @@ describe('BucketTurns', () => {
     void timedOut.then(() => (gaveUp = true));
     await flushPromises();
     expect(gaveUp).toBe(false); // still queued before its deadline
+    // Given up when its deadline passes (no wall-clock assertion: Node's timers run on the event
+    // loop's cached millisecond clock and may fire up to a millisecond before performance.now()).
     expect(await timedOut).toBeNull();
-    // Given up at its deadline, not before (timers fire no earlier than asked, to the millisecond).
-    expect(performance.now()).toBeGreaterThan(deadline - 1);
     abort.abort();
     expect(await aborted).toBeNull();
     let got = false;
