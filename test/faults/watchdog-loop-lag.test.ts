@@ -4,17 +4,11 @@
  * its job expires, and the job then runs once more, on another worker, to completion — the side
  * effect written after the block exists exactly once.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
-import { TaskQ } from '../../src/client/taskq.js';
 import { stall } from '../fixtures/watchdog-actors.js';
-import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { useProcessFleet } from '../helpers/process-fleet.js';
 import { waitFor } from '../helpers/wait.js';
-import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
-
-let db: TestSchema;
-let tq: TaskQ;
-const procs: WorkerProcess[] = [];
 
 /** Lease 8 s, heartbeat 1 s: the lag budget (3 s) + the heartbeat interval leaves 4 s of lease. */
 const settings = {
@@ -33,35 +27,21 @@ const settings = {
   TASKQ_NOTIFY_POLL_INTERVAL: '1',
 };
 
-beforeAll(async () => {
-  db = await migratedSchema('watchdog_lag');
-  await db.pool.query(
-    `CREATE TABLE "${db.schema}".watchdog_runs (job_id uuid, pid int, step text, at timestamptz)`,
-  );
-  tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
+const fleet = useProcessFleet('watchdog_lag', settings, {
+  watchdog_runs: '(job_id uuid, pid int, step text, at timestamptz)',
 });
-afterAll(async () => {
-  await Promise.all(procs.map((p) => p.stop()));
-  await tq.close();
-  await db.drop();
-});
-
-function start(env: Record<string, string>): WorkerProcess {
-  const p = startWorkerProcess(db.schema, { ...settings, ...env });
-  procs.push(p);
-  return p;
-}
+const { start } = fleet;
 
 describe('watchdog: event-loop lag', () => {
   it('ends a worker whose loop is blocked past the budget with exit 2 and a dump before its lease expires; another worker runs the job once', async () => {
     const stalled = start({ TQ_STALL_MS: '60000' });
     const { workerId: stalledId, pid: stalledPid } = await stalled.ready;
-    const handle = await tq.enqueue(stall, {});
+    const handle = await fleet.tq.enqueue(stall, {});
     await waitFor(
       async () =>
         (
-          await db.pool.query(
-            `SELECT 1 FROM "${db.schema}".watchdog_runs WHERE job_id = $1 AND pid = $2 AND step = 'started'`,
+          await fleet.db.pool.query(
+            `SELECT 1 FROM "${fleet.db.schema}".watchdog_runs WHERE job_id = $1 AND pid = $2 AND step = 'started'`,
             [handle.jobId, stalledPid],
           )
         ).rowCount === 1,
@@ -74,7 +54,7 @@ describe('watchdog: event-loop lag', () => {
       new Promise<null>((resolve) => setTimeout(() => resolve(null), 45_000).unref()),
     ]);
     // Read the lease on the database clock the moment the exit is seen: a later read only shortens it.
-    const { rows } = await db.pool.query<{
+    const { rows } = await fleet.db.pool.query<{
       status: string;
       locked_by_worker: string | null;
       lease_left_ms: number;
@@ -85,8 +65,8 @@ describe('watchdog: event-loop lag', () => {
               (extract(epoch FROM j.lock_expires_at - clock_timestamp()) * 1000)::float8 AS lease_left_ms,
               (extract(epoch FROM clock_timestamp() - r.at) * 1000)::float8 AS blocked_ms,
               (extract(epoch FROM clock_timestamp() - j.last_heartbeat_at) * 1000)::float8 AS heartbeat_to_exit_ms
-         FROM "${db.schema}".jobs j
-         JOIN "${db.schema}".watchdog_runs r ON r.job_id = j.id AND r.step = 'started' AND r.pid = $2
+         FROM "${fleet.db.schema}".jobs j
+         JOIN "${fleet.db.schema}".watchdog_runs r ON r.job_id = j.id AND r.step = 'started' AND r.pid = $2
         WHERE j.id = $1`,
       [handle.jobId, stalledPid],
     );
@@ -127,8 +107,8 @@ describe('watchdog: event-loop lag', () => {
       30_000,
       'the job to succeed on the other worker',
     );
-    const runs = await db.pool.query<{ pid: number; step: string }>(
-      `SELECT pid, step FROM "${db.schema}".watchdog_runs WHERE job_id = $1 ORDER BY at`,
+    const runs = await fleet.db.pool.query<{ pid: number; step: string }>(
+      `SELECT pid, step FROM "${fleet.db.schema}".watchdog_runs WHERE job_id = $1 ORDER BY at`,
       [handle.jobId],
     );
     const sideEffects = runs.rows.filter((r) => r.step === 'side-effect');
@@ -144,17 +124,17 @@ describe('watchdog: event-loop lag', () => {
   it('kills a worker blocked inside a native call (no inspector answer) with SIGKILL, after writing the dump, before its lease expires', async () => {
     const stalled = start({ TQ_STALL_MS: '20000', TQ_STALL_KIND: 'native' });
     const { pid: stalledPid } = await stalled.ready;
-    const handle = await tq.enqueue(stall, {});
+    const handle = await fleet.tq.enqueue(stall, {});
     const exit = await Promise.race([
       stalled.exited,
       new Promise<null>((resolve) => setTimeout(() => resolve(null), 45_000).unref()),
     ]);
-    const { rows } = await db.pool.query<{ status: string; lease_left_ms: number; blocked_ms: number }>(
+    const { rows } = await fleet.db.pool.query<{ status: string; lease_left_ms: number; blocked_ms: number }>(
       `SELECT j.status,
               (extract(epoch FROM j.lock_expires_at - clock_timestamp()) * 1000)::float8 AS lease_left_ms,
               (extract(epoch FROM clock_timestamp() - r.at) * 1000)::float8 AS blocked_ms
-         FROM "${db.schema}".jobs j
-         JOIN "${db.schema}".watchdog_runs r ON r.job_id = j.id AND r.step = 'started' AND r.pid = $2
+         FROM "${fleet.db.schema}".jobs j
+         JOIN "${fleet.db.schema}".watchdog_runs r ON r.job_id = j.id AND r.step = 'started' AND r.pid = $2
         WHERE j.id = $1`,
       [handle.jobId, stalledPid],
     );

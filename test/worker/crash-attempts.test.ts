@@ -4,54 +4,23 @@
  * into its local queue but never started keep their attempt budget. Handler starts are counted from
  * the database (the fixture actors record each start before anything else).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
-import { TaskQ } from '../../src/client/taskq.js';
 import { deaf, held } from '../fixtures/crash-actors.js';
-import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { useProcessFleet, FAST_RECLAIM_ENV, TEST_RUNS_TABLE } from '../helpers/process-fleet.js';
 import { holdsFor, waitFor } from '../helpers/wait.js';
-import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 
-let db: TestSchema;
-let tq: TaskQ;
-const procs: WorkerProcess[] = [];
-
-// The shortest lease the settings allow beside a 1 s heartbeat (lockLease ≥ 4 × heartbeatInterval),
-// as in crash-recovery.test.ts.
-const fast = {
-  TQ_FIXTURE_ACTORS: 'crash',
-  TASKQ_HEARTBEAT_INTERVAL: '1',
-  TASKQ_LOCK_LEASE: '4',
-  TASKQ_SWEEP_INTERVAL: '1',
-  TASKQ_CANCELLATION_GRACE_PERIOD: '1',
-  TASKQ_CLEANUP_GRACE_PERIOD: '1',
-  TASKQ_TERMINATION_GRACE_PERIOD: '10',
-  TASKQ_NOTIFY_POLL_INTERVAL: '1',
-};
-
-beforeAll(async () => {
-  db = await migratedSchema('crash_attempts');
-  await db.pool.query(
-    `CREATE TABLE "${db.schema}".test_runs (job_id uuid, actor text, identity_key text, pid int, attempt int, started_at timestamptz, finished_at timestamptz)`,
-  );
-  tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
-});
-afterAll(async () => {
-  await Promise.all(procs.map((p) => p.stop()));
-  await tq.close();
-  await db.drop();
-});
-
-function start(env: Record<string, string>): WorkerProcess {
-  const p = startWorkerProcess(db.schema, { ...fast, ...env });
-  procs.push(p);
-  return p;
-}
+const fleet = useProcessFleet(
+  'crash_attempts',
+  { ...FAST_RECLAIM_ENV, TQ_FIXTURE_ACTORS: 'crash' },
+  { test_runs: TEST_RUNS_TABLE },
+);
+const { start } = fleet;
 
 /** Handler starts recorded for each job, by job id. */
 async function startsOf(jobIds: readonly string[]): Promise<Map<string, { pid: number; attempt: number }[]>> {
-  const { rows } = await db.pool.query<{ job_id: string; pid: number; attempt: number }>(
-    `SELECT job_id, pid, attempt FROM "${db.schema}".test_runs WHERE job_id = ANY ($1::uuid[]) ORDER BY started_at`,
+  const { rows } = await fleet.db.pool.query<{ job_id: string; pid: number; attempt: number }>(
+    `SELECT job_id, pid, attempt FROM "${fleet.db.schema}".test_runs WHERE job_id = ANY ($1::uuid[]) ORDER BY started_at`,
     [jobIds],
   );
   const out = new Map<string, { pid: number; attempt: number }[]>(jobIds.map((id) => [id, []]));
@@ -70,13 +39,13 @@ describe('a SIGKILLed worker’s jobs, reclaimed (issue 62)', () => {
       TASKQ_CLEANUP_GRACE_PERIOD: '1',
     });
     const { workerId: victimId, pid: victimPid } = await victim.ready;
-    const job = await tq.enqueue(deaf, { ms: 600_000 });
+    const job = await fleet.tq.enqueue(deaf, { ms: 600_000 });
     await waitFor(
       async () => (await startsOf([job.jobId])).get(job.jobId)!.length === 1,
       15_000,
       'the handler to start',
     );
-    expect(await tq.cancel(job.jobId, 'stop')).toMatchObject({
+    expect(await fleet.tq.cancel(job.jobId, 'stop')).toMatchObject({
       previousStatus: 'running',
       newStatus: 'running',
       cancellationInitiated: true,
@@ -84,7 +53,7 @@ describe('a SIGKILLed worker’s jobs, reclaimed (issue 62)', () => {
     const killedAt = Date.now();
     victim.proc.kill('SIGKILL');
     expect((await victim.exited).signal).toBe('SIGKILL');
-    const row = await tq.getRow(job.jobId);
+    const row = await fleet.tq.getRow(job.jobId);
     expect(row).toMatchObject({ status: 'running', attempt: 1, cancelPhase: 1 });
     expect(row!.attempt).toBeLessThan(row!.maxAttempts);
 
@@ -93,9 +62,13 @@ describe('a SIGKILLed worker’s jobs, reclaimed (issue 62)', () => {
     await rescuer.ready;
 
     // Lease (4 s) + the headroom of a job being cancelled (cancel grace + cleanup grace + 60 s).
-    await waitFor(async () => (await tq.getRow(job.jobId))?.status !== 'running', 120_000, 'the reclaim');
+    await waitFor(
+      async () => (await fleet.tq.getRow(job.jobId))?.status !== 'running',
+      120_000,
+      'the reclaim',
+    );
     const reclaimedMs = Date.now() - killedAt;
-    const after = await tq.getRow(job.jobId);
+    const after = await fleet.tq.getRow(job.jobId);
     // A rescuer that had claimed the job again would have started its handler within its poll.
     await holdsFor(
       async () => (await startsOf([job.jobId])).get(job.jobId)!.length === 1,
@@ -125,14 +98,14 @@ describe('a SIGKILLed worker’s jobs, reclaimed (issue 62)', () => {
   it('prefetch then SIGKILL: the jobs that never started keep their attempt budget', async () => {
     // Four one-attempt jobs wait before the victim starts: its first claim takes all four (two slots
     // and, before any handler has run, a prefetch of as many again).
-    const jobs = await Promise.all([1, 2, 3, 4].map(() => tq.enqueue(held, { ms: 600_000 })));
+    const jobs = await Promise.all([1, 2, 3, 4].map(() => fleet.tq.enqueue(held, { ms: 600_000 })));
     const ids = jobs.map((j) => j.jobId);
     const handle = (id: string) => jobs[ids.indexOf(id)]!;
     const victim = start({ TASKQ_QUEUES: 'prefetch_crash', TASKQ_MAX_CONCURRENCY: '2', TQ_HOLD: '1' });
     const { workerId: victimId, pid: victimPid } = await victim.ready;
     await waitFor(
       async () => {
-        const rows = await Promise.all(ids.map((id) => tq.getRow(id)));
+        const rows = await Promise.all(ids.map((id) => fleet.tq.getRow(id)));
         const started = [...(await startsOf(ids)).values()].filter((s) => s.length > 0).length;
         return rows.every((r) => r?.status === 'running' && r.lockedByWorker === victimId) && started === 2;
       },
@@ -145,7 +118,7 @@ describe('a SIGKILLed worker’s jobs, reclaimed (issue 62)', () => {
     expect(startedIds).toHaveLength(2);
     // How the database tells them apart (asserted at the end): only the started ones carry started_at.
     const startedAtBefore = new Map(
-      await Promise.all(ids.map(async (id) => [id, (await tq.getRow(id))?.startedAt ?? null] as const)),
+      await Promise.all(ids.map(async (id) => [id, (await fleet.tq.getRow(id))?.startedAt ?? null] as const)),
     );
 
     const rescuer = start({ TASKQ_QUEUES: 'prefetch_crash', TASKQ_MAX_CONCURRENCY: '2' });
@@ -156,7 +129,7 @@ describe('a SIGKILLed worker’s jobs, reclaimed (issue 62)', () => {
 
     await waitFor(
       async () => {
-        const rows = await Promise.all(ids.map((id) => tq.getRow(id)));
+        const rows = await Promise.all(ids.map((id) => fleet.tq.getRow(id)));
         return rows.every((r) => r?.status === 'crashed' || r?.status === 'succeeded');
       },
       60_000,
@@ -166,7 +139,7 @@ describe('a SIGKILLed worker’s jobs, reclaimed (issue 62)', () => {
     const after = await startsOf(ids);
     const summary = await Promise.all(
       ids.map(async (id, i) => {
-        const row = await tq.getRow(id);
+        const row = await fleet.tq.getRow(id);
         const attempts = await jobs[i]!.attempts();
         return {
           id: id.slice(-6),
@@ -186,13 +159,13 @@ describe('a SIGKILLed worker’s jobs, reclaimed (issue 62)', () => {
     console.table(summary);
 
     for (const id of startedIds) {
-      expect(await tq.getRow(id)).toMatchObject({ status: 'crashed', attempt: 1 });
+      expect(await fleet.tq.getRow(id)).toMatchObject({ status: 'crashed', attempt: 1 });
       expect((await handle(id).attempts()).map((a) => [a.attempt, a.outcome])).toEqual([[1, 'crashed']]);
       expect(after.get(id)).toEqual([{ pid: victimPid, attempt: 1 }]);
     }
     for (const id of waitingIds) {
       // No attempt was used by the crash: the rescuer ran the job's one attempt.
-      expect(await tq.getRow(id)).toMatchObject({ status: 'succeeded', attempt: 1 });
+      expect(await fleet.tq.getRow(id)).toMatchObject({ status: 'succeeded', attempt: 1 });
       expect((await handle(id).attempts()).map((a) => [a.attempt, a.outcome])).toEqual([[1, 'succeeded']]);
       expect(after.get(id)).toHaveLength(1);
       expect(after.get(id)![0]!.pid).not.toBe(victimPid);

@@ -2,62 +2,30 @@
  * Process-level crash recovery: a worker killed with SIGKILL, its jobs reclaimed by another
  * worker's leader and reported on the reclaim feed; leader failover.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import type { EventRow } from '../../src/backend/types.js';
-import { TaskQ } from '../../src/client/taskq.js';
 import { crashy, fragile, record_ } from '../fixtures/fleet-actors.js';
-import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { useProcessFleet, FAST_RECLAIM_ENV, TEST_RUNS_TABLE } from '../helpers/process-fleet.js';
 import { holdsFor, waitFor } from '../helpers/wait.js';
-import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 
-let db: TestSchema;
-let tq: TaskQ;
-const procs: WorkerProcess[] = [];
-
-const fast = {
-  TASKQ_HEARTBEAT_INTERVAL: '1',
-  TASKQ_LOCK_LEASE: '4',
-  TASKQ_SWEEP_INTERVAL: '1',
-  TASKQ_CANCELLATION_GRACE_PERIOD: '1',
-  TASKQ_CLEANUP_GRACE_PERIOD: '1',
-  TASKQ_TERMINATION_GRACE_PERIOD: '10',
-  TASKQ_NOTIFY_POLL_INTERVAL: '1',
-};
-
-beforeAll(async () => {
-  db = await migratedSchema('crash');
-  await db.pool.query(
-    `CREATE TABLE "${db.schema}".test_runs (job_id uuid, actor text, identity_key text, pid int, attempt int, started_at timestamptz, finished_at timestamptz)`,
-  );
-  tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
-});
-afterAll(async () => {
-  await Promise.all(procs.map((p) => p.stop()));
-  await tq.close();
-  await db.drop();
-});
-
-function start(env: Record<string, string>): WorkerProcess {
-  const p = startWorkerProcess(db.schema, { ...fast, ...env });
-  procs.push(p);
-  return p;
-}
+const fleet = useProcessFleet('crash', FAST_RECLAIM_ENV, { test_runs: TEST_RUNS_TABLE });
+const { start } = fleet;
 
 const leaderRow = async (): Promise<string | null> =>
-  ((await db.pool.query(`SELECT worker_id FROM "${db.schema}".maintenance_leader`)).rows[0]?.worker_id as
-    string | undefined) ?? null;
+  ((await fleet.db.pool.query(`SELECT worker_id FROM "${fleet.db.schema}".maintenance_leader`)).rows[0]
+    ?.worker_id as string | undefined) ?? null;
 
 describe('crash recovery', () => {
   it('reclaims a SIGKILLed worker’s jobs: retried when attempts remain, crashed otherwise, each reported once on the feed', async () => {
-    const retried = await Promise.all([1, 2, 3].map(() => tq.enqueue(crashy, { ms: 120_000 })));
-    const lost = await tq.enqueue(fragile, { ms: 120_000 });
+    const retried = await Promise.all([1, 2, 3].map(() => fleet.tq.enqueue(crashy, { ms: 120_000 })));
+    const lost = await fleet.tq.enqueue(fragile, { ms: 120_000 });
     const victim = start({ TASKQ_QUEUES: 'crash', TASKQ_MAX_CONCURRENCY: '8' });
     const { workerId: victimId } = await victim.ready;
     await waitFor(
       async () =>
-        (await tq.countActiveJobs(['crash'])) === 4 &&
-        (await tq.list({ status: 'running', limit: 10 })).jobs.length === 4,
+        (await fleet.tq.countActiveJobs(['crash'])) === 4 &&
+        (await fleet.tq.list({ status: 'running', limit: 10 })).jobs.length === 4,
       10_000,
       'four running jobs',
     );
@@ -65,7 +33,7 @@ describe('crash recovery', () => {
     const seen: EventRow[] = [];
     const controller = new AbortController();
     const watching = (async () => {
-      for await (const e of tq.watchReclaims({
+      for await (const e of fleet.tq.watchReclaims({
         afterId: '0',
         visibilityDelay: '300ms',
         pollTimeout: '2s',
@@ -81,9 +49,9 @@ describe('crash recovery', () => {
     expect((await victim.exited).signal).toBe('SIGKILL');
 
     for (const h of retried) expect(await h.wait({ timeout: '30s' })).toEqual({ attempt: 2 });
-    const lostRow = await tq.getRow(lost.jobId);
+    const lostRow = await fleet.tq.getRow(lost.jobId);
     await waitFor(
-      async () => (await tq.getRow(lost.jobId))?.status === 'crashed',
+      async () => (await fleet.tq.getRow(lost.jobId))?.status === 'crashed',
       30_000,
       'the fragile job to crash',
     );
@@ -114,7 +82,7 @@ describe('crash recovery', () => {
     const again: EventRow[] = [];
     const c2 = new AbortController();
     const resume = (async () => {
-      for await (const e of tq.watchReclaims({
+      for await (const e of fleet.tq.watchReclaims({
         afterId: seen[3]!.eventId,
         visibilityDelay: '300ms',
         pollTimeout: '200ms',
@@ -128,7 +96,7 @@ describe('crash recovery', () => {
     await resume;
     expect(again).toEqual([]);
     const replay: EventRow[] = [];
-    for await (const e of tq.watchReclaims({ afterId: '0', visibilityDelay: '300ms' })) {
+    for await (const e of fleet.tq.watchReclaims({ afterId: '0', visibilityDelay: '300ms' })) {
       replay.push(e);
       if (replay.length === 4) break;
     }
@@ -150,7 +118,7 @@ describe('crash recovery', () => {
     const gap = Date.now() - t0;
     console.log(`leader failover gap: ${gap} ms (heartbeat interval 1000 ms, SLA 2000 ms)`);
     // Sweeps continue under the new leader: a delayed job is promoted and runs.
-    const h = await tq.enqueue(record_, { ms: 1 }, { delay: '300ms' });
+    const h = await fleet.tq.enqueue(record_, { ms: 1 }, { delay: '300ms' });
     await h.wait({ timeout: '10s' });
     await b.stop();
   });

@@ -8,14 +8,13 @@
  * `lockLease + max(sweepInterval, heartbeatInterval)` (each loop jittered by up to 10 %) of the later
  * of its death and the leader's freeze. The figures are printed; the test asserts order and outcome.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
-import { TaskQ } from '../../src/client/taskq.js';
 import { crashy, fragile } from '../fixtures/fleet-actors.js';
-import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { useProcessFleet, TEST_RUNS_TABLE } from '../helpers/process-fleet.js';
 import { holdsFor, waitFor } from '../helpers/wait.js';
-import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
+import type { WorkerProcess } from '../helpers/worker-process.js';
 
 const LOCK_LEASE_S = 4;
 const HEARTBEAT_S = 1;
@@ -30,32 +29,11 @@ const fast = {
   TASKQ_NOTIFY_POLL_INTERVAL: '1',
 };
 
-let db: TestSchema;
-let tq: TaskQ;
-const procs: WorkerProcess[] = [];
-
-beforeAll(async () => {
-  db = await migratedSchema('freeze');
-  await db.pool.query(
-    `CREATE TABLE "${db.schema}".test_runs (job_id uuid, actor text, identity_key text, pid int, attempt int, started_at timestamptz, finished_at timestamptz)`,
-  );
-  tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
-});
-afterAll(async () => {
-  for (const p of procs) if (p.proc.exitCode === null && p.proc.signalCode === null) p.proc.kill('SIGCONT');
-  await Promise.all(procs.map((p) => p.stop()));
-  await tq.close();
-  await db.drop();
-});
-
-function start(env: Record<string, string>): WorkerProcess {
-  const p = startWorkerProcess(db.schema, { ...fast, ...env });
-  procs.push(p);
-  return p;
-}
+const fleet = useProcessFleet('freeze', fast, { test_runs: TEST_RUNS_TABLE });
+const { start } = fleet;
 
 const q = async <R extends Record<string, unknown>>(sql: string, values: unknown[] = []): Promise<R[]> =>
-  (await db.pool.query<R>(sql.replaceAll('$S', `"${db.schema}"`), values)).rows;
+  (await fleet.db.pool.query<R>(sql.replaceAll('$S', `"${fleet.db.schema}"`), values)).rows;
 
 /** The database clock, now. */
 const dbNow = async (): Promise<Date> => (await q<{ now: Date }>(`SELECT clock_timestamp() AS now`))[0]!.now;
@@ -85,8 +63,8 @@ describe('a frozen maintenance leader', () => {
     await waitFor(async () => (await leaderRow())?.worker_id === aId, 15_000, 'A to lead');
     const b = start({ TASKQ_QUEUES: 'crash', TASKQ_MAX_CONCURRENCY: '8' });
     const { workerId: bId } = await b.ready;
-    const retried = await Promise.all([1, 2, 3].map(() => tq.enqueue(crashy, { ms: 120_000 })));
-    const lost = await tq.enqueue(fragile, { ms: 120_000 });
+    const retried = await Promise.all([1, 2, 3].map(() => fleet.tq.enqueue(crashy, { ms: 120_000 })));
+    const lost = await fleet.tq.enqueue(fragile, { ms: 120_000 });
     const jobIds = [...retried.map((h) => h.jobId), lost.jobId];
     await waitFor(
       async () =>
@@ -160,7 +138,7 @@ describe('a frozen maintenance leader', () => {
       expect(crashed).toHaveLength(1);
     }
     // And A's term is refused by the backend itself.
-    const backend = new PostgresBackend(db.driver, { schema: db.schema });
+    const backend = new PostgresBackend(fleet.db.driver, { schema: fleet.db.schema });
     const refused = await backend.reclaimExpiredLocks(0, 0, 10, { workerId: aId, term: termA }).then(
       () => null,
       (err: unknown) => err,
@@ -169,7 +147,7 @@ describe('a frozen maintenance leader', () => {
 
     // The reclaimed jobs ran again on C (attempt 2), the one-attempt job ended crashed.
     for (const h of retried) expect(await h.wait({ timeout: '30s' })).toEqual({ attempt: 2 });
-    expect((await tq.getRow(lost.jobId))?.status).toBe('crashed');
+    expect((await fleet.tq.getRow(lost.jobId))?.status).toBe('crashed');
     await Promise.all([a.stop(), c.stop()]);
   }, 120_000);
 });
