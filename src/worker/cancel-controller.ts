@@ -19,7 +19,15 @@ export interface CancellableRunner {
   abandon(jobId: string): void;
   /** Last progress of a job, written with the abandonment. */
   progressOf(jobId: string): { seq: number; state: Record<string, unknown> } | null;
+  /** The job's log fields (id, actor, queue, attempt, trace id), for the lines about it. */
+  logFieldsOf?(jobId: string): object;
 }
+
+/** The message an abandoned job stores (worker.sql, markAbandoned), for its log line. */
+const ABANDONED: Readonly<Record<CancelCause, string>> = {
+  shutdown: 'the handler did not stop when the worker shut down, through the cancellation and cleanup graces',
+  cancel: 'the handler did not stop after the cancel request, through the cancellation and cleanup graces',
+};
 
 /**
  * The three-phase cancel protocol for the jobs this worker runs (DESIGN.md §4.1):
@@ -154,8 +162,14 @@ export class CancelController {
           this.runner.progressOf(jobId),
           cause,
         );
+        // A terminal failure: the job's fields, class and message, like the runner's `job-failed`.
         this.logger.error(
-          { jobId, written },
+          {
+            ...(this.runner.logFieldsOf?.(jobId) ?? { jobId }),
+            written,
+            errorClass: 'Abandoned',
+            message: ABANDONED[cause],
+          },
           cause === 'shutdown' ? 'shutdown-abandoned' : 'cancel-phase-3-abandoned',
         );
       } catch (err) {
