@@ -13,6 +13,7 @@ import { waitFor } from '../helpers/wait.js';
 import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
 
 const MARKER = 'tq-secret-marker-5b0e2c';
+const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
 
 let db: TestSchema;
 let tq: TaskQ;
@@ -44,7 +45,7 @@ async function failOneJob(
   );
   procs.push(worker);
   await worker.ready;
-  const handle = await tq.enqueue(fails, { secret: MARKER });
+  const handle = await tq.enqueue(fails, { secret: MARKER }, { traceId: TRACE_ID });
   await waitFor(async () => (await handle.status()) === 'failed', 20_000);
   // The error line is written after the outcome is: wait for it, then for the process to end.
   await waitFor(() => worker.stdout.some((l) => l.includes('job-failed')), 10_000);
@@ -72,6 +73,7 @@ describe("a failed job in the worker's log at the default level (issue 63)", () 
       actor: 'log_fails',
       queue: 'failure_logs',
       attempt: 2,
+      traceId: TRACE_ID,
       errorClass: 'LedgerOutOfBalance',
       message: 'ledger 7 is off by 42 cents (attempt 2)',
     });
@@ -99,7 +101,9 @@ describe("a failed job in the worker's log at the default level (issue 63)", () 
     console.log(`console: ${output.length} lines; the error line: ${failed[0]}`);
     expect(failed).toHaveLength(1);
     expect(failed[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ERROR job-failed /);
-    expect(failed[0]).toContain(`jobId=${jobId} actor=log_fails queue=failure_logs attempt=2`);
+    expect(failed[0]).toContain(
+      `jobId=${jobId} actor=log_fails queue=failure_logs attempt=2 traceId=${TRACE_ID}`,
+    );
     expect(failed[0]).toContain(
       'errorClass=LedgerOutOfBalance message="ledger 7 is off by 42 cents (attempt 2)"',
     );
