@@ -52,7 +52,16 @@ const chatty = actor({ name: 'log_chatty', queue: 'logs' }, async (p: { n: numbe
 class CardDeclined extends Error {}
 
 const declines = actor(
-  { name: 'log_declines', queue: 'logs', retry: { maxAttempts: 2, base: 10, jitter: 0 } },
+  {
+    name: 'log_declines',
+    queue: 'logs',
+    retry: { maxAttempts: 2, base: 10, jitter: 0 },
+    // A hook is the job's code too: its jobLogger() lines carry the job's fields.
+    onRetryExhausted: async () => {
+      await Promise.resolve();
+      jobLogger().warn({}, 'user-hook');
+    },
+  },
   async (p: { card: string }) => {
     throw new CardDeclined(
       `card declined by postgres://shop:hunter2@pay.example/charge (card ${p.card.length} chars)`,
@@ -125,7 +134,7 @@ describe('job context on log lines', () => {
 });
 
 describe("the worker's lines about outcomes", () => {
-  it('a retried failure logs job-attempt-failed (warn), the terminal one job-failed (error): class, masked message, never the payload', async () => {
+  it('a retried failure logs job-attempt-failed (warn), the terminal one job-failed (error): class, masked message, never the payload; the hook logs with the job fields', async () => {
     const h = await tq.enqueue(declines, { card: SECRET });
     await waitFor(async () => (await backend.get(h.jobId))?.status === 'failed');
     await waitFor(() => of('job-failed').some((l) => l.jobId === h.jobId));
@@ -146,6 +155,9 @@ describe("the worker's lines about outcomes", () => {
     expect(failed).toMatchObject({ level: 50, attempt: 2, errorClass: 'CardDeclined' });
     expect(failed.message).toContain('card declined by postgres://***@');
     expect(String(failed.stack)).toContain('job-logs.test.ts');
+
+    await waitFor(() => of('user-hook').length > 0);
+    expect(of('user-hook')[0]).toMatchObject({ jobId: h.jobId, actor: 'log_declines', attempt: 2 });
 
     const about = lines.filter((l) => l.jobId === h.jobId);
     expect(JSON.stringify(about)).not.toContain(SECRET);
