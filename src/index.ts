@@ -107,6 +107,7 @@ export type { JobId } from './core/ids.js';
 export type { Clock } from './core/clock.js';
 export { SystemClock } from './core/clock.js';
 export type { Logger } from './obs/logger.js';
+export { currentJob, jobLogger, type JobLogFields } from './obs/job-log-context.js';
 export type { Schema } from './core/schema-validation.js';
 export {
   Migrator,

@@ -150,6 +150,7 @@ export type ClaimedJob = Pick<
   | 'progressState'
   | 'progressSeq'
   | 'heartbeatDetails'
+  | 'traceId'
 >;
 
 /** Everything a backend needs to insert one job. Built and validated by the client. */

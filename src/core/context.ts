@@ -18,7 +18,11 @@ export interface JobContext<P = unknown> {
   readonly workerId: string;
   /** The validated payload (same value as the handler's first argument). */
   readonly payload: P;
-  /** Logger bound to this job (job id, actor, queue, attempt). */
+  /**
+   * The worker's logger bound to this attempt: every line carries `jobId`, `actor`, `queue`,
+   * `attempt` and, when the job has one, `traceId` (docs/logging.md). Code the handler calls gets
+   * the same logger from `jobLogger()` without being passed `ctx`.
+   */
   readonly log: Logger;
   /**
    * Aborted when the job should stop: a cancel request (reason `CancelRequested`), the attempt's

@@ -1,19 +1,21 @@
+import type { JobLogFields, JobScopedLogger } from './job-log-context.js';
 import type { Logger } from './logger.js';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 
 /**
  * A child logger made on its first use. The worker gives every attempt a logger bound to its job
- * (id, actor, queue, attempt); most attempts never log, and making a pino child serialises its
- * bindings up front. Calls at a level the parent has switched off (pino's `isLevelEnabled`) are
- * dropped without making the child.
+ * ({@link JobLogFields}: id, actor, queue, attempt, trace id); most attempts never log, and making a
+ * pino child serialises its bindings up front. Calls at a level the parent has switched off (pino's
+ * `isLevelEnabled`) are dropped without making the child.
  */
-export class LazyChildLogger implements Logger {
+export class LazyChildLogger implements JobScopedLogger {
   private made: Logger | null = null;
 
   constructor(
     private readonly parent: Logger,
-    private readonly bindings: Record<string, unknown>,
+    /** The bindings every line of this logger carries. */
+    readonly fields: JobLogFields,
   ) {}
 
   private enabled(level: Level): boolean {
@@ -22,7 +24,7 @@ export class LazyChildLogger implements Logger {
   }
 
   private get logger(): Logger {
-    return (this.made ??= this.parent.child(this.bindings));
+    return (this.made ??= this.parent.child(this.fields as unknown as Record<string, unknown>));
   }
 
   debug(obj: object, msg?: string): void {

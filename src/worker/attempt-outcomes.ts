@@ -5,6 +5,8 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { ResultTooLarge } from '../errors/job-errors.js';
 import { HeartbeatTimeout } from '../errors/progress-errors.js';
 import { PayloadValidationError } from '../errors/payload-validation-error.js';
+import { jobLogFields } from '../obs/job-log-context.js';
+import { LazyChildLogger } from '../obs/lazy-child-logger.js';
 import type { Logger } from '../obs/logger.js';
 import { ReservationUnavailable } from '../ratelimit/errors.js';
 import { DEFAULT_RESERVATION_BACKOFF_MS } from '../ratelimit/types.js';
@@ -131,7 +133,7 @@ export class AttemptOutcomes {
       };
     if (err instanceof PayloadValidationError || err instanceof InvalidArgumentError)
       return this.failure(actor, row, err, timing);
-    this.logger.error({ err, jobId: row.id, actor: row.actor }, 'ratelimit-acquire-failed');
+    this.logger.error({ err, ...jobLogFields(row) }, 'ratelimit-acquire-failed');
     return {
       ...base,
       kind: 'reschedule',
@@ -182,7 +184,8 @@ export class AttemptOutcomes {
   failure(actor: AnyActor, row: ClaimedJob, err: unknown, timing: AttemptTiming): Settlement {
     const decision = classifyFailure(actor, err, row.attempt, {
       maxRetryBackoffMs: this.settings.maxRetryBackoffMs,
-      logger: this.logger,
+      // The classifier's own lines (a failing hook) are about this job: they carry its fields.
+      logger: new LazyChildLogger(this.logger, jobLogFields(row)),
     });
     return {
       kind: 'failed',

@@ -19,7 +19,15 @@ export interface CancellableRunner {
   abandon(jobId: string): void;
   /** Last progress of a job, written with the abandonment. */
   progressOf(jobId: string): { seq: number; state: Record<string, unknown> } | null;
+  /** The job's log fields (id, actor, queue, attempt, trace id), for the lines about it. */
+  logFieldsOf?(jobId: string): object;
 }
+
+/** The message an abandoned job stores (worker.sql, markAbandoned), for its log line. */
+const ABANDONED: Readonly<Record<CancelCause, string>> = {
+  shutdown: 'the handler did not stop when the worker shut down, through the cancellation and cleanup graces',
+  cancel: 'the handler did not stop after the cancel request, through the cancellation and cleanup graces',
+};
 
 /**
  * The three-phase cancel protocol for the jobs this worker runs (DESIGN.md §4.1):
@@ -64,12 +72,12 @@ export class CancelController {
       local = { phase: 1, observedAt: performance.now() };
       this.jobs.set(jobId, local);
       this.runner.requestCancel(jobId);
-      this.logger.info({ jobId, via }, 'cancel-phase-1-cooperative');
+      this.logger.info({ ...this.fieldsOf(jobId), via }, 'cancel-phase-1-cooperative');
       this.scheduleWake(this.graces.cancellationMs);
     }
     if (dbPhase === 2 && local.phase === 1) {
       local.phase = 2;
-      this.logger.info({ jobId }, 'cancel-phase-2-adopted');
+      this.logger.info(this.fieldsOf(jobId), 'cancel-phase-2-adopted');
       this.runner.forceCancel(jobId);
       this.scheduleWake(this.graces.cleanupMs);
     }
@@ -112,7 +120,10 @@ export class CancelController {
           const written = await this.backend.writeCancelEscalation(jobId, this.workerId);
           if (written) {
             j.phase = 2;
-            this.logger.warn({ jobId, graceMs: this.graces.cancellationMs }, 'cancel-phase-2-forced');
+            this.logger.warn(
+              { ...this.fieldsOf(jobId), graceMs: this.graces.cancellationMs },
+              'cancel-phase-2-forced',
+            );
             this.runner.forceCancel(jobId);
           } else {
             // Not at phase 1 any more: either escalated elsewhere (adopted on the next poll) or finished.
@@ -154,12 +165,18 @@ export class CancelController {
           this.runner.progressOf(jobId),
           cause,
         );
+        // A terminal failure: the job's fields, class and message, like the runner's `job-failed`.
         this.logger.error(
-          { jobId, written },
+          {
+            ...this.fieldsOf(jobId),
+            written,
+            errorClass: 'Abandoned',
+            message: ABANDONED[cause],
+          },
           cause === 'shutdown' ? 'shutdown-abandoned' : 'cancel-phase-3-abandoned',
         );
       } catch (err) {
-        this.logger.warn({ err, jobId }, 'mark-abandoned-failed-reclaim-will-recover');
+        this.logger.warn({ err, ...this.fieldsOf(jobId) }, 'mark-abandoned-failed-reclaim-will-recover');
       } finally {
         this.jobs.delete(jobId);
         this.runner.abandon(jobId);
@@ -177,9 +194,14 @@ export class CancelController {
       try {
         await this.backend.writeCancelEscalation(jobId, this.workerId, 'shutdown');
       } catch (err) {
-        this.logger.warn({ err, jobId }, 'shutdown-escalation-failed-reclaim-will-recover');
+        this.logger.warn({ err, ...this.fieldsOf(jobId) }, 'shutdown-escalation-failed-reclaim-will-recover');
       }
     }
+  }
+
+  /** The job's log fields while the runner holds it, else its id alone (docs/logging.md). */
+  private fieldsOf(jobId: string): object {
+    return this.runner.logFieldsOf?.(jobId) ?? { jobId };
   }
 
   stop(): void {

@@ -3,6 +3,12 @@ import type { JobContext } from '../core/context.js';
 import type { ClaimedJob, JobRow } from '../backend/types.js';
 import type { Settlement } from '../backend/worker-types.js';
 import { TaskQError } from '../errors/taskq-error.js';
+import {
+  jobLogFields,
+  runInJobScope,
+  type JobLogFields,
+  type JobScopedLogger,
+} from '../obs/job-log-context.js';
 import { LazyChildLogger } from '../obs/lazy-child-logger.js';
 import type { Logger } from '../obs/logger.js';
 import { CancelRequested, WorkerShutdown } from '../retry/control-flow.js';
@@ -201,13 +207,19 @@ export class JobRunner {
     if (!job) return;
     this.orphanedHandlers++;
     this.logger.error(
-      { jobId, actor: job.row.actor, orphanedHandlers: this.orphanedHandlers },
+      { ...jobLogFields(job.row), orphanedHandlers: this.orphanedHandlers },
       'handler-orphaned-abandoned',
     );
     this.tracker.end(jobId);
     this.active.delete(jobId);
     this.freeSlot(job);
     this.checkIdle();
+  }
+
+  /** The log fields of a job this worker holds (its id alone once it is let go). */
+  logFieldsOf(jobId: string): JobLogFields | { jobId: string } {
+    const job = this.active.get(jobId);
+    return job ? jobLogFields(job.row) : { jobId };
   }
 
   /** Last progress of a job (written with an abandonment). */
@@ -383,7 +395,9 @@ export class JobRunner {
       // `execute` is not async: what it throws before its first promise is a crash all the same.
       run = Promise.reject(err);
     }
-    void run.catch((err: unknown) => this.logger.error({ err, jobId: job.row.id }, 'job-runner-crashed'));
+    void run.catch((err: unknown) =>
+      this.logger.error({ err, ...jobLogFields(job.row) }, 'job-runner-crashed'),
+    );
   }
 
   /**
@@ -424,7 +438,7 @@ export class JobRunner {
         }
       } else if (!owned.has(job.row.id)) {
         // Reclaimed or finished elsewhere: not this worker's to run (the queue skips it).
-        this.logger.warn({ jobId: job.row.id }, 'job-lease-lost');
+        this.logger.warn(jobLogFields(job.row), 'job-lease-lost');
         job.settled = true;
         release(job);
         this.active.delete(job.row.id);
@@ -491,7 +505,7 @@ export class JobRunner {
     for (const id of jobIds) {
       const job = this.active.get(id);
       if (!job || job.settled) continue;
-      this.logger.warn({ jobId: id }, 'job-lease-lost');
+      this.logger.warn(jobLogFields(job.row), 'job-lease-lost');
       job.settled = true;
       if (!job.abort.aborted) job.abort.abort(new LeaseLost(id));
       if (!job.started) {
@@ -529,7 +543,7 @@ export class JobRunner {
       threads.map(async (job) => {
         job.settled = true;
         job.terminate?.();
-        this.logger.warn({ jobId: job.row.id, actor: job.row.actor }, 'thread-terminated-at-shutdown');
+        this.logger.warn(jobLogFields(job.row), 'thread-terminated-at-shutdown');
         await this.completer
           .settle({
             kind: 'release',
@@ -543,7 +557,7 @@ export class JobRunner {
               traceback: null,
             },
           })
-          .catch((err: unknown) => this.logger.error({ err, jobId: job.row.id }, 'release-failed'));
+          .catch((err: unknown) => this.logger.error({ err, ...jobLogFields(job.row) }, 'release-failed'));
         this.tracker.end(job.row.id);
         this.active.delete(job.row.id);
         this.freeSlot(job);
@@ -591,12 +605,7 @@ export class JobRunner {
    */
   private execute(job: ActiveJob): Promise<void> {
     const row = job.row;
-    const log = new LazyChildLogger(this.logger, {
-      jobId: row.id,
-      actor: row.actor,
-      queue: row.queue,
-      attempt: row.attempt,
-    });
+    const log = new LazyChildLogger(this.logger, jobLogFields(row));
     const actor = this.actors.get(row.actor);
     const clock: RunClock = { startedAt: new Date(), t0: performance.now() };
     if (!actor) {
@@ -646,7 +655,7 @@ export class JobRunner {
     job: ActiveJob,
     actor: AnyActor,
     payload: unknown,
-    log: Logger,
+    log: JobScopedLogger,
     clock: RunClock,
   ): Promise<void> {
     if (this.limits?.applies(job.row.queue, actor)) return this.runLimited(job, actor, payload, log, clock);
@@ -658,7 +667,7 @@ export class JobRunner {
     job: ActiveJob,
     actor: AnyActor,
     payload: unknown,
-    log: Logger,
+    log: JobScopedLogger,
     clock: RunClock,
   ): Promise<void> {
     const row = job.row;
@@ -686,7 +695,7 @@ export class JobRunner {
     job: ActiveJob,
     actor: AnyActor,
     payload: unknown,
-    log: Logger,
+    log: JobScopedLogger,
     clock: RunClock,
   ): Promise<void> {
     const row = job.row;
@@ -708,14 +717,14 @@ export class JobRunner {
     actor: AnyActor,
     payload: unknown,
     ctx: JobContext,
-    log: Logger,
+    log: JobScopedLogger,
     clock: RunClock,
   ): Promise<void> {
     const row = job.row;
     const failed = (err: unknown): Promise<void> =>
       this.ran(job, log, this.outcomes.ofError(actor, row, err, job.abort, timing(clock)), err, actor, clock);
     return Promise.resolve()
-      .then(() => actor.handler(payload, ctx))
+      .then(() => runInJobScope(log, callHandler, actor, payload, ctx))
       .then((value: unknown) => {
         let returned: ReturnType<AttemptOutcomes['ofReturn']>;
         try {
@@ -732,7 +741,7 @@ export class JobRunner {
   /** After a plain run: frees the slot and hands the outcome on (unless the job was given up meanwhile). */
   private ran(
     job: ActiveJob,
-    log: Logger,
+    log: JobScopedLogger,
     outcome: Settlement,
     thrown: unknown,
     actor: AnyActor,
@@ -754,7 +763,7 @@ export class JobRunner {
     actor: AnyActor,
     payload: unknown,
     ctx: JobContext,
-    log: Logger,
+    log: JobScopedLogger,
     clock: RunClock,
     startToCloseMs: number | null,
     heartbeatTimeoutMs: number | null,
@@ -776,7 +785,7 @@ export class JobRunner {
       job.terminate = run.terminate;
       handler = run.result;
     } else {
-      handler = Promise.resolve().then(() => actor.handler(payload, ctx));
+      handler = Promise.resolve().then(() => runInJobScope(log, callHandler, actor, payload, ctx));
     }
     // Without a timeout the handler is simply awaited (a cancel is the handler's to honour); the
     // race against the signal, and the watch for a handler that outlives it, exist only with one.
@@ -822,7 +831,7 @@ export class JobRunner {
    */
   private finish(
     job: ActiveJob,
-    log: Logger,
+    log: JobScopedLogger,
     outcome: Settlement,
     thrown: unknown,
     actor: AnyActor | null,
@@ -853,6 +862,11 @@ export class JobRunner {
   private disownIfCurrent(job: ActiveJob): void {
     if (this.active.get(job.row.id) === job) this.disown(job);
   }
+}
+
+/** Calls the actor's handler as its method (inside the attempt's log scope, see {@link runInJobScope}). */
+function callHandler(actor: AnyActor, payload: unknown, ctx: JobContext): unknown {
+  return actor.handler(payload, ctx);
 }
 
 /** When a handler's run started: the wall clock for its attempt row, a monotonic one for its duration. */

@@ -2,9 +2,10 @@ import type { AnyActor } from '../core/actor.js';
 import { isTerminal } from '../backend/state-machine.js';
 import type { ClaimedJob, JobRow } from '../backend/types.js';
 import type { ProgressSnapshot, Settlement, SettleResult } from '../backend/worker-types.js';
-import type { Logger } from '../obs/logger.js';
+import { runInJobScope, type JobScopedLogger } from '../obs/job-log-context.js';
 import type { ProgressPublisher } from '../progress/progress-event.js';
 import { reportSafely, type ErrorReporter } from './error-reporter.js';
+import { logOutcome } from './outcome-log.js';
 import { withTimeout } from './sleep.js';
 import { readStoredRow } from './stored-row.js';
 
@@ -22,7 +23,7 @@ export interface OutcomeAftermathDeps {
 
 /**
  * What follows an attempt's written outcome: a warning when the job was no longer this worker's,
- * the terminal progress event, the promoter's nudge, and the actor's hooks and the error reporter
+ * the outcome's log line ({@link logOutcome}), the terminal progress event, the promoter's nudge, and the actor's hooks and the error reporter
  * (which read the stored row).
  */
 export class OutcomeAftermath {
@@ -34,7 +35,7 @@ export class OutcomeAftermath {
    */
   afterWrite(
     job: ClaimedJob,
-    log: Logger,
+    log: JobScopedLogger,
     outcome: Settlement,
     thrown: unknown,
     actor: AnyActor | null,
@@ -45,7 +46,7 @@ export class OutcomeAftermath {
       log.warn({ kind: outcome.kind }, 'settle-noop-not-owner');
       return;
     }
-    log.debug({ status: result.status, kind: outcome.kind }, 'job-settled');
+    logOutcome(log, outcome, result);
     const publisher = this.deps.publisher;
     if (isTerminal(result.status) && publisher?.publishTerminal) {
       // After the write: a stream that sees this event reads the final row.
@@ -67,7 +68,7 @@ export class OutcomeAftermath {
   /** The success hook, or the exhausted-retries hook and the error reporter, with the stored row. */
   private async runHooks(
     job: ClaimedJob,
-    log: Logger,
+    log: JobScopedLogger,
     outcome: Settlement,
     thrown: unknown,
     actor: AnyActor,
@@ -94,11 +95,19 @@ export class OutcomeAftermath {
   }
 }
 
-/** Runs a hook under its timeout; a failure or a timeout is logged, never thrown. */
-async function runHook(fn: () => unknown, timeoutMs: number, log: Logger, name: string): Promise<void> {
+/**
+ * Runs a hook under its timeout, in the attempt's log scope (its `jobLogger()` calls carry the
+ * job's fields); a failure or a timeout is logged, never thrown.
+ */
+async function runHook(
+  fn: () => unknown,
+  timeoutMs: number,
+  log: JobScopedLogger,
+  name: string,
+): Promise<void> {
   try {
     await withTimeout(
-      Promise.resolve().then(fn),
+      Promise.resolve().then(() => runInJobScope(log, fn)),
       timeoutMs,
       () => new Error(`${name} hook timed out after ${timeoutMs} ms`),
     );

@@ -38,7 +38,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
     env: options.env ?? process.env,
     overrides: options.settings ?? {},
   });
-  const logger = options.logger ?? createLogger({ level: settings.logLevel });
+  const logger = options.logger ?? createLogger({ level: settings.logLevel, format: settings.logFormat });
   for (const w of warnings) logger.warn({ warning: w }, 'settings-warning');
   const worker = new Worker({ ...options, settings, logger });
   let signals = 0;

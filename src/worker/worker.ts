@@ -54,7 +54,7 @@ export interface WorkerOptions {
   backend?: Backend;
   /** Run on this driver (e.g. the embedded PGlite driver) instead of connecting to `pgDsn`. */
   driver?: Driver;
-  /** Logger; default pino at `settings.logLevel`. */
+  /** Logger; default pino at `settings.logLevel`, in `settings.logFormat` (see docs/logging.md). */
   logger?: Logger;
   /** Receives jobs that failed for good. */
   errorReporter?: ErrorReporter;
@@ -137,7 +137,9 @@ export class Worker {
       ? options.settings
       : loadWorkerSettings({ overrides: options.settings ?? {} }).settings;
     this.workerId = (options.workerId ?? newJobId()).toLowerCase();
-    this.logger = (options.logger ?? createLogger({ level: this.settings.logLevel })).child({
+    this.logger = (
+      options.logger ?? createLogger({ level: this.settings.logLevel, format: this.settings.logFormat })
+    ).child({
       workerId: this.workerId,
     });
     this.actors = new Map();

@@ -50,20 +50,28 @@ describe('LazyChildLogger', () => {
 
   it('makes the child once, on the first call, with the bindings', () => {
     const r = recorder();
-    const log = new LazyChildLogger(r.parent, { jobId: 'j1' });
+    const log = new LazyChildLogger(r.parent, { jobId: 'j1', actor: 'a', queue: 'q', attempt: 1 });
     expect(r.children).toEqual([]);
     log.info({}, 'a');
     log.warn({}, 'b');
-    expect(r.children).toEqual([{ jobId: 'j1' }]);
-    expect(r.lines).toEqual(['info a {"jobId":"j1"}', 'warn b {"jobId":"j1"}']);
+    expect(r.children).toEqual([{ jobId: 'j1', actor: 'a', queue: 'q', attempt: 1 }]);
+    expect(r.lines).toEqual([
+      'info a {"jobId":"j1","actor":"a","queue":"q","attempt":1}',
+      'warn b {"jobId":"j1","actor":"a","queue":"q","attempt":1}',
+    ]);
     log.child({ step: 2 }).error({}, 'c');
-    expect(r.lines.at(-1)).toBe('error c {"jobId":"j1","step":2}');
+    expect(r.lines.at(-1)).toBe('error c {"jobId":"j1","actor":"a","queue":"q","attempt":1,"step":2}');
   });
 
   it("drops calls below a pino parent's level without making the child", () => {
     const lines: string[] = [];
     const parent = pino({ level: 'info' }, { write: (s: string) => lines.push(s) });
-    const log = new LazyChildLogger(parent as unknown as Logger, { jobId: 'j2' });
+    const log = new LazyChildLogger(parent as unknown as Logger, {
+      jobId: 'j2',
+      actor: 'a',
+      queue: 'q',
+      attempt: 1,
+    });
     log.debug({}, 'quiet');
     expect(lines).toEqual([]);
     log.info({ n: 1 }, 'loud');

@@ -17,11 +17,12 @@ export interface WorkerProcess {
 
 /**
  * Starts `test/fixtures/worker-process.ts` against a schema with extra TASKQ_* settings; `env` wins
- * over the defaults (`TASKQ_PG_DSN` points it at a fault test's private cluster).
+ * over the defaults (`TASKQ_PG_DSN` points it at a fault test's private cluster). A variable set to
+ * `undefined` is left out of the child's environment (`TASKQ_LOG_LEVEL: undefined`: the default level).
  */
 export function startWorkerProcess(
   schema: string,
-  env: Record<string, string> = {},
+  env: Record<string, string | undefined> = {},
   script = 'test/fixtures/worker-process.ts',
 ): WorkerProcess {
   const proc = spawn(process.execPath, ['--import', 'tsx', script], {

@@ -75,4 +75,6 @@ export const CLAIM_COLUMNS = [
   'j.progress_state',
   'j.progress_seq',
   'j.heartbeat_details',
+  // The producer's trace id, on the lines logged about the attempt (docs/logging.md); null for most jobs.
+  'j.trace_id',
 ].join(', ');
