@@ -150,6 +150,8 @@ export type ClaimedJob = Pick<
   | 'progressState'
   | 'progressSeq'
   | 'heartbeatDetails'
+  | 'traceId'
+  | 'spanId'
 >;
 
 /** Everything a backend needs to insert one job. Built and validated by the client. */

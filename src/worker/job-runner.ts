@@ -1,9 +1,13 @@
 import type { AnyActor } from '../core/actor.js';
 import type { JobContext } from '../core/context.js';
+import type { Span } from '@opentelemetry/api';
+
 import type { ClaimedJob, JobRow } from '../backend/types.js';
-import type { Settlement } from '../backend/worker-types.js';
+import type { Settlement, SettleResult } from '../backend/worker-types.js';
 import { TaskQError } from '../errors/taskq-error.js';
 import { LazyChildLogger } from '../obs/lazy-child-logger.js';
+import { NON_RECORDING_SPAN } from '../obs/tracing/non-recording-span.js';
+import { ProcessTracing } from '../obs/tracing/process-tracing.js';
 import type { Logger } from '../obs/logger.js';
 import { CancelRequested, WorkerShutdown } from '../retry/control-flow.js';
 import { checkSchema } from '../core/schema-validation.js';
@@ -40,6 +44,8 @@ export interface RunnerSettings extends AttemptOutcomeSettings {
   maxConcurrency: number;
   defaultStartToCloseMs: number | null;
   cleanupGracePeriodMs: number;
+  /** `process <actor>` spans for attempts (default true; false: no tracer is called). */
+  otelEnabled?: boolean;
 }
 
 /** Collaborators of the runner. */
@@ -103,6 +109,8 @@ interface ActiveJob {
   terminate?: () => void;
   /** Reservation slots and rate-limit tokens acquired for this run (slots freed with the slot). */
   limits?: AcquiredResource[];
+  /** The attempt's `process` span while it is open (tracing on). */
+  span?: Span;
 }
 
 /**
@@ -139,6 +147,8 @@ export class JobRunner {
   private readonly releases = new Set<Promise<void>>();
   private readonly markStarted: ((jobIds: string[]) => Promise<string[]>) | null;
   private readonly marks: StartMarks<ActiveJob>;
+  /** Null when tracing is off: decided once, so the hot path then never calls a tracer. */
+  private readonly tracing: ProcessTracing | null;
   /** Jobs holding a slot while their start is being recorded. */
   private readonly marking = new Set<ActiveJob>();
   /** `performance.now()` before which no unrecorded job leaves the queue (after a failed write). */
@@ -163,6 +173,7 @@ export class JobRunner {
     this.threads = deps.threads ?? null;
     this.limits = deps.limits ?? null;
     this.markStarted = deps.markStarted ?? null;
+    this.tracing = deps.settings.otelEnabled === false ? null : new ProcessTracing(deps.workerId);
     this.marks = new StartMarks((batch) => this.recordStarts(batch));
     this.outcomes = new AttemptOutcomes(this.workerId, this.settings, this.logger);
     this.aftermath = new OutcomeAftermath({
@@ -205,6 +216,7 @@ export class JobRunner {
       'handler-orphaned-abandoned',
     );
     this.tracker.end(jobId);
+    this.endSpan(job, null);
     this.active.delete(jobId);
     this.freeSlot(job);
     this.checkIdle();
@@ -597,6 +609,7 @@ export class JobRunner {
       queue: row.queue,
       attempt: row.attempt,
     });
+    if (this.tracing !== null) job.span = this.tracing.start(row);
     const actor = this.actors.get(row.actor);
     const clock: RunClock = { startedAt: new Date(), t0: performance.now() };
     if (!actor) {
@@ -693,7 +706,15 @@ export class JobRunner {
     const startToCloseMs = row.startToCloseMs ?? actor.startToCloseMs ?? this.settings.defaultStartToCloseMs;
     const heartbeatTimeoutMs = row.heartbeatTimeoutMs ?? actor.heartbeatTimeoutMs;
     this.tracker.begin(row);
-    const ctx: JobContext = new RunContext(row, this.workerId, payload, log, job.abort, this.tracker);
+    const ctx: JobContext = new RunContext(
+      row,
+      this.workerId,
+      payload,
+      log,
+      job.abort,
+      this.tracker,
+      job.span ?? NON_RECORDING_SPAN,
+    );
     if (startToCloseMs === null && heartbeatTimeoutMs === null && !(actor.thread && this.threads))
       return this.runPlain(job, actor, payload, ctx, log, clock);
     return this.runSupervised(job, actor, payload, ctx, log, clock, startToCloseMs, heartbeatTimeoutMs);
@@ -715,7 +736,7 @@ export class JobRunner {
     const failed = (err: unknown): Promise<void> =>
       this.ran(job, log, this.outcomes.ofError(actor, row, err, job.abort, timing(clock)), err, actor, clock);
     return Promise.resolve()
-      .then(() => actor.handler(payload, ctx))
+      .then(() => this.callHandler(job, actor, payload, ctx))
       .then((value: unknown) => {
         let returned: ReturnType<AttemptOutcomes['ofReturn']>;
         try {
@@ -741,6 +762,7 @@ export class JobRunner {
     this.observeDuration(performance.now() - clock.t0);
     this.freeSlot(job);
     if (!job.settled) return this.finish(job, log, outcome, thrown, actor);
+    this.endSpan(job, null);
     this.disown(job);
     return Promise.resolve();
   }
@@ -776,7 +798,7 @@ export class JobRunner {
       job.terminate = run.terminate;
       handler = run.result;
     } else {
-      handler = Promise.resolve().then(() => actor.handler(payload, ctx));
+      handler = Promise.resolve().then(() => this.callHandler(job, actor, payload, ctx));
     }
     // Without a timeout the handler is simply awaited (a cancel is the handler's to honour); the
     // race against the signal, and the watch for a handler that outlives it, exist only with one.
@@ -813,6 +835,7 @@ export class JobRunner {
     // Returned, not awaited: this frame (every local of the run) is let go while the outcome
     // waits for its batched write, which is what a busy worker's young generation held on to.
     if (!job.settled) return this.finish(job, log, outcome, thrown, actor);
+    this.endSpan(job, null);
     this.disown(job);
   }
 
@@ -837,16 +860,35 @@ export class JobRunner {
     // this closure holds, not a suspended frame.
     return this.completer.settle(outcome).then(
       (result) => {
+        this.endSpan(job, outcome, result);
         // Written: the job is no longer this worker's to renew.
         this.disownIfCurrent(job);
         return this.aftermath.afterWrite(job.row, log, outcome, thrown, actor, tracked.progress, result);
       },
       (err: unknown) => {
         log.error({ err }, 'settle-gave-up');
+        this.endSpan(job, null);
         // Given up: the job is no longer this worker's to renew either.
         this.disownIfCurrent(job);
       },
     );
+  }
+
+  /**
+   * Calls the handler; with tracing on, inside the attempt's span (the active span while it runs, so
+   * what it enqueues or traces nests under it).
+   */
+  private callHandler(job: ActiveJob, actor: AnyActor, payload: unknown, ctx: JobContext): unknown {
+    if (job.span === undefined || this.tracing === null) return actor.handler(payload, ctx);
+    return this.tracing.within(job.span, actor.handler, payload, ctx);
+  }
+
+  /** Ends the attempt's span once (`outcome` null: given up before its outcome was written). */
+  private endSpan(job: ActiveJob, outcome: Settlement | null, written: SettleResult | null = null): void {
+    const span = job.span;
+    if (span === undefined) return;
+    job.span = undefined;
+    this.tracing!.end(span, outcome, written);
   }
 
   /** Lets the job go, unless it was let go already or a later claim of the same job took its place. */

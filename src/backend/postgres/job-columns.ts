@@ -75,4 +75,7 @@ export const CLAIM_COLUMNS = [
   'j.progress_state',
   'j.progress_seq',
   'j.heartbeat_details',
+  // The enqueue's trace context: the attempt's span links to it.
+  'j.trace_id',
+  'j.span_id',
 ].join(', ');

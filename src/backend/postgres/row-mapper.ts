@@ -86,6 +86,8 @@ export function toClaimedJob(r: Raw): ClaimedJob {
     progressState: (json(r.progress_state) ?? {}) as Record<string, unknown>,
     progressSeq: Number(r.progress_seq),
     heartbeatDetails: r.heartbeat_details === undefined ? null : json(r.heartbeat_details),
+    traceId: strOrNull(r.trace_id),
+    spanId: strOrNull(r.span_id),
   };
 }
 
