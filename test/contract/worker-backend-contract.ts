@@ -72,6 +72,17 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
         expect(await claim()).toHaveLength(1); // only send_email is left
       });
 
+      it("returns each job's stored trace context with the claim (the attempt's span links to it)", async () => {
+        const ids = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331' };
+        const traced = await client.enqueue(plain, { n: 1 }, ids);
+        const bare = await client.enqueue(plain, { n: 2 });
+        const rows = await claim(10, [{ name: 'plain', maxConcurrent: null }]);
+        const byId = new Map(rows.map((r) => [r.id, r]));
+        expect(byId.get(traced.jobId)).toMatchObject(ids);
+        // No SDK registered in the contract run: the send span has no ids to store.
+        expect(byId.get(bare.jobId)).toMatchObject({ traceId: null, spanId: null });
+      });
+
       it('honours the limit and strict FIFO order: priority, then time, then id', async () => {
         const batch = await client.enqueueBatch([
           { actor: plain, payload: { n: 1 } },
