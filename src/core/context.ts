@@ -46,7 +46,7 @@ export interface JobContext<P = unknown> {
    * This attempt's `process <actor>` span (OpenTelemetry API), for the handler's own attributes and
    * events (`ctx.span.setAttribute('order.id', id)`). It is also the active span while the handler
    * runs, so spans the handler starts are its children. A non-recording span (calls do nothing)
-   * when tracing is off (`otelEnabled: false`) or the handler runs in a worker thread.
+   * when tracing is off (`otelEnabled: false`).
    */
   readonly span: Span;
 }

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
 import { TaskQ } from '../../src/client/taskq.js';
+import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
 import { actor } from '../../src/core/actor.js';
 import {
   registerMemoryTracing,
@@ -90,5 +91,14 @@ describe('tracing in one process', () => {
     expect(trace.isSpanContextValid(ctxSpan!.spanContext())).toBe(false);
     // The SDK is registered, yet nothing reached it.
     expect(spans()).toEqual([]);
+  });
+
+  it('refuses an otelEnabled that is not a boolean, naming the option', async () => {
+    await expect(
+      TaskQ.open({ dsn: TEST_DSN, schema: db.schema, otelEnabled: 'no' as unknown as boolean }),
+    ).rejects.toThrow(InvalidArgumentError);
+    await expect(
+      TaskQ.open({ dsn: TEST_DSN, schema: db.schema, otelEnabled: 'no' as unknown as boolean }),
+    ).rejects.toThrow(/TaskQ\.open\.otelEnabled/);
   });
 });
