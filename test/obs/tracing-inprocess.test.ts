@@ -3,7 +3,7 @@
  * sub-job's `send` span is its child, and the sub-job's attempt links to that), and
  * `otelEnabled: false` on the client and the worker creates no span at all.
  */
-import { SpanKind, trace, type Span } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, trace, type Span } from '@opentelemetry/api';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 
@@ -67,6 +67,36 @@ describe('tracing in one process', () => {
     // And the sub-job's attempt links to it.
     expect(childProcess.links).toEqual([{ traceId: childSend.traceId, spanId: childSend.spanId }]);
     expect(childProcess.parentSpanId).toBeNull();
+  });
+
+  it('covers payload validation: a payload the worker refuses ends the span in ERROR', async () => {
+    // Same actor name: the client's schema accepts the payload, the worker's refuses it.
+    const loose = actor(
+      { name: 'trace_strict', queue: 'tstrict', payload: z.object({ n: z.number() }) },
+      () => 0,
+    );
+    const strict = actor(
+      {
+        name: 'trace_strict',
+        queue: 'tstrict',
+        payload: z.object({ n: z.number().min(10) }),
+        retry: { maxAttempts: 1 },
+      },
+      () => 0,
+    );
+    const worker = await startTestWorker([strict], db.schema, { queues: ['tstrict'] });
+    try {
+      const job = await tq.enqueue(loose, { n: 1 });
+      expect((await tq.waitForTerminal(job.jobId, 10_000)).status).toBe('failed');
+    } finally {
+      await worker.stop();
+    }
+    const span = spans().find((s) => s.name === 'process trace_strict')!;
+    expect(span.status.code).toBe(SpanStatusCode.ERROR);
+    expect(span.attributes['taskq.job.outcome']).toBe('failed');
+    expect(span.events.find((e) => e.name === 'exception')?.attributes['exception.type']).toBe(
+      'PayloadValidationError',
+    );
   });
 
   it('creates no span with otelEnabled false on the client and the worker; ctx.span records nothing', async () => {
