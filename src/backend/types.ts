@@ -151,6 +151,7 @@ export type ClaimedJob = Pick<
   | 'progressSeq'
   | 'heartbeatDetails'
   | 'traceId'
+  | 'spanId'
 >;
 
 /** Everything a backend needs to insert one job. Built and validated by the client. */

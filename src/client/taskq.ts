@@ -18,6 +18,8 @@ import { checkKnownKeys, unknownKeyRule } from '../core/closest-name.js';
 import { checkInt, checkStorableText } from '../core/text-checks.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
+import { EnqueueTracing } from '../obs/tracing/enqueue-tracing.js';
+import { SPAN_ATTRIBUTES } from '../obs/tracing/span-attributes.js';
 import { JobNotificationFanout } from '../progress/job-notification-fanout.js';
 import type { JobEvent, ProgressEvent } from '../progress/progress-event.js';
 import { RedisLiveProgress } from '../progress/redis-live-progress.js';
@@ -74,6 +76,11 @@ export interface TaskQClientOptions {
   liveProgress?: RedisLiveProgress | null;
   /** `close()` also closes the backend. Default false: the backend is yours. */
   ownsBackend?: boolean;
+  /**
+   * A `send <queue>` span (OpenTelemetry, through the global tracer provider) around every enqueue,
+   * its ids stored on the job (docs/tracing.md). Default true; false calls no tracer at all.
+   */
+  otelEnabled?: boolean;
 }
 
 /** Where `TaskQ.open()` gets its database connections. Give exactly one of `dsn`, `pool`, `poolFactory`, `driver`. */
@@ -105,6 +112,8 @@ export interface TaskQOptions {
   redisUrl?: string;
   /** Your own ioredis client for live progress; TaskQ never closes it (it subscribes on a duplicate it owns). */
   redis?: Redis;
+  /** `send <queue>` spans around enqueues (docs/tracing.md). Default true; false calls no tracer. */
+  otelEnabled?: boolean;
 }
 
 const CLIENT_OPTION_KEYS: readonly string[] = [
@@ -115,6 +124,7 @@ const CLIENT_OPTION_KEYS: readonly string[] = [
   'payloadMaxBytes',
   'liveProgress',
   'ownsBackend',
+  'otelEnabled',
 ];
 
 const OPEN_OPTION_KEYS: readonly string[] = [
@@ -130,6 +140,7 @@ const OPEN_OPTION_KEYS: readonly string[] = [
   'logger',
   'redisUrl',
   'redis',
+  'otelEnabled',
 ];
 
 /** Options of {@link TaskQ.cancelWhere}. */
@@ -158,7 +169,10 @@ export interface CancelWherePreview {
 }
 
 /** What {@link TaskQ.fromSettings} and {@link TaskQ.fromEnv} take besides the settings. */
-export type TaskQExtraOptions = Pick<TaskQOptions, 'maxPoolSize' | 'capacityCacheTtl' | 'logger'>;
+export type TaskQExtraOptions = Pick<
+  TaskQOptions,
+  'maxPoolSize' | 'capacityCacheTtl' | 'logger' | 'otelEnabled'
+>;
 
 /**
  * The client: enqueue, read, wait, stream, cancel. It works over any {@link Backend}: open one on
@@ -191,6 +205,8 @@ export class TaskQ implements AsyncDisposable {
   private readonly ownsBackend: boolean;
   private readonly closing = new AbortController();
   private readonly sources: StreamSources;
+  /** Null with `otelEnabled: false`: enqueues then never call a tracer. */
+  private readonly tracing: EnqueueTracing | null;
   private closed = false;
 
   /**
@@ -229,6 +245,9 @@ export class TaskQ implements AsyncDisposable {
     this.notifications = new JobNotificationFanout(backend, this.logger);
     this.liveProgress = options.liveProgress ?? null;
     this.ownsBackend = options.ownsBackend ?? false;
+    if (options.otelEnabled !== undefined && typeof options.otelEnabled !== 'boolean')
+      throw new InvalidArgumentError('TaskQ.otelEnabled', options.otelEnabled, 'must be a boolean');
+    this.tracing = options.otelEnabled === false ? null : new EnqueueTracing();
     this.sources = {
       backend,
       logger: this.logger,
@@ -261,6 +280,8 @@ export class TaskQ implements AsyncDisposable {
         PAYLOAD_MAX_BYTES_RANGE.min,
         PAYLOAD_MAX_BYTES_RANGE.max,
       );
+    if (options.otelEnabled !== undefined && typeof options.otelEnabled !== 'boolean')
+      throw new InvalidArgumentError('TaskQ.open.otelEnabled', options.otelEnabled, 'must be a boolean');
     const redis = TaskQ.redisOf(options);
     const backend = await openClientBackend({ ...options, field: 'TaskQ.open', logger });
     return new TaskQ(backend, {
@@ -274,6 +295,7 @@ export class TaskQ implements AsyncDisposable {
         ? new RedisLiveProgress(redis.client, options.schema ?? 'taskq', { owned: redis.owned, logger })
         : null,
       ownsBackend: true,
+      ...(options.otelEnabled === undefined ? {} : { otelEnabled: options.otelEnabled }),
     });
   }
 
@@ -377,9 +399,17 @@ export class TaskQ implements AsyncDisposable {
       idempotencyMaxBytes: this.idempotencyMaxBytes,
     });
     this.warnUniqueForWithoutIdentity(r, args);
-    const row = options.connection
-      ? await this.backend.enqueueWithConn(options.connection, args)
-      : await this.backend.enqueue(args);
+    const write = (): Promise<JobRow> =>
+      options.connection
+        ? this.backend.enqueueWithConn(options.connection, args)
+        : this.backend.enqueue(args);
+    const row =
+      this.tracing === null
+        ? await write()
+        : await this.tracing.send([args], { [SPAN_ATTRIBUTES.actor]: r.name }, write, (span, written) => {
+            span.setAttribute(SPAN_ATTRIBUTES.messageId, written.id);
+            if (written.id !== args.id) span.setAttribute(SPAN_ATTRIBUTES.existing, true);
+          });
     if (row.id === args.id)
       this.logger.debug({ jobId: row.id, actor: row.actor, queue: row.queue }, 'job-enqueued');
     return new JobHandle<R>(this, row, row.id !== args.id, ref.resultSchema);
@@ -406,10 +436,17 @@ export class TaskQ implements AsyncDisposable {
     const jsons = await payloadJsons(refs, items, this.payloadMaxBytes);
     const args = this.batchArgs(items, refs, jsons, batchId, await this.batchLimits(refs));
     for (let i = 0; i < refs.length; i++) this.warnUniqueForWithoutIdentity(refs[i]!, args[i]!);
-    const rows = await this.backend.enqueueBatch(
-      args,
-      options.connection ? { connection: options.connection } : {},
-    );
+    const write = (): Promise<JobRow[]> =>
+      this.backend.enqueueBatch(args, options.connection ? { connection: options.connection } : {});
+    const rows =
+      this.tracing === null
+        ? await write()
+        : await this.tracing.send(
+            args,
+            this.batchSpanAttributes(batchId, args.length),
+            write,
+            () => undefined,
+          );
     return {
       batchId,
       size: items.length,
@@ -417,6 +454,11 @@ export class TaskQ implements AsyncDisposable {
         (row, i) => new JobHandle(this, row, row.id !== args[i]!.id, refs[i]!.resultSchema),
       ),
     };
+  }
+
+  /** Attributes of a batch enqueue's `send` span. */
+  private batchSpanAttributes(batchId: string, size: number): Record<string, string | number> {
+    return { [SPAN_ATTRIBUTES.batchId]: batchId, [SPAN_ATTRIBUTES.batchCount]: size };
   }
 
   /** The effective `maxPending` of each actor of a batch (null: none). */
@@ -445,10 +487,17 @@ export class TaskQ implements AsyncDisposable {
     const { batchId, refs } = checkBatchItems('enqueueBatchFast', items, MAX_FAST_BATCH_SIZE, options);
     const jsons = await payloadJsons(refs, items, this.payloadMaxBytes);
     const args = this.batchArgs(items, refs, jsons, batchId, await this.batchLimits(refs));
-    const count = await this.backend.enqueueBatchFast(
-      args,
-      options.connection ? { connection: options.connection } : {},
-    );
+    const write = (): Promise<number> =>
+      this.backend.enqueueBatchFast(args, options.connection ? { connection: options.connection } : {});
+    const count =
+      this.tracing === null
+        ? await write()
+        : await this.tracing.send(
+            args,
+            this.batchSpanAttributes(batchId, args.length),
+            write,
+            () => undefined,
+          );
     this.logger.debug({ batchId, count }, 'batch-fast-enqueued');
     return count;
   }

@@ -1,3 +1,5 @@
+import type { Span } from '@opentelemetry/api';
+
 import type { Logger } from '../obs/logger.js';
 import type { ProgressUpdate } from '../progress/progress-event.js';
 
@@ -44,4 +46,11 @@ export interface JobContext<P = unknown> {
   readonly heartbeatDetails: unknown;
   /** True once `signal` has aborted (the polling form, for loops that cannot take a signal). */
   shouldAbort(): boolean;
+  /**
+   * This attempt's `process <actor>` span (OpenTelemetry API), for the handler's own attributes and
+   * events (`ctx.span.setAttribute('order.id', id)`). It is also the active span while the handler
+   * runs, so spans the handler starts are its children. A non-recording span (calls do nothing)
+   * when tracing is off (`otelEnabled: false`).
+   */
+  readonly span: Span;
 }

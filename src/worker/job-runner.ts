@@ -1,7 +1,9 @@
 import type { AnyActor } from '../core/actor.js';
 import type { JobContext } from '../core/context.js';
+import type { Span } from '@opentelemetry/api';
+
 import type { ClaimedJob, JobRow } from '../backend/types.js';
-import type { Settlement } from '../backend/worker-types.js';
+import type { Settlement, SettleResult } from '../backend/worker-types.js';
 import { TaskQError } from '../errors/taskq-error.js';
 import {
   jobLogFields,
@@ -10,6 +12,8 @@ import {
   type JobScopedLogger,
 } from '../obs/job-log-context.js';
 import { LazyChildLogger } from '../obs/lazy-child-logger.js';
+import { NON_RECORDING_SPAN } from '../obs/tracing/non-recording-span.js';
+import { ProcessTracing } from '../obs/tracing/process-tracing.js';
 import type { Logger } from '../obs/logger.js';
 import { CancelRequested, WorkerShutdown } from '../retry/control-flow.js';
 import { checkSchema } from '../core/schema-validation.js';
@@ -46,6 +50,8 @@ export interface RunnerSettings extends AttemptOutcomeSettings {
   maxConcurrency: number;
   defaultStartToCloseMs: number | null;
   cleanupGracePeriodMs: number;
+  /** `process <actor>` spans for attempts (default true; false: no tracer is called). */
+  otelEnabled?: boolean;
 }
 
 /** Collaborators of the runner. */
@@ -109,6 +115,8 @@ interface ActiveJob {
   terminate?: () => void;
   /** Reservation slots and rate-limit tokens acquired for this run (slots freed with the slot). */
   limits?: AcquiredResource[];
+  /** The attempt's `process` span while it is open (tracing on). */
+  span?: Span;
 }
 
 /**
@@ -145,6 +153,8 @@ export class JobRunner {
   private readonly releases = new Set<Promise<void>>();
   private readonly markStarted: ((jobIds: string[]) => Promise<string[]>) | null;
   private readonly marks: StartMarks<ActiveJob>;
+  /** Null when tracing is off: decided once, so the hot path then never calls a tracer. */
+  private readonly tracing: ProcessTracing | null;
   /** Jobs holding a slot while their start is being recorded. */
   private readonly marking = new Set<ActiveJob>();
   /** `performance.now()` before which no unrecorded job leaves the queue (after a failed write). */
@@ -169,6 +179,7 @@ export class JobRunner {
     this.threads = deps.threads ?? null;
     this.limits = deps.limits ?? null;
     this.markStarted = deps.markStarted ?? null;
+    this.tracing = deps.settings.otelEnabled === false ? null : new ProcessTracing(deps.workerId);
     this.marks = new StartMarks((batch) => this.recordStarts(batch));
     this.outcomes = new AttemptOutcomes(this.workerId, this.settings, this.logger);
     this.aftermath = new OutcomeAftermath({
@@ -211,6 +222,7 @@ export class JobRunner {
       'handler-orphaned-abandoned',
     );
     this.tracker.end(jobId);
+    this.endSpan(job, null);
     this.active.delete(jobId);
     this.freeSlot(job);
     this.checkIdle();
@@ -606,6 +618,7 @@ export class JobRunner {
   private execute(job: ActiveJob): Promise<void> {
     const row = job.row;
     const log = new LazyChildLogger(this.logger, jobLogFields(row));
+    if (this.tracing !== null) job.span = this.tracing.start(row);
     const actor = this.actors.get(row.actor);
     const clock: RunClock = { startedAt: new Date(), t0: performance.now() };
     if (!actor) {
@@ -702,7 +715,15 @@ export class JobRunner {
     const startToCloseMs = row.startToCloseMs ?? actor.startToCloseMs ?? this.settings.defaultStartToCloseMs;
     const heartbeatTimeoutMs = row.heartbeatTimeoutMs ?? actor.heartbeatTimeoutMs;
     this.tracker.begin(row);
-    const ctx: JobContext = new RunContext(row, this.workerId, payload, log, job.abort, this.tracker);
+    const ctx: JobContext = new RunContext(
+      row,
+      this.workerId,
+      payload,
+      log,
+      job.abort,
+      this.tracker,
+      job.span ?? NON_RECORDING_SPAN,
+    );
     if (startToCloseMs === null && heartbeatTimeoutMs === null && !(actor.thread && this.threads))
       return this.runPlain(job, actor, payload, ctx, log, clock);
     return this.runSupervised(job, actor, payload, ctx, log, clock, startToCloseMs, heartbeatTimeoutMs);
@@ -724,7 +745,7 @@ export class JobRunner {
     const failed = (err: unknown): Promise<void> =>
       this.ran(job, log, this.outcomes.ofError(actor, row, err, job.abort, timing(clock)), err, actor, clock);
     return Promise.resolve()
-      .then(() => runInJobScope(log, callHandler, actor, payload, ctx))
+      .then(() => this.callHandler(job, log, actor, payload, ctx))
       .then((value: unknown) => {
         let returned: ReturnType<AttemptOutcomes['ofReturn']>;
         try {
@@ -750,6 +771,7 @@ export class JobRunner {
     this.observeDuration(performance.now() - clock.t0);
     this.freeSlot(job);
     if (!job.settled) return this.finish(job, log, outcome, thrown, actor);
+    this.endSpan(job, null);
     this.disown(job);
     return Promise.resolve();
   }
@@ -785,7 +807,7 @@ export class JobRunner {
       job.terminate = run.terminate;
       handler = run.result;
     } else {
-      handler = Promise.resolve().then(() => runInJobScope(log, callHandler, actor, payload, ctx));
+      handler = Promise.resolve().then(() => this.callHandler(job, log, actor, payload, ctx));
     }
     // Without a timeout the handler is simply awaited (a cancel is the handler's to honour); the
     // race against the signal, and the watch for a handler that outlives it, exist only with one.
@@ -822,6 +844,7 @@ export class JobRunner {
     // Returned, not awaited: this frame (every local of the run) is let go while the outcome
     // waits for its batched write, which is what a busy worker's young generation held on to.
     if (!job.settled) return this.finish(job, log, outcome, thrown, actor);
+    this.endSpan(job, null);
     this.disown(job);
   }
 
@@ -846,16 +869,47 @@ export class JobRunner {
     // this closure holds, not a suspended frame.
     return this.completer.settle(outcome).then(
       (result) => {
+        this.endSpan(job, outcome, result);
         // Written: the job is no longer this worker's to renew.
         this.disownIfCurrent(job);
         return this.aftermath.afterWrite(job.row, log, outcome, thrown, actor, tracked.progress, result);
       },
       (err: unknown) => {
         log.error({ err }, 'settle-gave-up');
+        this.endSpan(job, null);
         // Given up: the job is no longer this worker's to renew either.
         this.disownIfCurrent(job);
       },
     );
+  }
+
+  /**
+   * Calls the handler; with tracing on, inside the attempt's span (the active span while it runs, so
+   * what it enqueues or traces nests under it).
+   */
+  /**
+   * Runs the handler in the job's log scope (`jobLogger()`, `currentJob()`) and, when tracing is on,
+   * with the attempt's span active.
+   */
+  private callHandler(
+    job: ActiveJob,
+    log: JobScopedLogger,
+    actor: AnyActor,
+    payload: unknown,
+    ctx: JobContext,
+  ): unknown {
+    const span = job.span;
+    const tracing = this.tracing;
+    if (span === undefined || tracing === null) return runInJobScope(log, invokeHandler, actor, payload, ctx);
+    return runInJobScope(log, () => tracing.within(span, actor.handler, payload, ctx));
+  }
+
+  /** Ends the attempt's span once (`outcome` null: given up before its outcome was written). */
+  private endSpan(job: ActiveJob, outcome: Settlement | null, written: SettleResult | null = null): void {
+    const span = job.span;
+    if (span === undefined) return;
+    job.span = undefined;
+    this.tracing!.end(span, outcome, written);
   }
 
   /** Lets the job go, unless it was let go already or a later claim of the same job took its place. */
@@ -865,7 +919,7 @@ export class JobRunner {
 }
 
 /** Calls the actor's handler as its method (inside the attempt's log scope, see {@link runInJobScope}). */
-function callHandler(actor: AnyActor, payload: unknown, ctx: JobContext): unknown {
+function invokeHandler(actor: AnyActor, payload: unknown, ctx: JobContext): unknown {
   return actor.handler(payload, ctx);
 }
 

@@ -1,5 +1,7 @@
 import type { Backend } from '../backend/backend.js';
+import type { DispatchRequest } from '../backend/worker-types.js';
 import type { Logger } from '../obs/logger.js';
+import { DispatchTracing } from '../obs/tracing/dispatch-tracing.js';
 import type { JobRunner } from './job-runner.js';
 import { interruptibleSleep, jitter } from './sleep.js';
 import { isTransientError } from '../db/transient-errors.js';
@@ -29,6 +31,8 @@ export interface ProducerOptions {
    * how a busy worker finds new work before the poll.
    */
   wakeUpsReliable: () => boolean;
+  /** A `dispatch` span around each claim statement (default true; false: no tracer is called). */
+  otelEnabled?: boolean;
 }
 
 /** Adaptive prefetch: the local queue holds about this much work (at the recent average duration). */
@@ -96,13 +100,17 @@ export class Producer {
   private readonly pausedUntil = new Map<string, number>();
   /** Most jobs per claim for actors a shared limit denied lately (growing by one per admitted job). */
   private readonly throttle = new Map<string, number>();
+  /** Null when tracing is off (decided once: claims then never call a tracer). */
+  private readonly tracing: DispatchTracing | null;
 
   constructor(
     private readonly backend: Backend,
     private readonly runner: JobRunner,
     private readonly options: ProducerOptions,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.tracing = options.otelEnabled === false ? null : new DispatchTracing(options.workerId);
+  }
 
   start(): void {
     this.loopPromise ??= this.loop();
@@ -298,7 +306,7 @@ export class Producer {
     // claim itself; the others wait in the local queue unrecorded, so that a crash before they start
     // costs them no attempt.
     const startNow = Math.min(limit, this.runner.startsRecordedByClaim());
-    const rows = await this.backend.dispatchBatch({
+    const request: DispatchRequest = {
       workerId: this.options.workerId,
       queues: this.options.queues,
       actors,
@@ -309,7 +317,11 @@ export class Producer {
       onDrained: () => {
         drained = true;
       },
-    });
+    };
+    const rows =
+      this.tracing === null
+        ? await this.backend.dispatchBatch(request)
+        : await this.tracing.dispatch(limit, () => this.backend.dispatchBatch(request));
     if (this.stopController.signal.aborted && rows.length > 0) {
       // Claimed while shutting down: these never start; give them straight back.
       await this.backend.repend(

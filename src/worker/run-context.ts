@@ -1,3 +1,5 @@
+import type { Span } from '@opentelemetry/api';
+
 import type { ClaimedJob } from '../backend/types.js';
 import type { JobContext } from '../core/context.js';
 import type { Logger } from '../obs/logger.js';
@@ -30,6 +32,7 @@ export class RunContext<P = unknown> implements JobContext<P> {
     readonly log: Logger,
     abort: LazyAbort,
     tracker: ProgressTracker,
+    readonly span: Span,
   ) {
     const jobId = row.id;
     this.jobId = jobId;

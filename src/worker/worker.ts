@@ -399,6 +399,7 @@ export class Worker {
         oversample: s.dispatchOversample,
         pollIntervalMs: () => (this.listener?.connected ? s.notifyPollIntervalMs : s.pollIntervalMs),
         wakeUpsReliable: () => this.listener?.connected === true,
+        otelEnabled: s.otelEnabled,
       },
       this.logger,
     );

@@ -75,6 +75,8 @@ export const CLAIM_COLUMNS = [
   'j.progress_state',
   'j.progress_seq',
   'j.heartbeat_details',
-  // The producer's trace id, on the lines logged about the attempt (docs/logging.md); null for most jobs.
+  // The enqueue's trace context: the attempt's span links to it, and its trace id is on the lines
+  // logged about the attempt (docs/logging.md).
   'j.trace_id',
+  'j.span_id',
 ].join(', ');

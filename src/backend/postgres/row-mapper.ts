@@ -87,6 +87,7 @@ export function toClaimedJob(r: Raw): ClaimedJob {
     progressSeq: Number(r.progress_seq),
     heartbeatDetails: r.heartbeat_details === undefined ? null : json(r.heartbeat_details),
     traceId: strOrNull(r.trace_id),
+    spanId: strOrNull(r.span_id),
   };
 }
 
