@@ -36,6 +36,10 @@ import { RateLimitGate, type QueueCap } from './rate-limit-gate.js';
 import { RateLimitSweeper } from './rate-limit-sweeper.js';
 import type { Redis } from 'ioredis';
 import { Watchdog } from './watchdog/watchdog.js';
+import { HealthServer } from '../obs/health/health-server.js';
+import { ReadinessChecks } from '../obs/health/readiness-checks.js';
+import { ReadinessProbe } from '../obs/health/readiness-probe.js';
+import { DEFAULT_HEALTH_SOCKET_PATH } from '../settings/setting-fields.js';
 
 /** Where the worker is in its life. Shutdown moves strictly forward through the phases. */
 export type WorkerPhase =
@@ -100,6 +104,11 @@ export class Worker {
   readonly logger: Logger;
   /** Resolves when the worker has fully stopped, with the reason. */
   readonly stopped: Promise<StopReason>;
+  /**
+   * Readiness checks of your own for `/ready` (`worker.health.registerReadinessCheck(name, check)`),
+   * before or after `start()`; see docs/worker.md, "Health endpoints".
+   */
+  readonly health = new ReadinessChecks();
   private resolveStopped!: (r: StopReason) => void;
   private currentPhase: WorkerPhase = 'created';
   private readonly actors: Map<string, AnyActor>;
@@ -127,6 +136,7 @@ export class Worker {
   private escalateNow: (() => void) | null = null;
   private escalated = false;
   private hangDetector: Watchdog | null = null;
+  private healthListeners: HealthServer | null = null;
 
   constructor(options: WorkerOptions) {
     if (!options || !Array.isArray(options.actors) || options.actors.length === 0) {
@@ -189,6 +199,11 @@ export class Worker {
     return this.hangDetector;
   }
 
+  /** The health listeners, when `healthEnabled` or `healthPort` and started (addresses, for tests and tooling). */
+  get healthServer(): HealthServer | null {
+    return this.healthListeners;
+  }
+
   /** The notify listener, when NOTIFY is enabled (for tests and health checks). */
   get notifyListener(): NotifyListener | null {
     return this.listener;
@@ -225,6 +240,7 @@ export class Worker {
     const s = this.settings;
     try {
       this.startWatchdog();
+      await this.startHealth();
       this.buildBackend();
       await this.backend.verifySchema();
       const drifts = await this.backend.syncActorConfig(
@@ -255,6 +271,7 @@ export class Worker {
       this.currentPhase = 'stopped';
       await this.limits?.close().catch(() => undefined);
       await this.closeOwned();
+      await this.healthListeners?.stop();
       await this.hangDetector?.stop();
       this.resolveStopped('fatal');
       throw err;
@@ -300,6 +317,50 @@ export class Worker {
       },
     });
     this.hangDetector.start();
+  }
+
+  /**
+   * The health endpoints, opened before anything connects so `/live` answers (and `/ready` says
+   * `starting`) during a slow start; a TCP port that cannot be bound fails the start.
+   */
+  private async startHealth(): Promise<void> {
+    const s = this.settings;
+    if (!s.healthEnabled && s.healthPort === null) return;
+    const probe = new ReadinessProbe({
+      phase: () => this.currentPhase,
+      ping: () => this.backend.ping(),
+      pingTimeoutMs: s.healthPgPingTimeoutMs,
+      checks: this.health,
+      checkTimeoutMs: s.healthReadinessCheckTimeoutMs,
+    });
+    this.healthListeners = new HealthServer({
+      tcp: s.healthPort === null ? null : { host: s.healthHost, port: s.healthPort },
+      socket: s.healthEnabled
+        ? { path: s.healthSocketPath, required: s.healthSocketPath !== DEFAULT_HEALTH_SOCKET_PATH }
+        : null,
+      token: s.healthToken,
+      requestTimeoutMs: s.healthRequestTimeoutMs,
+      maxHeaderBytes: s.healthMaxHeaderBytes,
+      phase: () => this.currentPhase,
+      ready: () => probe.evaluate(),
+      tasks: s.healthTasksEnabled ? () => this.describeTasks() : null,
+      logger: this.logger,
+    });
+    await this.healthListeners.start();
+  }
+
+  /** `/tasks`: what this worker holds and how its loops fare; ids and names only, never payloads. */
+  private describeTasks(): Record<string, unknown> {
+    return {
+      workerId: this.workerId,
+      phase: this.currentPhase,
+      inFlight: this.runner?.inFlight ?? 0,
+      jobs: this.runner?.describeJobs() ?? [],
+      loops: this.hangDetector?.loopAges() ?? null,
+      notifyConnected: this.listener?.connected ?? null,
+      leader: this.isLeader,
+      pid: process.pid,
+    };
   }
 
   /** Queue caps of the subscribed queues (`queues.max_concurrent`, read once at start). */
@@ -478,6 +539,7 @@ export class Worker {
     await this.ownedPublisher?.close().catch(() => undefined);
     await this.backend.deregisterWorker(this.workerId).catch(() => undefined);
     await this.closeOwned();
+    await this.healthListeners?.stop();
     await this.hangDetector?.stop();
     this.currentPhase = 'stopped';
     this.resolveStopped('fatal');
@@ -575,6 +637,7 @@ export class Worker {
       this.logger.warn({ err }, 'deregister-failed');
     }
     await this.closeOwned();
+    await this.healthListeners?.stop();
     await this.hangDetector?.stop();
     this.currentPhase = 'stopped';
     this.logger.info({ reason: this.stopReason, shutdownMs: Date.now() - t0 }, 'worker-stopped');
