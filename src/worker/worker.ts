@@ -356,6 +356,13 @@ export class Worker {
       phase: this.currentPhase,
       inFlight: this.runner?.inFlight ?? 0,
       jobs: this.runner?.describeJobs() ?? [],
+      // Which service loops run, and (with the watchdog on) how long since each ticked.
+      services: {
+        heartbeat: this.heartbeat?.running ?? false,
+        progressFlusher: this.flusher?.running ?? false,
+        rateLimitSweeper: this.limitSweeper?.running ?? null,
+        drainMonitor: this.drainMonitor?.running ?? null,
+      },
       loops: this.hangDetector?.loopAges() ?? null,
       notifyConnected: this.listener?.connected ?? null,
       leader: this.isLeader,

@@ -89,7 +89,13 @@ describe('health endpoints while Postgres goes away', () => {
         'every slot busy',
       );
       const tasks = (await ask(socket, '/tasks')).body!;
-      expect(tasks).toMatchObject({ phase: 'running', inFlight: SLOTS });
+      expect(tasks).toMatchObject({
+        phase: 'running',
+        inFlight: SLOTS,
+        services: { heartbeat: true, progressFlusher: true },
+        notifyConnected: true,
+      });
+      console.log(`/tasks of the saturated worker: ${JSON.stringify(tasks)}`);
       expect((tasks.jobs as { actor: string; startedAt: string | null }[])[0]).toMatchObject({
         actor: 'cooperative',
         startedAt: expect.any(String),
@@ -146,6 +152,11 @@ describe('health endpoints while Postgres goes away', () => {
       expect(shutdownBody.checks).toEqual({});
       expect((await ask(socket, '/live')).status).toBe(200);
       expect((await worker.exited).code).toBe(0);
+    } catch (err) {
+      console.log(
+        `worker exit ${worker.proc.exitCode}; stderr:\n${worker.stderr.join('\n')}\nstdout:\n${worker.stdout.slice(-20).join('\n')}`,
+      );
+      throw err;
     } finally {
       if (worker.proc.exitCode === null) await worker.stop();
       await tq.close();
