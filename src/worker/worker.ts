@@ -36,10 +36,9 @@ import { RateLimitGate, type QueueCap } from './rate-limit-gate.js';
 import { RateLimitSweeper } from './rate-limit-sweeper.js';
 import type { Redis } from 'ioredis';
 import { Watchdog } from './watchdog/watchdog.js';
-import { HealthServer } from '../obs/health/health-server.js';
+import type { HealthServer } from '../obs/health/health-server.js';
+import { openWorkerHealth } from '../obs/health/open-worker-health.js';
 import { ReadinessChecks } from '../obs/health/readiness-checks.js';
-import { ReadinessProbe } from '../obs/health/readiness-probe.js';
-import { DEFAULT_HEALTH_SOCKET_PATH } from '../settings/setting-fields.js';
 
 /** Where the worker is in its life. Shutdown moves strictly forward through the phases. */
 export type WorkerPhase =
@@ -324,29 +323,16 @@ export class Worker {
    * `starting`) during a slow start; a TCP port that cannot be bound fails the start.
    */
   private async startHealth(): Promise<void> {
-    const s = this.settings;
-    if (!s.healthEnabled && s.healthPort === null) return;
-    const probe = new ReadinessProbe({
-      phase: () => this.currentPhase,
-      ping: () => this.backend.ping(),
-      pingTimeoutMs: s.healthPgPingTimeoutMs,
-      checks: this.health,
-      checkTimeoutMs: s.healthReadinessCheckTimeoutMs,
-    });
-    this.healthListeners = new HealthServer({
-      tcp: s.healthPort === null ? null : { host: s.healthHost, port: s.healthPort },
-      socket: s.healthEnabled
-        ? { path: s.healthSocketPath, required: s.healthSocketPath !== DEFAULT_HEALTH_SOCKET_PATH }
-        : null,
-      token: s.healthToken,
-      requestTimeoutMs: s.healthRequestTimeoutMs,
-      maxHeaderBytes: s.healthMaxHeaderBytes,
-      phase: () => this.currentPhase,
-      ready: () => probe.evaluate(),
-      tasks: s.healthTasksEnabled ? () => this.describeTasks() : null,
-      logger: this.logger,
-    });
-    await this.healthListeners.start();
+    this.healthListeners = await openWorkerHealth(
+      this.settings,
+      {
+        phase: () => this.currentPhase,
+        ping: () => this.backend.ping(),
+        checks: this.health,
+        tasks: () => this.describeTasks(),
+      },
+      this.logger,
+    );
   }
 
   /** `/tasks`: what this worker holds and how its loops fare; ids and names only, never payloads. */
