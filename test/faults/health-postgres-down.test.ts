@@ -1,10 +1,12 @@
 /**
  * The health endpoints of a saturated worker process while Postgres goes away and comes back, on a
  * cluster of the test's own (pg-cluster.ts), never the machine's server: `/ready` turns not-ready
- * (naming the failed Postgres ping) and ready again; `/live` answers throughout; every probe, over
+ * (naming the failed Postgres ping) and ready again, once with the server stopped and once frozen
+ * (SIGSTOP: the ping is cut off at its timeout); `/live` answers throughout; every probe, over
  * TCP and over the Unix socket, answers within the probe timeout. At the end a SIGTERM shows the
  * shutdown phase in `/ready`'s body.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,6 +27,36 @@ const SLOTS = 4;
 
 let cluster: PgCluster;
 let db: TestSchema;
+
+/** The postmaster and every process it started (backends, checkpointer, …). */
+function clusterPids(): number[] {
+  const root = cluster.pid();
+  if (root === null) return [];
+  const children = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .filter((d) => {
+      try {
+        // Field 4 of /proc/<pid>/stat is the parent pid (after the parenthesised command name).
+        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === root;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+  return [root, ...children];
+}
+
+/** Freezes (SIGSTOP) or thaws (SIGCONT) the whole cluster: connections stay open, nothing answers. */
+function freezeCluster(signal: 'SIGSTOP' | 'SIGCONT'): void {
+  for (const pid of clusterPids()) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // gone meanwhile
+    }
+  }
+}
 
 beforeAll(async () => {
   cluster = await startPgCluster();
@@ -136,6 +168,25 @@ describe('health endpoints while Postgres goes away', () => {
       await waitFor(() => readyEverywhere(200), 30_000, '/ready 200 again on both listeners');
       expect((await ask(tcp, '/live')).status).toBe(200);
 
+      // A frozen server (connections open, nothing answers): the ping is cut off at its 200 ms timeout.
+      phase = 'postgres-frozen';
+      freezeCluster('SIGSTOP');
+      try {
+        await waitFor(() => readyEverywhere(503), 10_000, '/ready 503 while Postgres is frozen');
+        expect(answers.at(-1)!.a.body!.checks).toMatchObject({
+          postgres: { ok: false, error: 'timed out after 200ms' },
+        });
+        for (let i = 0; i < 5; i++) {
+          expect((await ask(tcp, '/live')).status).toBe(200);
+          expect((await ask(socket, '/live')).status).toBe(200);
+          expect(await readyEverywhere(503)).toBe(true);
+        }
+      } finally {
+        freezeCluster('SIGCONT');
+      }
+      phase = 'postgres-thawed';
+      await waitFor(() => readyEverywhere(200), 30_000, '/ready 200 after the thaw');
+
       // Shutdown: not ready as soon as it begins, the phase in the body; still live.
       phase = 'shutdown';
       worker.proc.kill('SIGTERM');
@@ -158,6 +209,7 @@ describe('health endpoints while Postgres goes away', () => {
       );
       throw err;
     } finally {
+      freezeCluster('SIGCONT');
       if (worker.proc.exitCode === null) await worker.stop();
       await tq.close();
       const byGroup = new Map<string, number[]>();
