@@ -343,6 +343,15 @@ export interface Backend {
    */
   checkReclaimVisibilityDelayRisk?(marginMs: number): Promise<LongRunningJobEventsWriter[]>;
 
+  /**
+   * One round trip to the storage, for the worker's readiness probe: resolves when it answers,
+   * rejects with the storage's error when it does not. Postgres runs `SELECT 1` on the dispatcher
+   * pool, so a pool with no free connection is as not-ready as a server that is down. It has no
+   * timeout of its own: the caller bounds it (`healthPgPingTimeout`). The in-memory backend answers
+   * until it is closed.
+   */
+  ping(): Promise<void>;
+
   /** Releases what the backend owns. */
   close(): Promise<void>;
 }

@@ -164,6 +164,13 @@ export class PgDriver implements Driver {
   async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
     const client = await this.connecting(() => this.pool.connect());
     let broken: Error | undefined;
+    // The pool drops its error listener while a client is checked out: a server that ends the
+    // session between two statements (a fast shutdown, pg_terminate_backend) would otherwise raise
+    // an unhandled 'error' and end the process. The next statement fails instead.
+    const onError = (err: Error): void => {
+      broken ??= err;
+    };
+    client.on('error', onError);
     try {
       await client.query('BEGIN');
       const tx: Executor = {
@@ -187,6 +194,7 @@ export class PgDriver implements Driver {
       }
       throw err;
     } finally {
+      client.off('error', onError);
       client.release(broken);
     }
   }

@@ -181,6 +181,9 @@ export function resolveFields(
       origin = { source: 'default', raw: field.default };
       parsed = { ok: true, value: Array.isArray(field.default) ? [...field.default] : field.default };
     }
+    // A secret (the health token) never appears in an error message or log line.
+    if (field.kind === 'string' && field.secret === true && origin.source !== 'default')
+      origin = { ...origin, raw: '<redacted>' };
     origins.set(field.key, origin);
     if (parsed.ok) values[field.key] = parsed.value;
     else problems.push({ setting: name, source: origin.source, value: origin.raw, rule: parsed.rule });

@@ -1,3 +1,5 @@
+import { isIP } from 'node:net';
+
 import { CONNECTION_STRING_RULE, validateConnectionString } from '../db/connection-string.js';
 import { formatMs, MAX_DURATION_MS, MAX_TIMER_MS } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
@@ -46,6 +48,8 @@ interface StringSpec {
   /** The rule in words (docs and error messages). */
   readonly rule: string;
   readonly check: (value: string) => string | undefined;
+  /** The value is a secret: errors say `<redacted>` instead of echoing it. */
+  readonly secret?: true;
 }
 
 /** One of a fixed set of lowercase words; input is case-insensitive, `aliases` map other spellings. */
@@ -95,6 +99,16 @@ const WORKER_LABEL_RULE = `must be 1-${WORKER_LABEL_MAX_CHARS} characters withou
 const QUEUE_NAME_RULE =
   '1-128 characters of letters, digits, "_", "-", "." or ":", starting with a letter or digit';
 const UUID_RULE = 'must be a UUID (8-4-4-4-12 hexadecimal digits)';
+/** `TASKQ_HEALTH_SOCKET_PATH`'s default (the reference's). */
+export const DEFAULT_HEALTH_SOCKET_PATH = '/tmp/taskq_health.sock';
+/** Linux's `sun_path` holds 108 bytes with the terminating NUL (macOS: 104). */
+export const MAX_SOCKET_PATH_BYTES = 107;
+const SOCKET_PATH_RULE = `must be a path of 1-${MAX_SOCKET_PATH_BYTES} UTF-8 bytes without NUL (the kernel's limit for a Unix socket)`;
+const HOST_RULE = 'must be an IPv4 or IPv6 address or a host name';
+const HOST_NAME_RE =
+  /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const HEALTH_TOKEN_MAX_CHARS = 1024;
+const HEALTH_TOKEN_RULE = `must be 1-${HEALTH_TOKEN_MAX_CHARS} visible ASCII characters (no spaces), as an HTTP bearer token`;
 
 function matching(re: RegExp, rule: string): (value: string) => string | undefined {
   return (value) => (re.test(value) ? undefined : rule);
@@ -559,6 +573,65 @@ export const WORKER_SETTING_FIELDS = [
     default: SECOND,
     gt: 0,
   },
+  { key: 'healthEnabled', env: 'TASKQ_HEALTH_ENABLED', kind: 'boolean', default: true },
+  {
+    key: 'healthSocketPath',
+    env: 'TASKQ_HEALTH_SOCKET_PATH',
+    kind: 'string',
+    default: DEFAULT_HEALTH_SOCKET_PATH,
+    rule: SOCKET_PATH_RULE,
+    check: (v) =>
+      v.length === 0 || v.includes('\u0000') || Buffer.byteLength(v, 'utf8') > MAX_SOCKET_PATH_BYTES
+        ? SOCKET_PATH_RULE
+        : undefined,
+  },
+  {
+    key: 'healthPgPingTimeoutMs',
+    env: 'TASKQ_HEALTH_PG_PING_TIMEOUT',
+    kind: 'duration',
+    default: 200,
+    gt: 0,
+  },
+  { key: 'healthTasksEnabled', env: 'TASKQ_HEALTH_TASKS_ENABLED', kind: 'boolean', default: false },
+  {
+    key: 'healthHost',
+    env: 'TASKQ_HEALTH_HOST',
+    kind: 'string',
+    default: '0.0.0.0',
+    rule: HOST_RULE,
+    check: (v) => (isIP(v) !== 0 || HOST_NAME_RE.test(v) ? undefined : HOST_RULE),
+  },
+  {
+    key: 'healthPort',
+    env: 'TASKQ_HEALTH_PORT',
+    kind: 'integer',
+    default: null,
+    nullable: true,
+    min: 0,
+    max: 65_535,
+  },
+  {
+    key: 'healthRequestTimeoutMs',
+    env: 'TASKQ_HEALTH_REQUEST_TIMEOUT',
+    kind: 'duration',
+    default: 2 * SECOND,
+    gt: 0,
+  },
+  {
+    key: 'healthMaxHeaderBytes',
+    env: 'TASKQ_HEALTH_MAX_HEADER_BYTES',
+    kind: 'integer',
+    default: 16 * 1024,
+    min: 512,
+    max: 64 * 1024,
+  },
+  {
+    key: 'healthReadinessCheckTimeoutMs',
+    env: 'TASKQ_HEALTH_READINESS_CHECK_TIMEOUT',
+    kind: 'duration',
+    default: 5 * SECOND,
+    gt: 0,
+  },
   {
     key: 'idempotencyKeyMaxBytes',
     env: 'TASKQ_IDEMPOTENCY_KEY_MAX_BYTES',
@@ -574,6 +647,17 @@ export const WORKER_SETTING_FIELDS = [
     default: 1024 * 1024,
     min: 1024,
     max: 64 * 1024 * 1024,
+  },
+  {
+    key: 'healthToken',
+    env: 'TASKQ_HEALTH_TOKEN',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    secret: true,
+    rule: HEALTH_TOKEN_RULE,
+    check: (v) =>
+      /^[\x21-\x7e]+$/.test(v) && v.length <= HEALTH_TOKEN_MAX_CHARS ? undefined : HEALTH_TOKEN_RULE,
   },
 ] as const satisfies readonly SettingField[];
 
@@ -670,7 +754,6 @@ export const SHARED_ENV_VARS: readonly string[] = [
   'TASKQ_PG_CREDENTIAL_PROVIDER',
   'TASKQ_REDIS_CREDENTIAL_PROVIDER',
   'TASKQ_SSO_BACKEND',
-  'TASKQ_HEALTH_TOKEN',
   'TASKQ_HEALTH_REQUIRE_TOKEN',
   'TASKQ_MIGRATE_ON_START',
   'TASKQ_EXAMPLE_HOST',
@@ -705,15 +788,6 @@ export const SHARED_ENV_VARS: readonly string[] = [
  */
 export const UNSUPPORTED_WORKER_ENV_VARS: readonly string[] = [
   'TASKQ_METRICS_PORT',
-  'TASKQ_HEALTH_ENABLED',
-  'TASKQ_HEALTH_SOCKET_PATH',
-  'TASKQ_HEALTH_PG_PING_TIMEOUT',
-  'TASKQ_HEALTH_TASKS_ENABLED',
-  'TASKQ_HEALTH_HOST',
-  'TASKQ_HEALTH_PORT',
-  'TASKQ_HEALTH_REQUEST_TIMEOUT',
-  'TASKQ_HEALTH_MAX_HEADER_BYTES',
-  'TASKQ_HEALTH_READINESS_CHECK_TIMEOUT',
   'TASKQ_RELOAD_INTERVAL',
   'TASKQ_RELOAD_FACTORY_TIMEOUT',
   'TASKQ_POOL_MAX_INACTIVE_LIFETIME',

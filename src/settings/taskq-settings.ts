@@ -17,6 +17,11 @@ export interface TaskQSettings {
   idempotencyKeyMaxBytes: number;
   /** `TASKQ_PAYLOAD_MAX_BYTES`: bound on a payload's JSON, UTF-8 bytes (1 KiB–64 MiB). Default 1 MiB. */
   payloadMaxBytes: number;
+  /**
+   * `TASKQ_HEALTH_TOKEN`: when set, the worker's health endpoints require the header
+   * `Authorization: Bearer <token>`. Default: none (no authentication).
+   */
+  healthToken: string | null;
 }
 
 /** The client's settings, by name (every one is also a worker setting: `WorkerSettings` extends these). */
@@ -26,6 +31,7 @@ const TASKQ_KEYS: readonly (keyof TaskQSettings)[] = [
   'redisUrl',
   'idempotencyKeyMaxBytes',
   'payloadMaxBytes',
+  'healthToken',
 ];
 
 /** The client's rows of the settings table (environment variable, kind, default, rule). */

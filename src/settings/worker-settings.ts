@@ -189,4 +189,38 @@ export interface WorkerSettings extends TaskQSettings {
   watchdogStaleFloorMs: number;
   /** `TASKQ_WATCHDOG_CHECK_INTERVAL`: how often the stale-tick check and the lag thread look. Default 1 s. */
   watchdogCheckIntervalMs: number;
+  /**
+   * `TASKQ_HEALTH_ENABLED`: serve `/live` and `/ready` on the Unix socket `healthSocketPath`
+   * (docs/worker.md, "Health endpoints"). Default true.
+   */
+  healthEnabled: boolean;
+  /**
+   * `TASKQ_HEALTH_SOCKET_PATH`: path of the health Unix socket; at most 107 bytes (the kernel's
+   * limit). Default `/tmp/taskq_health.sock`.
+   */
+  healthSocketPath: string;
+  /** `TASKQ_HEALTH_PG_PING_TIMEOUT`: bound on the Postgres ping of `/ready`. Default 200 ms. */
+  healthPgPingTimeoutMs: number;
+  /**
+   * `TASKQ_HEALTH_TASKS_ENABLED`: serve the `/tasks` diagnostics (jobs in flight, service loops) on
+   * the Unix socket, never on TCP; the socket is then owner-only (mode 0600). Default false.
+   */
+  healthTasksEnabled: boolean;
+  /** `TASKQ_HEALTH_HOST`: bind address of the TCP health listener (only with `healthPort`). Default `0.0.0.0`. */
+  healthHost: string;
+  /**
+   * `TASKQ_HEALTH_PORT`: TCP port of the HTTP health listener (`/live`, `/ready`). Default null: no
+   * TCP listener. A port that cannot be bound stops the worker from starting; 0 binds an ephemeral
+   * port (tests).
+   */
+  healthPort: number | null;
+  /**
+   * `TASKQ_HEALTH_REQUEST_TIMEOUT`: a health request must arrive whole (request line and headers)
+   * within this, or its connection is closed. Default 2 s.
+   */
+  healthRequestTimeoutMs: number;
+  /** `TASKQ_HEALTH_MAX_HEADER_BYTES`: cap on a health request's line and headers (512–65536). Default 16384. */
+  healthMaxHeaderBytes: number;
+  /** `TASKQ_HEALTH_READINESS_CHECK_TIMEOUT`: bound on each registered readiness check. Default 5 s. */
+  healthReadinessCheckTimeoutMs: number;
 }

@@ -2,6 +2,10 @@
 export { Worker, type WorkerOptions, type WorkerPhase, type StopReason } from './worker.js';
 export { runWorker, EXIT_CODES, type RunWorkerOptions } from './run-worker.js';
 export type { Watchdog } from './watchdog/watchdog.js';
+export { ReadinessChecks } from '../obs/health/readiness-checks.js';
+export type { ReadinessCheck, CheckResult } from '../obs/health/bounded-check.js';
+export type { ReadinessReport } from '../obs/health/readiness-probe.js';
+export type { HealthServer } from '../obs/health/health-server.js';
 export { EXIT_WATCHDOG, WATCHDOG_DETECTORS, type WatchdogDetector } from './watchdog/watchdog-trip.js';
 export { NullErrorReporter, type ErrorReporter } from './error-reporter.js';
 export { LeaseLost } from './job-runner.js';

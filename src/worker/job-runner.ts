@@ -101,6 +101,8 @@ interface ActiveJob {
   /** Set once the outcome is handed to the completer (or the job was given up). */
   settled: boolean;
   started: boolean;
+  /** When the handler began (for `/tasks`). */
+  startedAt?: Date;
   /**
    * The database records the handler as started (`started_at`): set by the claim for a job that
    * went straight to a free slot, else by `markStarted` just before the handler begins. A handler
@@ -270,6 +272,29 @@ export class JobRunner {
     return this.active.size + orphans;
   }
 
+  /**
+   * The jobs this worker holds, for diagnostics (`/tasks`): id, actor, queue, attempt, where each is
+   * (`queued` locally, `running`, or `settling`: its outcome is being written) and when its handler
+   * began. Never payloads.
+   */
+  describeJobs(): {
+    jobId: string;
+    actor: string;
+    queue: string;
+    attempt: number;
+    state: 'queued' | 'running' | 'settling';
+    startedAt: string | null;
+  }[] {
+    return [...this.active.values()].map((j) => ({
+      jobId: j.row.id,
+      actor: j.row.actor,
+      queue: j.row.queue,
+      attempt: j.row.attempt,
+      state: j.settled ? 'settling' : j.started ? 'running' : 'queued',
+      startedAt: j.startedAt?.toISOString() ?? null,
+    }));
+  }
+
   /** Ids this worker must keep renewing: owned and not yet written. */
   ownedJobIds(): string[] {
     return [...this.active.values()].filter((j) => !j.settled).map((j) => j.row.id);
@@ -400,6 +425,7 @@ export class JobRunner {
   /** Starts the job's handler (its slot is held, its start recorded). */
   private begin(job: ActiveJob): void {
     job.started = true;
+    job.startedAt = new Date();
     let run: Promise<void>;
     try {
       run = this.execute(job);

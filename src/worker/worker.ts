@@ -36,6 +36,9 @@ import { RateLimitGate, type QueueCap } from './rate-limit-gate.js';
 import { RateLimitSweeper } from './rate-limit-sweeper.js';
 import type { Redis } from 'ioredis';
 import { Watchdog } from './watchdog/watchdog.js';
+import type { HealthServer } from '../obs/health/health-server.js';
+import { openWorkerHealth } from '../obs/health/open-worker-health.js';
+import { ReadinessChecks } from '../obs/health/readiness-checks.js';
 
 /** Where the worker is in its life. Shutdown moves strictly forward through the phases. */
 export type WorkerPhase =
@@ -100,6 +103,11 @@ export class Worker {
   readonly logger: Logger;
   /** Resolves when the worker has fully stopped, with the reason. */
   readonly stopped: Promise<StopReason>;
+  /**
+   * Readiness checks of your own for `/ready` (`worker.health.registerReadinessCheck(name, check)`),
+   * before or after `start()`; see docs/worker.md, "Health endpoints".
+   */
+  readonly health = new ReadinessChecks();
   private resolveStopped!: (r: StopReason) => void;
   private currentPhase: WorkerPhase = 'created';
   private readonly actors: Map<string, AnyActor>;
@@ -127,6 +135,7 @@ export class Worker {
   private escalateNow: (() => void) | null = null;
   private escalated = false;
   private hangDetector: Watchdog | null = null;
+  private healthListeners: HealthServer | null = null;
 
   constructor(options: WorkerOptions) {
     if (!options || !Array.isArray(options.actors) || options.actors.length === 0) {
@@ -191,6 +200,11 @@ export class Worker {
     return this.hangDetector;
   }
 
+  /** The health listeners, when `healthEnabled` or `healthPort` and started (addresses, for tests and tooling). */
+  get healthServer(): HealthServer | null {
+    return this.healthListeners;
+  }
+
   /** The notify listener, when NOTIFY is enabled (for tests and health checks). */
   get notifyListener(): NotifyListener | null {
     return this.listener;
@@ -227,6 +241,7 @@ export class Worker {
     const s = this.settings;
     try {
       this.startWatchdog();
+      await this.startHealth();
       this.buildBackend();
       await this.backend.verifySchema();
       const drifts = await this.backend.syncActorConfig(
@@ -257,6 +272,7 @@ export class Worker {
       this.currentPhase = 'stopped';
       await this.limits?.close().catch(() => undefined);
       await this.closeOwned();
+      await this.healthListeners?.stop();
       await this.hangDetector?.stop();
       this.resolveStopped('fatal');
       throw err;
@@ -302,6 +318,44 @@ export class Worker {
       },
     });
     this.hangDetector.start();
+  }
+
+  /**
+   * The health endpoints, opened before anything connects so `/live` answers (and `/ready` says
+   * `starting`) during a slow start; a TCP port that cannot be bound fails the start.
+   */
+  private async startHealth(): Promise<void> {
+    this.healthListeners = await openWorkerHealth(
+      this.settings,
+      {
+        phase: () => this.currentPhase,
+        ping: () => this.backend.ping(),
+        checks: this.health,
+        tasks: () => this.describeTasks(),
+      },
+      this.logger,
+    );
+  }
+
+  /** `/tasks`: what this worker holds and how its loops fare; ids and names only, never payloads. */
+  private describeTasks(): Record<string, unknown> {
+    return {
+      workerId: this.workerId,
+      phase: this.currentPhase,
+      inFlight: this.runner?.inFlight ?? 0,
+      jobs: this.runner?.describeJobs() ?? [],
+      // Which service loops run, and (with the watchdog on) how long since each ticked.
+      services: {
+        heartbeat: this.heartbeat?.running ?? false,
+        progressFlusher: this.flusher?.running ?? false,
+        rateLimitSweeper: this.limitSweeper?.running ?? null,
+        drainMonitor: this.drainMonitor?.running ?? null,
+      },
+      loops: this.hangDetector?.loopAges() ?? null,
+      notifyConnected: this.listener?.connected ?? null,
+      leader: this.isLeader,
+      pid: process.pid,
+    };
   }
 
   /** Queue caps of the subscribed queues (`queues.max_concurrent`, read once at start). */
@@ -481,6 +535,7 @@ export class Worker {
     await this.ownedPublisher?.close().catch(() => undefined);
     await this.backend.deregisterWorker(this.workerId).catch(() => undefined);
     await this.closeOwned();
+    await this.healthListeners?.stop();
     await this.hangDetector?.stop();
     this.currentPhase = 'stopped';
     this.resolveStopped('fatal');
@@ -578,6 +633,7 @@ export class Worker {
       this.logger.warn({ err }, 'deregister-failed');
     }
     await this.closeOwned();
+    await this.healthListeners?.stop();
     await this.hangDetector?.stop();
     this.currentPhase = 'stopped';
     this.logger.info({ reason: this.stopReason, shutdownMs: Date.now() - t0 }, 'worker-stopped');

@@ -45,6 +45,17 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
       base,
     };
 
+    describe('ping', () => {
+      it('answers while the backend is open, concurrent pings included', async () => {
+        await expect(h.backend.ping()).resolves.toBeUndefined();
+        await expect(Promise.all([h.backend.ping(), h.backend.ping(), h.backend.ping()])).resolves.toEqual([
+          undefined,
+          undefined,
+          undefined,
+        ]);
+      });
+    });
+
     describe('dispatchBatch', () => {
       it('claims pending jobs of the given actors and queues, sets the lease and writes the event', async () => {
         const a = await client.enqueue(plain, { n: 1 });

@@ -117,8 +117,18 @@ describe('loadWorkerSettings defaults', () => {
       watchdogDumpAfterFraction: 0.5,
       watchdogStaleFloorMs: 10 * S,
       watchdogCheckIntervalMs: S,
+      healthEnabled: true,
+      healthSocketPath: '/tmp/taskq_health.sock',
+      healthPgPingTimeoutMs: 200,
+      healthTasksEnabled: false,
+      healthHost: '0.0.0.0',
+      healthPort: null,
+      healthRequestTimeoutMs: 2 * S,
+      healthMaxHeaderBytes: 16_384,
+      healthReadinessCheckTimeoutMs: 5 * S,
       idempotencyKeyMaxBytes: 1024,
       payloadMaxBytes: 1024 * 1024,
+      healthToken: null,
     } satisfies WorkerSettings);
   });
 
@@ -563,7 +573,7 @@ describe('loadWorkerSettings warnings', () => {
     ['TASKQ_MAX_CONCURENCY', /did you mean TASKQ_MAX_CONCURRENCY\?/],
     ['TASKQ_QUEUE', /did you mean TASKQ_QUEUES\?/],
     ['TASKQ_FROBNICATE_EVERYTHING', /^TASKQ_FROBNICATE_EVERYTHING is not a TaskQ setting and is ignored$/],
-    ['TASKQ_HEALTH_PORT', /reference worker setting this version does not implement yet/],
+    ['TASKQ_POOL_MAX_INACTIVE_LIFETIME', /reference worker setting this version does not implement yet/],
   ])('warns about %s', (name, warning) => {
     const { warnings } = loadWorkerSettings({ env: { [name]: '1' } });
     expect(warnings).toEqual([expect.stringMatching(warning)]);

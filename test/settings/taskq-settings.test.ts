@@ -23,6 +23,7 @@ describe('loadTaskQSettings', () => {
       redisUrl: null,
       idempotencyKeyMaxBytes: 1024,
       payloadMaxBytes: 1024 * 1024,
+      healthToken: null,
     });
   });
 
@@ -40,6 +41,7 @@ describe('loadTaskQSettings', () => {
       redisUrl: 'redis://cache:6379/2',
       idempotencyKeyMaxBytes: 512,
       payloadMaxBytes: 65536,
+      healthToken: null,
     });
     expect(loadTaskQSettings({ env, overrides: { schema: 'jobs_b', redisUrl: null } })).toMatchObject({
       schema: 'jobs_b',

@@ -3,6 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Clock } from '../../core/clock.js';
 import { SystemClock } from '../../core/clock.js';
 import type { ClientLike } from '../../db/driver.js';
+import { TaskQStateError } from '../../errors/client-errors.js';
 import { rateLimitStoresFor, type RateLimitStores } from '../../ratelimit/stores/rate-limit-stores.js';
 import {
   BACKEND_PROTOCOL_VERSION,
@@ -78,6 +79,8 @@ export class InMemoryBackend implements Backend {
   readonly kind = 'memory' as const;
   readonly clock: Clock;
   private readonly jobs = new Map<string, JobRow>();
+  /** Set by `close()`: `ping()` then fails, as a closed pool would. */
+  private closed = false;
   private attempts: AttemptRow[] = [];
   private events: EventRow[] = [];
   private nextEventId = 1;
@@ -637,7 +640,13 @@ export class InMemoryBackend implements Backend {
     );
   }
 
+  /** {@link Backend.ping}: answers until the backend is closed. */
+  async ping(): Promise<void> {
+    if (this.closed) throw new TaskQStateError('the InMemoryBackend is closed');
+  }
+
   async close(): Promise<void> {
+    this.closed = true;
     this.subscribers.clear();
   }
 }

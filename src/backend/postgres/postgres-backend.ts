@@ -682,6 +682,11 @@ export class PostgresBackend implements Backend {
     return refreshJobsStatistics(this.ops, this.quoted);
   }
 
+  /** {@link Backend.ping}: `SELECT 1` on the dispatcher pool (waiting for a free connection, if any). */
+  async ping(): Promise<void> {
+    await this.driver.query('SELECT 1');
+  }
+
   /** Closes every pool the backend was given (a driver over a caller's own pool leaves that pool open). */
   async close(): Promise<void> {
     const drivers = new Set([this.driver, this.claimDriver, this.settleDriver, this.heartbeatDriver]);

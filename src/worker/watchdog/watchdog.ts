@@ -2,7 +2,7 @@ import type { Logger } from '../../obs/logger.js';
 import type { WorkerSettings } from '../../settings/worker-settings.js';
 import { observeLoops, type LoopObserver } from '../loop-service.js';
 import { LoopLagWatchdog } from './loop-lag-watchdog.js';
-import { LoopLiveness } from './loop-liveness.js';
+import { LoopLiveness, type LoopAge } from './loop-liveness.js';
 import { ShutdownWatchdog } from './shutdown-watchdog.js';
 import { SiblingContract } from './sibling-contract.js';
 import { StaleTickWatchdog } from './stale-tick-watchdog.js';
@@ -135,6 +135,11 @@ export class Watchdog implements LoopObserver {
     this.shutdown.disarm();
     await this.staleTicks.stop();
     await this.loopLag?.stop();
+  }
+
+  /** Every tracked service loop's age and staleness budget (for `/tasks`). */
+  loopAges(): LoopAge[] {
+    return this.liveness.ages();
   }
 
   /** {@link LoopObserver}: a loop's pass. */
