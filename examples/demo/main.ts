@@ -170,9 +170,16 @@ async function finish(job: DemoJob, io: DemoIo): Promise<{ status: string; asExp
   return { status: row.status, asExpected };
 }
 
-/** The worker's warnings and errors, printed; its routine info lines are not. */
+/**
+ * The worker's warnings and errors that are not job outcomes, printed; its routine info lines are
+ * not, and neither are its `job-attempt-failed` / `job-failed` lines: the demo's failures are
+ * simulated, and each job's outcome is printed in the results above.
+ */
+const JOB_OUTCOME_EVENTS = new Set(['job-attempt-failed', 'job-failed']);
+
 function problemsOnly(io: DemoIo): Logger {
   const print = (level: string, obj: object, msg?: string): void => {
+    if (msg !== undefined && JOB_OUTCOME_EVENTS.has(msg)) return;
     const fields = Object.entries(obj)
       .map(([k, v]) => `${k}=${v instanceof Error ? v.message : JSON.stringify(v)}`)
       .join(' ');

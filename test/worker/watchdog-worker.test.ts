@@ -77,7 +77,10 @@ describe('the loop-lag thread', () => {
         obj: { detector: 'loop-lag', warnBudgetMs: 300, budgetMs: 120_000 },
       });
       expect(warning!.obj.lagMs as number).toBeGreaterThanOrEqual(300);
-      expect((warning!.obj.stack as string[])[0]).toMatch(/^at spinFor \(/);
+      // The pause lands in spinFor or in what it calls (performance.now's internals): spinFor is
+      // among the first frames.
+      const frames = warning!.obj.stack as string[];
+      expect(frames.slice(0, 4).some((f) => /^at spinFor \(/.test(f))).toBe(true);
       expect(exits).toEqual([]);
       expect(trip.trips['loop-lag']).toBe(0);
       expect(watchdog.watching).toBe(true);
