@@ -87,6 +87,7 @@ describe('health endpoints while Postgres goes away', () => {
       TASKQ_CANCELLATION_GRACE_PERIOD: '2',
       TASKQ_CLEANUP_GRACE_PERIOD: '2',
       TASKQ_TERMINATION_GRACE_PERIOD: '20',
+      TASKQ_HEALTH_ENABLED: 'true',
       TASKQ_HEALTH_HOST: '127.0.0.1',
       TASKQ_HEALTH_PORT: String(port),
       TASKQ_HEALTH_SOCKET_PATH: socketPath,

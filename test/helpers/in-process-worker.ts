@@ -8,7 +8,7 @@ import { TEST_DSN } from './db.js';
 
 /**
  * Settings for an in-process test worker: short heartbeat, lease and graces so stops and
- * cancellations finish quickly, the watchdog off; `overrides` win.
+ * cancellations finish quickly, the watchdog and the health endpoints off; `overrides` win.
  */
 export function testWorkerSettings(schema: string, overrides: WorkerSettingsInput = {}): WorkerSettingsInput {
   return {
@@ -20,6 +20,8 @@ export function testWorkerSettings(schema: string, overrides: WorkerSettingsInpu
     cancellationGracePeriod: '1s',
     cleanupGracePeriod: '1s',
     watchdogEnabled: false,
+    // No listener on the machine's shared default socket path; health tests enable it on a path of their own.
+    healthEnabled: false,
     ...overrides,
   };
 }

@@ -32,6 +32,8 @@ export function startWorkerProcess(
       TASKQ_PG_DSN: TEST_DSN,
       TASKQ_SCHEMA_NAME: schema,
       TASKQ_WATCHDOG_ENABLED: 'false',
+      // Not on the machine's shared default socket path; a health test gives a path of its own.
+      TASKQ_HEALTH_ENABLED: 'false',
       TASKQ_LOG_LEVEL: 'warn',
       ...env,
     },

@@ -25,14 +25,20 @@ export async function bindUnixSocket(server: Server, path: string): Promise<Unix
     if (await answers(path)) return { bound: false, reason: 'in-use' };
     await unlink(path).catch(() => undefined);
   }
-  await new Promise<void>((resolve, reject) => {
-    const onError = (err: Error): void => reject(err);
+  const bound = await new Promise<boolean>((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      // Another worker bound the path between our look and our listen (workers starting together
+      // on one host with the default path): that is the live socket case, not a failure.
+      if (err.code === 'EADDRINUSE') resolve(false);
+      else reject(err);
+    };
     server.once('error', onError);
     server.listen(path, () => {
       server.off('error', onError);
-      resolve();
+      resolve(true);
     });
   });
+  if (!bound) return { bound: false, reason: 'in-use' };
   return { bound: true, ino: (await lstat(path)).ino };
 }
 

@@ -29,6 +29,7 @@ describe('Worker health endpoints', () => {
     const worker = new Worker({
       actors: [plain],
       settings: testWorkerSettings(db.schema, {
+        healthEnabled: true,
         healthPort: 0,
         healthHost: '127.0.0.1',
         healthSocketPath: socketPath(),
@@ -102,7 +103,7 @@ describe('Worker health endpoints', () => {
       expect(await onPort.stopped).toBe('fatal');
       const onSocket = new Worker({
         actors: [plain],
-        settings: testWorkerSettings(db.schema, { healthSocketPath: path }),
+        settings: testWorkerSettings(db.schema, { healthEnabled: true, healthSocketPath: path }),
         logger: silentLogger,
       });
       await expect(onSocket.start()).rejects.toThrow(/in use by another live process/);
