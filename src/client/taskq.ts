@@ -438,15 +438,7 @@ export class TaskQ implements AsyncDisposable {
     for (let i = 0; i < refs.length; i++) this.warnUniqueForWithoutIdentity(refs[i]!, args[i]!);
     const write = (): Promise<JobRow[]> =>
       this.backend.enqueueBatch(args, options.connection ? { connection: options.connection } : {});
-    const rows =
-      this.tracing === null
-        ? await write()
-        : await this.tracing.send(
-            args,
-            this.batchSpanAttributes(batchId, args.length),
-            write,
-            () => undefined,
-          );
+    const rows = await this.sendBatch(args, batchId, write);
     return {
       batchId,
       size: items.length,
@@ -457,6 +449,12 @@ export class TaskQ implements AsyncDisposable {
   }
 
   /** Attributes of a batch enqueue's `send` span. */
+  /** Runs a batch's write, inside its `send` span when tracing is on. */
+  private sendBatch<T>(args: EnqueueArgs[], batchId: string, write: () => Promise<T>): Promise<T> {
+    if (this.tracing === null) return write();
+    return this.tracing.send(args, this.batchSpanAttributes(batchId, args.length), write, () => undefined);
+  }
+
   private batchSpanAttributes(batchId: string, size: number): Record<string, string | number> {
     return { [SPAN_ATTRIBUTES.batchId]: batchId, [SPAN_ATTRIBUTES.batchCount]: size };
   }
@@ -489,15 +487,7 @@ export class TaskQ implements AsyncDisposable {
     const args = this.batchArgs(items, refs, jsons, batchId, await this.batchLimits(refs));
     const write = (): Promise<number> =>
       this.backend.enqueueBatchFast(args, options.connection ? { connection: options.connection } : {});
-    const count =
-      this.tracing === null
-        ? await write()
-        : await this.tracing.send(
-            args,
-            this.batchSpanAttributes(batchId, args.length),
-            write,
-            () => undefined,
-          );
+    const count = await this.sendBatch(args, batchId, write);
     this.logger.debug({ batchId, count }, 'batch-fast-enqueued');
     return count;
   }
