@@ -1,3 +1,4 @@
+import type { FleetObservation, FleetObservationRequest } from './fleet-observation.js';
 import type { Redis } from 'ioredis';
 
 import type { ClientLike } from '../db/driver.js';
@@ -351,6 +352,13 @@ export interface Backend {
    * until it is closed.
    */
   ping(): Promise<void>;
+
+  /**
+   * One snapshot of the queues (live jobs by status, oldest pending age, alive workers), the
+   * reservations (slots and held slots, keyed ones summed by base name) and the live leaders, for
+   * the fleet gauges. One round trip on Postgres. See {@link FleetObservation}.
+   */
+  observeFleet(request: FleetObservationRequest): Promise<FleetObservation>;
 
   /** Releases what the backend owns. */
   close(): Promise<void>;

@@ -1,3 +1,4 @@
+import type { FleetObservation, FleetObservationRequest } from '../fleet-observation.js';
 import { isDeepStrictEqual } from 'node:util';
 
 import type { Clock } from '../../core/clock.js';
@@ -641,6 +642,11 @@ export class InMemoryBackend implements Backend {
   }
 
   /** {@link Backend.ping}: answers until the backend is closed. */
+  // PLACEHOLDER until the fleet-observation branch lands (replaced there).
+  async observeFleet(_request: FleetObservationRequest): Promise<FleetObservation> {
+    throw new Error('observeFleet: not built yet');
+  }
+
   async ping(): Promise<void> {
     if (this.closed) throw new TaskQStateError('the InMemoryBackend is closed');
   }

@@ -1,3 +1,4 @@
+import type { FleetObservation, FleetObservationRequest } from '../fleet-observation.js';
 import { executorFromClient, type ClientLike, type Driver, type Executor } from '../../db/driver.js';
 import { assertNoRepeatedKey } from '../repeated-key.js';
 import { enqueueFast } from './pg-enqueue-fast.js';
@@ -683,6 +684,11 @@ export class PostgresBackend implements Backend {
   }
 
   /** {@link Backend.ping}: `SELECT 1` on the dispatcher pool (waiting for a free connection, if any). */
+  // PLACEHOLDER until the fleet-observation branch lands (replaced there).
+  async observeFleet(_request: FleetObservationRequest): Promise<FleetObservation> {
+    throw new Error('observeFleet: not built yet');
+  }
+
   async ping(): Promise<void> {
     await this.driver.query('SELECT 1');
   }
