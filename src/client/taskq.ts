@@ -1,3 +1,4 @@
+import { ClientMetrics } from '../obs/metrics/client-metrics.js';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 
@@ -207,6 +208,8 @@ export class TaskQ implements AsyncDisposable {
   private readonly sources: StreamSources;
   /** Null with `otelEnabled: false`: enqueues then never call a tracer. */
   private readonly tracing: EnqueueTracing | null;
+  /** Null with `otelEnabled: false`: nothing is counted. */
+  private readonly metrics: ClientMetrics | null;
   private closed = false;
 
   /**
@@ -248,6 +251,7 @@ export class TaskQ implements AsyncDisposable {
     if (options.otelEnabled !== undefined && typeof options.otelEnabled !== 'boolean')
       throw new InvalidArgumentError('TaskQ.otelEnabled', options.otelEnabled, 'must be a boolean');
     this.tracing = options.otelEnabled === false ? null : new EnqueueTracing();
+    this.metrics = options.otelEnabled === false ? null : new ClientMetrics();
     this.sources = {
       backend,
       logger: this.logger,
@@ -400,9 +404,12 @@ export class TaskQ implements AsyncDisposable {
     });
     this.warnUniqueForWithoutIdentity(r, args);
     const write = (): Promise<JobRow> =>
-      options.connection
-        ? this.backend.enqueueWithConn(options.connection, args)
-        : this.backend.enqueue(args);
+      this.refusals(
+        options.connection
+          ? this.backend.enqueueWithConn(options.connection, args)
+          : this.backend.enqueue(args),
+        'single',
+      );
     const row =
       this.tracing === null
         ? await write()
@@ -437,7 +444,10 @@ export class TaskQ implements AsyncDisposable {
     const args = this.batchArgs(items, refs, jsons, batchId, await this.batchLimits(refs));
     for (let i = 0; i < refs.length; i++) this.warnUniqueForWithoutIdentity(refs[i]!, args[i]!);
     const write = (): Promise<JobRow[]> =>
-      this.backend.enqueueBatch(args, options.connection ? { connection: options.connection } : {});
+      this.refusals(
+        this.backend.enqueueBatch(args, options.connection ? { connection: options.connection } : {}),
+        'batch',
+      );
     const rows = await this.sendBatch(args, batchId, write);
     return {
       batchId,
@@ -448,7 +458,16 @@ export class TaskQ implements AsyncDisposable {
     };
   }
 
-  /** Attributes of a batch enqueue's `send` span. */
+  /** `write`, with a `maxPending` refusal counted (`taskq.backpressure.errors`) on its way out. */
+  private refusals<T>(write: Promise<T>, kind: 'single' | 'batch' | 'batch_fast'): Promise<T> {
+    const m = this.metrics;
+    if (m === null) return write;
+    return write.catch((err: unknown) => {
+      m.refused(err, kind);
+      throw err;
+    });
+  }
+
   /** Runs a batch's write, inside its `send` span when tracing is on. */
   private sendBatch<T>(args: EnqueueArgs[], batchId: string, write: () => Promise<T>): Promise<T> {
     if (this.tracing === null) return write();
@@ -486,7 +505,10 @@ export class TaskQ implements AsyncDisposable {
     const jsons = await payloadJsons(refs, items, this.payloadMaxBytes);
     const args = this.batchArgs(items, refs, jsons, batchId, await this.batchLimits(refs));
     const write = (): Promise<number> =>
-      this.backend.enqueueBatchFast(args, options.connection ? { connection: options.connection } : {});
+      this.refusals(
+        this.backend.enqueueBatchFast(args, options.connection ? { connection: options.connection } : {}),
+        'batch_fast',
+      );
     const count = await this.sendBatch(args, batchId, write);
     this.logger.debug({ batchId, count }, 'batch-fast-enqueued');
     return count;
@@ -545,6 +567,7 @@ export class TaskQ implements AsyncDisposable {
    * @throws JobNotFoundError
    */
   async cancel(jobId: string, reason?: string | null): Promise<CancelResult> {
+    this.metrics?.cancelRequested('job');
     const before = await this.getRow(jobId);
     if (!before) throw new JobNotFoundError(jobId);
     if (reason !== undefined && reason !== null && typeof reason !== 'string') {
@@ -615,6 +638,7 @@ export class TaskQ implements AsyncDisposable {
       const counts = await this.backend.previewCancelWhere(f);
       return { dryRun: true, ...counts, totalAffected: counts.cancelledDirectly + counts.cancelRequested };
     }
+    this.metrics?.cancelRequested('where');
     return this.backend.cancelWhere(f, reason ?? null);
   }
 

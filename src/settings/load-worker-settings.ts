@@ -371,6 +371,15 @@ const LEADER_LOOP_PERIOD_MS = 1000;
 // spec-inventory §19.4, in the reference's order.
 const CROSS_FIELD_RULES: readonly CrossFieldRule[] = [
   {
+    on: 'metricsPort',
+    uses: ['metricsPort', 'otelEnabled'],
+    // The endpoint would serve nothing: every instrument is off with otelEnabled false.
+    check: (s, ref) =>
+      s.metricsPort === null || s.otelEnabled
+        ? undefined
+        : `${ref('metricsPort')} needs ${ref('otelEnabled')} to be true (with it off TaskQ records no metrics)`,
+  },
+  {
     on: 'lockLeaseMs',
     uses: ['lockLeaseMs', 'heartbeatIntervalMs'],
     check: (s, ref) =>

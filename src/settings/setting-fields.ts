@@ -611,6 +611,15 @@ export const WORKER_SETTING_FIELDS = [
     max: 65_535,
   },
   {
+    key: 'metricsPort',
+    env: 'TASKQ_METRICS_PORT',
+    kind: 'integer',
+    default: null,
+    nullable: true,
+    min: 0,
+    max: 65_535,
+  },
+  {
     key: 'healthRequestTimeoutMs',
     env: 'TASKQ_HEALTH_REQUEST_TIMEOUT',
     kind: 'duration',
@@ -787,7 +796,6 @@ export const SHARED_ENV_VARS: readonly string[] = [
  * warning (it has no effect) instead of a typo suggestion.
  */
 export const UNSUPPORTED_WORKER_ENV_VARS: readonly string[] = [
-  'TASKQ_METRICS_PORT',
   'TASKQ_RELOAD_INTERVAL',
   'TASKQ_RELOAD_FACTORY_TIMEOUT',
   'TASKQ_POOL_MAX_INACTIVE_LIFETIME',

@@ -215,6 +215,14 @@ export interface WorkerSettings extends TaskQSettings {
    */
   healthPort: number | null;
   /**
+   * `TASKQ_METRICS_PORT`: TCP port of the Prometheus endpoint (`GET /metrics`), bound on
+   * `healthHost` and protected by `healthToken` when set. Needs the optional packages
+   * `@opentelemetry/exporter-prometheus` and `@opentelemetry/sdk-metrics`, and `otelEnabled`.
+   * Default null: no endpoint (instruments still go to a MeterProvider you register). 0 picks a
+   * free port (tests).
+   */
+  metricsPort: number | null;
+  /**
    * `TASKQ_HEALTH_REQUEST_TIMEOUT`: a health request must arrive whole (request line and headers)
    * within this, or its connection is closed. Default 2 s.
    */

@@ -45,6 +45,8 @@ const ABANDONED: Readonly<Record<CancelCause, string>> = {
 export class CancelController {
   private readonly jobs = new Map<string, { phase: LocalPhase; observedAt: number }>();
   private wakeTimer: NodeJS.Timeout | null = null;
+  /** Jobs moved to each phase since start (metrics): `1`, `2-adopted`, `2-forced`, `abandoned`. */
+  readonly transitions = new Map<string, number>();
 
   constructor(
     private readonly backend: Backend,
@@ -73,14 +75,20 @@ export class CancelController {
       this.jobs.set(jobId, local);
       this.runner.requestCancel(jobId);
       this.logger.info({ ...this.fieldsOf(jobId), via }, 'cancel-phase-1-cooperative');
+      this.count('1');
       this.scheduleWake(this.graces.cancellationMs);
     }
     if (dbPhase === 2 && local.phase === 1) {
       local.phase = 2;
       this.logger.info(this.fieldsOf(jobId), 'cancel-phase-2-adopted');
+      this.count('2-adopted');
       this.runner.forceCancel(jobId);
       this.scheduleWake(this.graces.cleanupMs);
     }
+  }
+
+  private count(phase: string): void {
+    this.transitions.set(phase, (this.transitions.get(phase) ?? 0) + 1);
   }
 
   /** Observes every flag returned by the heartbeat's poll. */
@@ -124,6 +132,7 @@ export class CancelController {
               { ...this.fieldsOf(jobId), graceMs: this.graces.cancellationMs },
               'cancel-phase-2-forced',
             );
+            this.count('2-forced');
             this.runner.forceCancel(jobId);
           } else {
             // Not at phase 1 any more: either escalated elsewhere (adopted on the next poll) or finished.
@@ -175,6 +184,7 @@ export class CancelController {
           },
           cause === 'shutdown' ? 'shutdown-abandoned' : 'cancel-phase-3-abandoned',
         );
+        if (written) this.count('abandoned');
       } catch (err) {
         this.logger.warn({ err, ...this.fieldsOf(jobId) }, 'mark-abandoned-failed-reclaim-will-recover');
       } finally {

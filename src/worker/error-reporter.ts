@@ -23,6 +23,7 @@ export async function reportSafely(
   error: unknown,
   log: Logger,
   timeoutMs = 3000,
+  onFailure?: (reporterType: string) => void,
 ): Promise<void> {
   try {
     await withTimeout(
@@ -31,6 +32,8 @@ export async function reportSafely(
       () => new Error(`error reporter timed out after ${timeoutMs} ms`),
     );
   } catch (err) {
-    log.warn({ err, reporter: reporter.constructor?.name }, 'error-reporter-failed');
+    const reporterType = reporter.constructor?.name ?? 'unknown';
+    log.warn({ err, reporter: reporterType }, 'error-reporter-failed');
+    onFailure?.(reporterType);
   }
 }

@@ -31,6 +31,7 @@ import type { AcquiredResource } from '../ratelimit/handles.js';
 import type { RateLimitGate } from './rate-limit-gate.js';
 import { AttemptOutcomes, type AttemptOutcomeSettings } from './attempt-outcomes.js';
 import { OutcomeAftermath } from './outcome-aftermath.js';
+import type { WorkerMetrics } from '../obs/metrics/worker-metrics.js';
 import { StartMarks } from './start-marks.js';
 
 export { RESERVATION_DENIAL_MAX_DELAY_MS, denialDelayMs } from './attempt-outcomes.js';
@@ -88,6 +89,10 @@ export interface JobRunnerDeps {
    * (`Backend.markStarted`). Without it every claimed job counts as recorded at its claim.
    */
   markStarted?: ((jobIds: string[]) => Promise<string[]>) | null;
+  /** Told each written outcome (`otelEnabled`; none: nothing is recorded). */
+  metrics?: WorkerMetrics | null;
+  /** Called when the error reporter threw or timed out, with its class name. */
+  onReporterFailed?: (reporterType: string) => void;
 }
 
 /** After a failed `markStarted` write, the jobs it held wait this long before the next try. */
@@ -154,6 +159,7 @@ export class JobRunner {
   private readonly aftermath: OutcomeAftermath;
   private readonly releases = new Set<Promise<void>>();
   private readonly markStarted: ((jobIds: string[]) => Promise<string[]>) | null;
+  private readonly metrics: WorkerMetrics | null;
   private readonly marks: StartMarks<ActiveJob>;
   /** Null when tracing is off: decided once, so the hot path then never calls a tracer. */
   private readonly tracing: ProcessTracing | null;
@@ -181,6 +187,7 @@ export class JobRunner {
     this.threads = deps.threads ?? null;
     this.limits = deps.limits ?? null;
     this.markStarted = deps.markStarted ?? null;
+    this.metrics = deps.metrics ?? null;
     this.tracing = deps.settings.otelEnabled === false ? null : new ProcessTracing(deps.workerId);
     this.marks = new StartMarks((batch) => this.recordStarts(batch));
     this.outcomes = new AttemptOutcomes(this.workerId, this.settings, this.logger);
@@ -189,6 +196,7 @@ export class JobRunner {
       readRow: deps.readRow,
       publisher: deps.publisher ?? null,
       onRescheduled: deps.onRescheduled ?? (() => undefined),
+      ...(deps.onReporterFailed ? { onReporterFailed: deps.onReporterFailed } : {}),
     });
   }
 
@@ -896,6 +904,7 @@ export class JobRunner {
     return this.completer.settle(outcome).then(
       (result) => {
         this.endSpan(job, outcome, result);
+        this.metrics?.settled(job.row, outcome, result);
         // Written: the job is no longer this worker's to renew.
         this.disownIfCurrent(job);
         return this.aftermath.afterWrite(job.row, log, outcome, thrown, actor, tracked.progress, result);

@@ -15,6 +15,7 @@ export const MAX_CONSECUTIVE_UNEXPECTED_ERRORS = 5;
  */
 export class UnexpectedLoopErrorGuard {
   private streak = 0;
+  private count = 0;
 
   constructor(
     private readonly loop: string,
@@ -28,6 +29,11 @@ export class UnexpectedLoopErrorGuard {
     return this.streak;
   }
 
+  /** Unexpected errors tolerated since start (the `leader_loop_unexpected_errors_total` metric). */
+  get total(): number {
+    return this.count;
+  }
+
   succeeded(): void {
     this.streak = 0;
   }
@@ -38,6 +44,7 @@ export class UnexpectedLoopErrorGuard {
       return;
     }
     this.streak++;
+    this.count++;
     this.logger.error(
       { err, loop: this.loop, consecutive: this.streak, max: this.maxConsecutive },
       'loop-unexpected-error',
@@ -94,6 +101,11 @@ export abstract class LoopService {
   guardWith(onFatal: (reason: string) => void): this {
     this.guard = new UnexpectedLoopErrorGuard(this.name, this.logger, onFatal);
     return this;
+  }
+
+  /** Unexpected errors this loop tolerated since start (0 when unguarded). */
+  get unexpectedErrors(): number {
+    return this.guard?.total ?? 0;
   }
 
   /** One pass of the service's work. */

@@ -19,6 +19,8 @@ export interface OutcomeAftermathDeps {
   publisher: ProgressPublisher | null;
   /** Called when a job was rescheduled (the leader's promoter may need to look sooner). */
   onRescheduled: () => void;
+  /** Called when the error reporter threw or timed out, with its class name (metrics). */
+  onReporterFailed?: (reporterType: string) => void;
 }
 
 /**
@@ -90,7 +92,7 @@ export class OutcomeAftermath {
           log,
           'on-retry-exhausted',
         );
-      await reportSafely(this.deps.reporter, row, error, log);
+      await reportSafely(this.deps.reporter, row, error, log, undefined, this.deps.onReporterFailed);
     }
   }
 }

@@ -1,6 +1,7 @@
 import type { Backend } from '../backend/backend.js';
 import type { DispatchRequest } from '../backend/worker-types.js';
 import type { Logger } from '../obs/logger.js';
+import type { WorkerMetrics } from '../obs/metrics/worker-metrics.js';
 import { DispatchTracing } from '../obs/tracing/dispatch-tracing.js';
 import type { JobRunner } from './job-runner.js';
 import { interruptibleSleep, jitter } from './sleep.js';
@@ -33,6 +34,8 @@ export interface ProducerOptions {
   wakeUpsReliable: () => boolean;
   /** A `dispatch` span around each claim statement (default true; false: no tracer is called). */
   otelEnabled?: boolean;
+  /** Claim latency and claimed jobs are recorded here (`otelEnabled`; none: nothing is recorded). */
+  metrics?: WorkerMetrics | null;
 }
 
 /** Adaptive prefetch: the local queue holds about this much work (at the recent average duration). */
@@ -318,10 +321,13 @@ export class Producer {
         drained = true;
       },
     };
+    const metrics = this.options.metrics ?? null;
+    const t0 = metrics === null ? 0 : performance.now();
     const rows =
       this.tracing === null
         ? await this.backend.dispatchBatch(request)
         : await this.tracing.dispatch(limit, () => this.backend.dispatchBatch(request));
+    metrics?.dispatched((performance.now() - t0) / 1000, rows.length);
     if (this.stopController.signal.aborted && rows.length > 0) {
       // Claimed while shutting down: these never start; give them straight back.
       await this.backend.repend(

@@ -39,6 +39,11 @@ import { Watchdog } from './watchdog/watchdog.js';
 import type { HealthServer } from '../obs/health/health-server.js';
 import { openWorkerHealth } from '../obs/health/open-worker-health.js';
 import { ReadinessChecks } from '../obs/health/readiness-checks.js';
+import { metrics, type Meter } from '@opentelemetry/api';
+import { PrometheusEndpoint } from '../obs/metrics/prometheus-endpoint.js';
+import { WorkerMetrics } from '../obs/metrics/worker-metrics.js';
+import { FleetGauges } from '../obs/metrics/fleet-gauges.js';
+import { isKeyedReservationRef } from '../ratelimit/keyed-refs.js';
 
 /** Where the worker is in its life. Shutdown moves strictly forward through the phases. */
 export type WorkerPhase =
@@ -136,6 +141,13 @@ export class Worker {
   private escalated = false;
   private hangDetector: Watchdog | null = null;
   private healthListeners: HealthServer | null = null;
+  /** With `otelEnabled`: the `metricsPort` endpoint's meter, or the global one. */
+  private meter: Meter | null = null;
+  private metricsEndpoint: PrometheusEndpoint | null = null;
+  private workerMetrics: WorkerMetrics | null = null;
+  /** NOTIFY deliveries and error-reporter failures since start, read by the metrics. */
+  private readonly notifyCounts = { received: 0, cancelReceived: 0 };
+  private readonly reporterFailures = new Map<string, number>();
 
   constructor(options: WorkerOptions) {
     if (!options || !Array.isArray(options.actors) || options.actors.length === 0) {
@@ -205,6 +217,11 @@ export class Worker {
     return this.healthListeners;
   }
 
+  /** The Prometheus endpoint, when `metricsPort` is set and the worker started (its address, for tests and tooling). */
+  get metricsServer(): PrometheusEndpoint | null {
+    return this.metricsEndpoint;
+  }
+
   /** The notify listener, when NOTIFY is enabled (for tests and health checks). */
   get notifyListener(): NotifyListener | null {
     return this.listener;
@@ -242,7 +259,9 @@ export class Worker {
     try {
       this.startWatchdog();
       await this.startHealth();
+      await this.startMetrics();
       this.buildBackend();
+      this.startFleetGauges();
       await this.backend.verifySchema();
       const drifts = await this.backend.syncActorConfig(
         [...this.actors.values()].map((a) => ({
@@ -272,6 +291,7 @@ export class Worker {
       this.currentPhase = 'stopped';
       await this.limits?.close().catch(() => undefined);
       await this.closeOwned();
+      await this.metricsEndpoint?.close();
       await this.healthListeners?.stop();
       await this.hangDetector?.stop();
       this.resolveStopped('fatal');
@@ -335,6 +355,62 @@ export class Worker {
       },
       this.logger,
     );
+  }
+
+  /**
+   * The worker's instruments (with `otelEnabled`): on the `metricsPort` endpoint's own meter
+   * provider when that is set, else on the global one (yours, or the API's no-op).
+   */
+  private async startMetrics(): Promise<void> {
+    const s = this.settings;
+    if (!s.otelEnabled) return;
+    if (s.metricsPort !== null)
+      this.metricsEndpoint = await PrometheusEndpoint.open({
+        host: s.healthHost,
+        port: s.metricsPort,
+        token: s.healthToken,
+        requestTimeoutMs: s.healthRequestTimeoutMs,
+        maxHeaderBytes: s.healthMaxHeaderBytes,
+        logger: this.logger,
+      });
+    this.meter = this.metricsEndpoint?.meter ?? metrics.getMeter('taskq', TASKQ_VERSION);
+    this.workerMetrics = new WorkerMetrics(this.meter, {
+      slots: s.maxConcurrency,
+      jobsActive: () => this.runner?.inFlight ?? 0,
+      isLeader: () => this.isLeader,
+      notify: () =>
+        this.listener === null
+          ? null
+          : {
+              connected: this.listener.connected,
+              reconnects: this.listener.reconnects,
+              ...this.notifyCounts,
+            },
+      cancelTransitions: () => this.cancels?.transitions ?? new Map(),
+      deadlineFailed: () => this.maintenance?.sweeps.deadlineFailedTotal ?? 0,
+      leaderLoopUnexpectedErrors: () => this.maintenance?.unexpectedErrors() ?? new Map(),
+      watchdogTrips: () => this.hangDetector?.trips ?? null,
+      loopAges: () =>
+        this.hangDetector?.loopAges().map((l) => ({ loop: l.loop, ageSeconds: l.ageMs / 1000 })) ?? null,
+      reporterFailures: () => this.reporterFailures,
+    });
+  }
+
+  /** The fleet gauges (queue depth, alive workers, reservations, leaders), read on collection. */
+  private startFleetGauges(): void {
+    if (this.meter === null) return;
+    const s = this.settings;
+    const keyedBases = new Set<string>();
+    for (const a of this.actors.values())
+      for (const r of a.reservations) if (isKeyedReservationRef(r)) keyedBases.add(r.baseName);
+    new FleetGauges(this.meter, {
+      observe: (request) => this.backend.observeFleet(request),
+      // A worker unseen for a whole lease is as good as gone: its jobs are being reclaimed.
+      request: { aliveWithinMs: s.lockLeaseMs, keyedReservationBases: [...keyedBases] },
+      queueDepthIntervalMs: s.queueDepthIntervalMs,
+      reservationSlotsIntervalMs: s.reservationSlotsIntervalMs,
+      logger: this.logger,
+    });
   }
 
   /** `/tasks`: what this worker holds and how its loops fare; ids and names only, never payloads. */
@@ -428,6 +504,8 @@ export class Worker {
       publisher: this.publisher,
       limits: this.limits,
       markStarted: (jobIds) => this.backend.markStarted(this.workerId, jobIds),
+      metrics: this.workerMetrics,
+      onReporterFailed: (type) => this.reporterFailures.set(type, (this.reporterFailures.get(type) ?? 0) + 1),
     });
     this.flusher = new ProgressFlusher(this.backend, this.tracker, s.progressCoalesceIntervalMs, this.logger);
     this.cancels = new CancelController(
@@ -454,6 +532,7 @@ export class Worker {
         pollIntervalMs: () => (this.listener?.connected ? s.notifyPollIntervalMs : s.pollIntervalMs),
         wakeUpsReliable: () => this.listener?.connected === true,
         otelEnabled: s.otelEnabled,
+        metrics: this.workerMetrics,
       },
       this.logger,
     );
@@ -478,7 +557,17 @@ export class Worker {
     if (s.notifyEnabled) {
       this.listener = new NotifyListener(
         this.backend,
-        { onWake: () => this.producer.notify(), onCancel: (jobId) => this.cancels.observe(jobId, 1) },
+        {
+          onWake: () => {
+            this.notifyCounts.received++;
+            this.producer.notify();
+          },
+          onCancel: (jobId) => {
+            this.notifyCounts.received++;
+            this.notifyCounts.cancelReceived++;
+            this.cancels.observe(jobId, 1);
+          },
+        },
         {
           workerId: this.workerId,
           healthCheckIntervalMs: s.notifyHealthCheckIntervalMs,
@@ -535,6 +624,7 @@ export class Worker {
     await this.ownedPublisher?.close().catch(() => undefined);
     await this.backend.deregisterWorker(this.workerId).catch(() => undefined);
     await this.closeOwned();
+    await this.metricsEndpoint?.close();
     await this.healthListeners?.stop();
     await this.hangDetector?.stop();
     this.currentPhase = 'stopped';
@@ -633,6 +723,8 @@ export class Worker {
       this.logger.warn({ err }, 'deregister-failed');
     }
     await this.closeOwned();
+    this.workerMetrics?.shutdownFinished((Date.now() - t0) / 1000);
+    await this.metricsEndpoint?.close();
     await this.healthListeners?.stop();
     await this.hangDetector?.stop();
     this.currentPhase = 'stopped';

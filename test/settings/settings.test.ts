@@ -123,6 +123,7 @@ describe('loadWorkerSettings defaults', () => {
       healthTasksEnabled: false,
       healthHost: '0.0.0.0',
       healthPort: null,
+      metricsPort: null,
       healthRequestTimeoutMs: 2 * S,
       healthMaxHeaderBytes: 16_384,
       healthReadinessCheckTimeoutMs: 5 * S,

@@ -97,7 +97,8 @@ export const METRIC_CATALOG = [
     name: 'taskq.backpressure.errors',
     kind: 'counter',
     unit: '{error}',
-    description: 'Enqueues refused by maxPending (MaxPendingExceededError), by actor and kind (single, batch).',
+    description:
+      'Enqueues refused by maxPending (MaxPendingExceededError), by actor and kind (single, batch).',
     attributes: [A.actor, A.kind],
     source: 'client',
   },
@@ -113,7 +114,8 @@ export const METRIC_CATALOG = [
     name: 'taskq.cancellation.phase_transitions',
     kind: 'observableCounter',
     unit: '{transition}',
-    description: 'Cancel phases this worker moved its jobs to (1 cooperative, 2 forced or adopted, abandoned).',
+    description:
+      'Cancel phases this worker moved its jobs to (1 cooperative, 2 forced or adopted, abandoned).',
     attributes: [A.phase],
     source: 'worker',
   },

@@ -97,6 +97,12 @@ export class MaintenanceLeader {
     return this.elector.isLeader;
   }
 
+  /** Unexpected errors each loop tolerated since start, by loop name (metrics). */
+  unexpectedErrors(): Map<string, number> {
+    const loops = [this.elector, this.promoter, this.sweeps, this.stranded, this.prune, this.archiveExpiry];
+    return new Map(loops.map((l) => [l.name, l.unexpectedErrors]));
+  }
+
   start(): void {
     this.elector.start();
     this.promoter.start();

@@ -31,6 +31,9 @@ export interface SweepSettings {
  * it, the pass ends and this worker steps down.
  */
 export class MaintenanceSweeps extends LoopService {
+  /** Jobs the deadline sweep failed since start, while this worker led (metrics). */
+  deadlineFailedTotal = 0;
+
   constructor(
     private readonly backend: Backend,
     private readonly elector: LeaderElector,
@@ -70,6 +73,7 @@ export class MaintenanceSweeps extends LoopService {
       for (;;) {
         const n = await this.backend.deadlineSweep(SWEEP_BATCH, fence);
         report.deadlineFailed += n;
+        this.deadlineFailedTotal += n;
         if (n < SWEEP_BATCH) break;
       }
       for (;;) {
