@@ -12,6 +12,7 @@ import type { Settlement } from '../../src/backend/worker-types.js';
 import type { ActorRef } from '../../src/core/actor.js';
 import { buildEnqueueArgs } from '../../src/client/enqueue-options.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
+import { silentLogger } from '../../src/obs/logger.js';
 import { plain } from '../helpers/actors.js';
 
 const W1 = '018f0000-0000-7000-8000-00000000aaa1';
@@ -136,6 +137,11 @@ describe('InMemoryBackend under a FakeClock', () => {
       version: 'test',
     });
     await backend.touchWorker(W1);
+    // The fleet snapshot, over jobs, workers, a held keyed slot and (below) the leader lease.
+    const stores = backend.rateLimitStores({ pgFallback: true, logger: silentLogger });
+    const slot = { name: 'api:k1', slots: 2, keyed: true, leaseMs: 30_000 };
+    await stores.shared.acquireSlot(slot, a[0]!.id, W1);
+    await backend.observeFleet({ aliveWithinMs: 60_000, keyedReservationBases: ['api'] });
     const claimed = await backend.dispatchBatch({
       workerId: W1,
       queues: [first.queue],
@@ -215,6 +221,9 @@ describe('InMemoryBackend under a FakeClock', () => {
     await backend.sweepExpiredResults(1000, fence);
     await backend.cleanupStaleWorkers(60_000, fence);
     await backend.strandedActors();
+    expect((await backend.observeFleet({ aliveWithinMs: 60_000, keyedReservationBases: [] })).leaders).toBe(
+      1,
+    );
     clock.advance('30d');
     await leader.tryAcquire();
     await backend.pruneJobs(
@@ -227,6 +236,7 @@ describe('InMemoryBackend under a FakeClock', () => {
     await backend.expireArchive(100, leader.fence!);
     await backend.pollReclaimEvents('0', { visibilityDelayMs: 0 });
     await leader.close();
+    await stores.close();
     await backend.deregisterWorker(W1);
     await sub.close();
     await backend.close();

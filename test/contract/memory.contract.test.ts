@@ -4,6 +4,7 @@ import { defineBackendContract, type ContractHarness } from './backend-contract.
 import { defineWorkerBackendContract } from './worker-backend-contract.js';
 import { defineMaintenanceContract } from './maintenance-contract.js';
 import { defineOperatorConfigContract } from './operator-config-contract.js';
+import { defineFleetObservationContract } from './fleet-observation-contract.js';
 
 async function harness(): Promise<ContractHarness> {
   const clock = new FakeClock(Date.now());
@@ -69,3 +70,4 @@ defineBackendContract('InMemoryBackend', harness);
 defineWorkerBackendContract('InMemoryBackend', harness);
 defineMaintenanceContract('InMemoryBackend', harness);
 defineOperatorConfigContract('InMemoryBackend', harness);
+defineFleetObservationContract('InMemoryBackend', harness);

@@ -4,6 +4,7 @@ import { defineBackendContract, type ContractHarness } from './backend-contract.
 import { defineWorkerBackendContract } from './worker-backend-contract.js';
 import { defineMaintenanceContract } from './maintenance-contract.js';
 import { defineOperatorConfigContract } from './operator-config-contract.js';
+import { defineFleetObservationContract } from './fleet-observation-contract.js';
 
 async function harness(): Promise<ContractHarness> {
   const db = await migratedSchema('contract');
@@ -74,10 +75,15 @@ async function harness(): Promise<ContractHarness> {
         `UPDATE ${q}.maintenance_leader SET ${back(['acquired_at', 'last_seen_at', 'expires_at'])}`,
         [ms],
       );
+      await db.pool.query(
+        `UPDATE ${q}.reservation_slots SET ${back(['acquired_at', 'lease_expires_at', 'last_used_at'])}`,
+        [ms],
+      );
     },
     async reset() {
       await db.pool.query(
-        `TRUNCATE ${q}.jobs, ${q}.actor_config, ${q}.queues, ${q}.workers, ${q}.jobs_archive CASCADE`,
+        `TRUNCATE ${q}.jobs, ${q}.actor_config, ${q}.queues, ${q}.workers, ${q}.jobs_archive,
+           ${q}.reservation_slots, ${q}.rate_limit_buckets, ${q}.rate_limit_window_entries CASCADE`,
       );
       await db.pool.query(`UPDATE ${q}.maintenance_leader SET expires_at = '-infinity', holds_lock = false`);
     },
@@ -91,3 +97,4 @@ defineBackendContract('PostgresBackend', harness);
 defineWorkerBackendContract('PostgresBackend', harness);
 defineMaintenanceContract('PostgresBackend', harness);
 defineOperatorConfigContract('PostgresBackend', harness);
+defineFleetObservationContract('PostgresBackend', harness);

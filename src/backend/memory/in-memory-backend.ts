@@ -61,6 +61,8 @@ import { findByKey, gateAndBuild, gateBatch, MemoryGateLocks } from './memory-en
 import { assertNoUniqueGate, gateLockNames, needsGateLock } from '../enqueue-gates.js';
 import { announcedIds } from '../announcements.js';
 import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
+import { MemoryRateLimitStore } from '../../ratelimit/stores/memory/memory-rate-limit-store.js';
+import { observeFleet } from './memory-fleet-observation.js';
 
 /** Options of {@link InMemoryBackend}. */
 export interface InMemoryBackendOptions {
@@ -127,8 +129,16 @@ export class InMemoryBackend implements Backend {
     emitProgress: (ids) => this.emit((sub) => sub.handlers.onProgress?.(announcedIds(ids))),
   };
 
+  /**
+   * The fleet-wide rate-limit state (the `reservation_slots` and `rate_limit_buckets` of Postgres):
+   * one store that every {@link rateLimitStores} call shares, so that the workers of one backend
+   * contend for the same slots and {@link observeFleet} sees them.
+   */
+  private readonly sharedRateLimits: MemoryRateLimitStore;
+
   constructor(options: InMemoryBackendOptions = {}) {
     this.clock = options.clock ?? new SystemClock();
+    this.sharedRateLimits = new MemoryRateLimitStore({ clock: this.clock });
   }
 
   private clockRef(): Clock {
@@ -137,8 +147,8 @@ export class InMemoryBackend implements Backend {
   }
 
   /**
-   * Forgets every job, attempt, event, stored configuration, worker and the leader lease (between
-   * tests). Subscriptions stay.
+   * Forgets every job, attempt, event, stored configuration, worker, the leader lease and the
+   * rate-limit and reservation state (between tests). Subscriptions stay.
    */
   clear(): void {
     this.jobs.clear();
@@ -151,6 +161,7 @@ export class InMemoryBackend implements Backend {
     this.archive.clear();
     this.archivedAttempts.length = 0;
     this.leaderLease.clear();
+    this.sharedRateLimits.clear();
   }
 
   /** Starts a simulated transaction for `enqueueWithConn` (commit/rollback like a real one). */
@@ -517,15 +528,19 @@ export class InMemoryBackend implements Backend {
     return clone(row);
   }
 
-  /** A memory store on this backend's clock (and Redis when given: its fallback is not memory). */
+  /**
+   * This backend's memory store, on its clock, shared by every call (and Redis when given: its
+   * fallback is not memory).
+   */
   rateLimitStores(o: RateLimitStoreOptions): RateLimitStores & { close(): Promise<void> } {
-    return rateLimitStoresFor({
+    const stores = rateLimitStoresFor({
       clock: this.clock,
       redis: o.redis ?? null,
       redisUrl: o.redisUrl ?? null,
       pgFallback: o.pgFallback,
       logger: o.logger,
     });
+    return { ...stores, shared: this.sharedRateLimits };
   }
 
   /** Nothing to migrate in memory: always ready. */
@@ -641,12 +656,22 @@ export class InMemoryBackend implements Backend {
     );
   }
 
-  /** {@link Backend.ping}: answers until the backend is closed. */
-  // PLACEHOLDER until the fleet-observation branch lands (replaced there).
-  async observeFleet(_request: FleetObservationRequest): Promise<FleetObservation> {
-    throw new Error('observeFleet: not built yet');
+  /** {@link Backend.observeFleet}: from this backend's state, on its clock. */
+  async observeFleet(request: FleetObservationRequest): Promise<FleetObservation> {
+    return observeFleet(
+      {
+        clock: this.clock,
+        jobs: this.jobs.values(),
+        queueRows: this.queues.keys(),
+        workers: this.workers.values(),
+        reservations: await this.sharedRateLimits.listReservations(),
+        leaderValid: this.leaderLease.read()?.valid ?? false,
+      },
+      request,
+    );
   }
 
+  /** {@link Backend.ping}: answers until the backend is closed. */
   async ping(): Promise<void> {
     if (this.closed) throw new TaskQStateError('the InMemoryBackend is closed');
   }

@@ -78,6 +78,7 @@ import {
 } from './pg-settle.js';
 import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
 import { PgAnnouncer } from './pg-announcer.js';
+import { observeFleet } from './pg-fleet-observation.js';
 import * as sweeps from './pg-maintenance.js';
 import * as config from './pg-operator-config.js';
 import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
@@ -683,12 +684,12 @@ export class PostgresBackend implements Backend {
     return refreshJobsStatistics(this.ops, this.quoted);
   }
 
-  /** {@link Backend.ping}: `SELECT 1` on the dispatcher pool (waiting for a free connection, if any). */
-  // PLACEHOLDER until the fleet-observation branch lands (replaced there).
-  async observeFleet(_request: FleetObservationRequest): Promise<FleetObservation> {
-    throw new Error('observeFleet: not built yet');
+  /** {@link Backend.observeFleet}: one statement (sql/fleet.sql) on the dispatcher pool. */
+  async observeFleet(request: FleetObservationRequest): Promise<FleetObservation> {
+    return observeFleet(this.ops, request);
   }
 
+  /** {@link Backend.ping}: `SELECT 1` on the dispatcher pool (waiting for a free connection, if any). */
   async ping(): Promise<void> {
     await this.driver.query('SELECT 1');
   }

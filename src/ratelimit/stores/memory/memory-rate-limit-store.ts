@@ -107,6 +107,12 @@ export class MemoryRateLimitStore implements RateLimitStore {
     return view;
   }
 
+  /** Forgets every rate limit and reservation slot, in this store and its views (between tests). */
+  clear(): void {
+    this.state.cells.clear();
+    this.state.tables.clear();
+  }
+
   /** Itself for `'memory'`, else null. */
   forBackend(backend: RateLimitBackend): RateLimitStore | null {
     return backend === 'memory' ? this : null;

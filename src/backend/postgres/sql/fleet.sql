@@ -1,0 +1,108 @@
+-- name: observeFleet
+-- The fleet gauges' snapshot (Backend.observeFleet), in one statement and one round trip: a single
+-- row of three columns, the queues and the reservations as JSON arrays and the live leaders as a
+-- count. One row rather than UNION ALL rows of several kinds, because the three parts have
+-- different shapes: as rows they would share loosely named, partly null columns that the mapper
+-- would have to tell apart by a kind; as JSON each part keeps its own field names. Both arrays are
+-- small (one element per queue, per reservation name or keyed base).
+--
+-- Every time predicate reads one database clock reading (`n.t`). The job counts read only jobs of
+-- the live statuses, each through the partial index whose predicate its WHERE repeats, so their
+-- cost follows the live jobs, never the finished ones the table also holds: pending jobs by the
+-- two dispatch indexes (key-less and keyed: together every pending job, once; each carries queue
+-- and scheduled_at, so an index-only scan answers the count and the oldest due time), scheduled
+-- jobs by jobs_scheduled_idx, running jobs by jobs_running_idx. A pending job is due since its
+-- scheduled_at (set at enqueue to the creation time when there is no delay, and what dispatch
+-- orders by).
+--
+-- $1 alive window ms (workers), $2 keyed reservation base names (text[])
+WITH n AS (
+  SELECT clock_timestamp() AS t
+),
+pending AS (
+  SELECT p.queue, sum(p.jobs)::bigint AS jobs, min(p.oldest) AS oldest
+  FROM (
+    SELECT j.queue, count(*) AS jobs, min(j.scheduled_at) AS oldest
+    FROM {schema}.jobs j
+    WHERE j.status = 'pending' AND j.fairness_key IS NULL
+    GROUP BY j.queue
+    UNION ALL
+    SELECT j.queue, count(*) AS jobs, min(j.scheduled_at) AS oldest
+    FROM {schema}.jobs j
+    WHERE j.status = 'pending' AND j.fairness_key IS NOT NULL
+    GROUP BY j.queue
+  ) p
+  GROUP BY p.queue
+),
+scheduled AS (
+  SELECT j.queue, count(*) AS jobs FROM {schema}.jobs j WHERE j.status = 'scheduled' GROUP BY j.queue
+),
+running AS (
+  SELECT j.queue, count(*) AS jobs FROM {schema}.jobs j WHERE j.status = 'running' GROUP BY j.queue
+),
+-- A worker serving a queue twice in its list counts once.
+alive AS (
+  SELECT q.queue, count(DISTINCT w.id) AS workers
+  FROM {schema}.workers w
+  CROSS JOIN n
+  CROSS JOIN LATERAL unnest(w.queues) AS q(queue)
+  WHERE w.last_seen_at >= n.t - $1::float8 * interval '1 millisecond'
+  GROUP BY q.queue
+),
+names AS (
+  SELECT queue FROM pending
+  UNION SELECT queue FROM scheduled
+  UNION SELECT queue FROM running
+  UNION SELECT queue FROM alive
+  UNION SELECT name FROM {schema}.queues
+),
+queue_rows AS (
+  SELECT nm.queue,
+         coalesce(p.jobs, 0)::bigint AS pending,
+         coalesce(s.jobs, 0)::bigint AS scheduled,
+         coalesce(r.jobs, 0)::bigint AS running,
+         -- Never negative: a job enqueued after the clock reading could be due after it.
+         CASE WHEN p.oldest IS NULL THEN NULL
+              ELSE greatest(0, extract(epoch FROM (n.t - p.oldest)))::float8 END AS oldest_pending_age_seconds,
+         coalesce(a.workers, 0)::bigint AS workers_alive
+  FROM names nm
+  CROSS JOIN n
+  LEFT JOIN pending p ON p.queue = nm.queue
+  LEFT JOIN scheduled s ON s.queue = nm.queue
+  LEFT JOIN running r ON r.queue = nm.queue
+  LEFT JOIN alive a ON a.queue = nm.queue
+),
+-- A keyed slot row `<base>:<key>` is summed under the longest given base that prefixes it (bases
+-- may prefix one another: `api` and `api:eu`), else under '(keyed)'. Held is the complement of
+-- free as the reservation store decides it (reservation.sql): taken, and the lease not yet past.
+reservation_rows AS (
+  SELECT CASE WHEN s.keyed THEN coalesce(b.base, '(keyed)') ELSE s.bucket_name END AS name,
+         s.keyed,
+         count(*)::bigint AS slots,
+         count(*) FILTER (
+           WHERE s.job_id IS NOT NULL AND (s.lease_expires_at IS NULL OR s.lease_expires_at >= n.t)
+         )::bigint AS held
+  FROM {schema}.reservation_slots s
+  CROSS JOIN n
+  LEFT JOIN LATERAL (
+    SELECT x.base FROM unnest($2::text[]) AS x(base)
+    WHERE s.keyed AND starts_with(s.bucket_name, x.base || ':')
+    ORDER BY length(x.base) DESC
+    LIMIT 1
+  ) b ON true
+  GROUP BY 1, 2
+)
+SELECT
+  coalesce((
+    SELECT json_agg(json_build_object(
+             'queue', q.queue, 'pending', q.pending, 'scheduled', q.scheduled, 'running', q.running,
+             'oldest_pending_age_seconds', q.oldest_pending_age_seconds, 'workers_alive', q.workers_alive)
+           ORDER BY q.queue COLLATE "C")
+    FROM queue_rows q
+  ), '[]'::json) AS queues,
+  coalesce((
+    SELECT json_agg(json_build_object('name', r.name, 'keyed', r.keyed, 'slots', r.slots, 'held', r.held)
+           ORDER BY r.name COLLATE "C", r.keyed)
+    FROM reservation_rows r
+  ), '[]'::json) AS reservations,
+  (SELECT count(*) FROM {schema}.maintenance_leader l, n WHERE l.term > 0 AND l.expires_at > n.t)::int AS leaders;
