@@ -1,4 +1,4 @@
-import { metrics, type Counter } from '@opentelemetry/api';
+import { metrics, type Counter, type MeterProvider } from '@opentelemetry/api';
 
 import { TASKQ_VERSION } from '../../core/version.js';
 import { MaxPendingExceededError } from '../../errors/backpressure-errors.js';
@@ -10,27 +10,37 @@ import { METRIC_ATTRIBUTES as A, metricSpec, type MetricName } from './metric-ca
  * an application that wants them registers its own MeterProvider (docs/metrics.md).
  */
 export class ClientMetrics {
-  private readonly backpressure: Counter;
-  private readonly cancellations: Counter;
+  private provider: MeterProvider | null = null;
+  private backpressure!: Counter;
+  private cancellations!: Counter;
 
-  constructor() {
-    const meter = metrics.getMeter('taskq', TASKQ_VERSION);
+  /**
+   * The instruments of the global provider in place now. The metrics API hands out no-op meters
+   * until an SDK is registered and does not forward them afterwards, so a client built before the
+   * application registered its MeterProvider would otherwise count into the void for good.
+   */
+  private instruments(): this {
+    const provider = metrics.getMeterProvider();
+    if (provider === this.provider) return this;
+    this.provider = provider;
+    const meter = provider.getMeter('taskq', TASKQ_VERSION);
     const counter = (name: MetricName): Counter => {
       const spec = metricSpec(name);
       return meter.createCounter(name, { unit: spec.unit, description: spec.description });
     };
     this.backpressure = counter('taskq.backpressure.errors');
     this.cancellations = counter('taskq.cancellation.requested');
+    return this;
   }
 
   /** Counts `err` when it is a `maxPending` refusal (`kind`: which enqueue refused it). */
   refused(err: unknown, kind: 'single' | 'batch' | 'batch_fast'): void {
     if (err instanceof MaxPendingExceededError)
-      this.backpressure.add(1, { [A.actor]: err.actor, [A.kind]: kind });
+      this.instruments().backpressure.add(1, { [A.actor]: err.actor, [A.kind]: kind });
   }
 
   /** One `cancel()` (`job`) or `cancelWhere()` (`where`) call, whatever it found. */
   cancelRequested(kind: 'job' | 'where'): void {
-    this.cancellations.add(1, { [A.kind]: kind });
+    this.instruments().cancellations.add(1, { [A.kind]: kind });
   }
 }
