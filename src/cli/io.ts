@@ -3,6 +3,8 @@ export interface CliIo {
   out(line: string): void;
   err(line: string): void;
   env: NodeJS.ProcessEnv;
+  /** Ends a long-running command (`taskq health metrics`) when aborted. Default: SIGINT or SIGTERM. */
+  stop?: AbortSignal;
 }
 
 /** The process's own stdout/stderr/env. */

@@ -8,6 +8,7 @@ import { actorConfigCommand, queuesCommand } from './queues-command.js';
 import { rateLimitsCommand } from './ratelimits-command.js';
 import { workerCommand } from './worker-command.js';
 import { devCommand } from './dev-command.js';
+import { healthCommand } from './health-command.js';
 
 /** Builds the `taskq` command tree. */
 export function buildProgram(io: CliIo): Command {
@@ -22,6 +23,7 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(rateLimitsCommand(io));
   program.addCommand(workerCommand(io));
   program.addCommand(devCommand(io));
+  program.addCommand(healthCommand(io));
   for (const sub of program.commands) {
     sub.exitOverride();
     for (const leaf of sub.commands) leaf.exitOverride();
