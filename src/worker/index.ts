@@ -14,6 +14,7 @@ export type { WorkerSettings } from '../settings/worker-settings.js';
 export {
   loadWorkerSettings,
   checkWatchdogInvariants,
+  SettingNotAvailableError,
   SettingsError,
   workerPoolSize,
   worstCaseShutdownMs,
