@@ -205,11 +205,7 @@ export function resolveFields(
         setting: name,
         source: origin.source,
         value: origin.raw,
-        rule: notAvailableRule(
-          name === field.key ? name : `${name} (${field.key})`,
-          field.env,
-          field.notAvailable,
-        ),
+        rule: notAvailableRule(name, field.env, field.notAvailable, field.key),
         notAvailable: field.notAvailable,
       });
     } else if (parsed.ok) values[field.key] = parsed.value;

@@ -899,9 +899,13 @@ export function notAvailableEnvProblems(env: Record<string, string | undefined>)
   return problems;
 }
 
-/** The rule of a setting that is not available yet, naming it and its variable. */
-export function notAvailableRule(setting: string, env: string, reason: string): string {
-  return `${setting} (${env}) is not available yet: ${reason}; leave it unset`;
+/**
+ * The rule of a setting that is not available yet, naming it (and its `WorkerSettings` key when
+ * that differs: durations end in `Ms`), its variable, and what it waits for.
+ */
+export function notAvailableRule(setting: string, env: string, reason: string, key = setting): string {
+  const names = key === setting ? env : `${key}, ${env}`;
+  return `${setting} (${names}) is not available yet: ${reason}; leave it unset`;
 }
 
 /**
