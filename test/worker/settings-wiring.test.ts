@@ -14,6 +14,7 @@ import { openWorkerBackend } from '../../src/backend/open-backend.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import type { Driver } from '../../src/db/driver.js';
+import { ProgressTooLarge } from '../../src/errors/index.js';
 import type { Logger } from '../../src/obs/logger.js';
 import { loadWorkerSettings, type WorkerSettingsInput } from '../../src/settings/load-worker-settings.js';
 import { MaintenanceLeader } from '../../src/worker/maintenance/maintenance-leader.js';
@@ -95,16 +96,19 @@ describe('connections', () => {
       expect(await timeout(heartbeatDriver)).toBe('1500ms');
 
       // Five statements at once on each pool: at most the pool's size run at the same time.
+      const sleep = `SELECT pg_sleep(0.2) /* ${db.schema} */`;
       const peak = async (driver: Driver, name: string): Promise<number> => {
         let max = 0;
         const sample = async () => {
+          // Only this test's statements: other tests' workers use the same application names.
           const r = await q(
-            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'`,
-            [name],
+            `SELECT count(*)::int AS n FROM pg_stat_activity
+             WHERE application_name = $1 AND state = 'active' AND query = $2`,
+            [name, sleep],
           );
           max = Math.max(max, (r.rows[0] as { n: number }).n);
         };
-        const sleeps = Array.from({ length: 5 }, () => driver.query('SELECT pg_sleep(0.2)'));
+        const sleeps = Array.from({ length: 5 }, () => driver.query(sleep));
         const sampling = (async () => {
           let done = false;
           void Promise.all(sleeps).then(() => (done = true));
@@ -176,6 +180,31 @@ describe('what the worker stores and claims', () => {
       expect((await tq.getRow(b.jobId))?.errorMessage).toContain(
         'DETAIL: Key (email)=(someone@example.com) already exists.',
       );
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('progressDataMaxBytes: 2 KiB of progress data is refused at a 1 KiB cap (the default allows 16 KiB)', async () => {
+    let refused: unknown = null;
+    const reporting = actor({ name: 'w_progress', queue: 'w_progress' }, async (_p, ctx) => {
+      await ctx.progress({ data: { small: 'x'.repeat(100) } });
+      try {
+        await ctx.progress({ data: { big: 'x'.repeat(2048) } });
+      } catch (err) {
+        refused = err;
+      }
+      return 'done';
+    });
+    const worker = await startTestWorker([reporting], db.schema, {
+      queues: ['w_progress'],
+      progressDataMaxBytes: 1024,
+    });
+    try {
+      const h = await tq.enqueue(reporting, {});
+      expect(await h.wait({ timeout: '10s' })).toBe('done');
+      expect(refused).toBeInstanceOf(ProgressTooLarge);
+      expect(refused).toMatchObject({ limit: 1024 });
     } finally {
       await worker.stop();
     }
