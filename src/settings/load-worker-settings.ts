@@ -507,6 +507,32 @@ export function checkWatchdogInvariants(settings: WorkerSettings): void {
   if (problems.length > 0) throw new SettingsError(problems);
 }
 
+/**
+ * Refuses resolved settings (built or changed by hand rather than loaded) that give a setting
+ * which is not available yet a value other than its default, as {@link loadWorkerSettings} does;
+ * a worker runs it at construction.
+ *
+ * @throws SettingNotAvailableError naming every such setting, its variable and what it waits for
+ */
+export function checkNotAvailable(settings: WorkerSettings): void {
+  const problems: SettingProblem[] = [];
+  for (const field of FIELDS) {
+    if (field.notAvailable === undefined) continue;
+    const value: unknown = settings[field.key];
+    // The loader resolves an unset pgDsnPooled to pgDsn.
+    if (value === field.default || (field.key === 'pgDsnPooled' && value === settings.pgDsn)) continue;
+    const name = settingName(field);
+    problems.push({
+      setting: name,
+      source: `settings.${field.key}`,
+      value,
+      rule: notAvailableRule(name, field.env, field.notAvailable, field.key),
+      notAvailable: field.notAvailable,
+    });
+  }
+  if (problems.length > 0) throw settingsErrorFor(problems);
+}
+
 function staleBudgetMs(s: WorkerSettings): number {
   return Math.max(LEADER_LOOP_PERIOD_MS * s.watchdogTickGraceFactor, s.watchdogStaleFloorMs);
 }

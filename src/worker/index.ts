@@ -13,6 +13,7 @@ export { isTransientError } from '../db/transient-errors.js';
 export type { WorkerSettings } from '../settings/worker-settings.js';
 export {
   loadWorkerSettings,
+  checkNotAvailable,
   checkWatchdogInvariants,
   SettingNotAvailableError,
   SettingsError,

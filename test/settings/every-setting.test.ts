@@ -12,6 +12,7 @@ import { resolve } from 'node:path';
 
 import { describe, expect, it } from 'vitest';
 
+import { actor } from '../../src/core/actor.js';
 import { loadWorkerSettings, SettingsError } from '../../src/settings/load-worker-settings.js';
 import {
   NOT_AVAILABLE_ENV_VARS,
@@ -22,6 +23,7 @@ import {
 import { SettingNotAvailableError } from '../../src/settings/settings-error.js';
 import { loadTaskQSettings, TASKQ_SETTING_FIELDS } from '../../src/settings/taskq-settings.js';
 import type { WorkerSettings } from '../../src/settings/worker-settings.js';
+import { Worker } from '../../src/worker/worker.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const read = (path: string): string => readFileSync(resolve(ROOT, path), 'utf8');
@@ -460,6 +462,22 @@ describe('not-available settings are refused, their defaults load', () => {
       );
     }
   });
+
+  it.each(NOT_AVAILABLE.map((f) => [f.key, f] as const))(
+    '%s: a worker given resolved settings (not loaded) refuses it too',
+    (key, field) => {
+      const resolved = loadWorkerSettings({ overrides: { pgDsn: 'postgres://u@db/app' } }).settings;
+      const a = actor({ name: 'every_setting' }, async () => undefined);
+      expect(() => new Worker({ actors: [a], settings: resolved })).not.toThrow();
+      const err = notAvailableError(
+        () => new Worker({ actors: [a], settings: { ...resolved, [key]: offDefault(field)[1] } }),
+      );
+      expect(err.problems).toEqual([
+        expect.objectContaining({ setting: settingName(field), source: `settings.${key}` }),
+      ]);
+      expect(err.message).toContain(field.notAvailable);
+    },
+  );
 
   it('reports other problems of the same load too, in the one typed error', () => {
     const err = notAvailableError(() =>
