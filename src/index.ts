@@ -42,7 +42,7 @@ export {
   type TaskQSettingsInput,
   type LoadTaskQSettingsOptions,
 } from './settings/taskq-settings.js';
-export { SettingsError, type SettingProblem } from './settings/settings-error.js';
+export { SettingNotAvailableError, SettingsError, type SettingProblem } from './settings/settings-error.js';
 export {
   MAX_BATCH_SIZE,
   MAX_FAST_BATCH_SIZE,

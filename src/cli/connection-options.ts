@@ -1,6 +1,8 @@
 import { validateConnectionString } from '../db/connection-string.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { validateSchemaName } from '../core/schema-name.js';
+import { notAvailableEnvProblems } from '../settings/setting-fields.js';
+import { SettingNotAvailableError } from '../settings/settings-error.js';
 import { CliExit, type CliIo } from './io.js';
 
 /** `--dsn` / `--schema` resolved over `TASKQ_PG_DSN` / `TASKQ_SCHEMA_NAME` (flags win). */
@@ -23,12 +25,19 @@ export function checkCliDsn(dsn: string, source: string): string {
   }
 }
 
-/** Resolves the connection string and schema, failing with an actionable message (exit 2). */
+/**
+ * Resolves the connection string and schema, failing with an actionable message (exit 2). A
+ * variable TaskQ does not implement yet (a credential provider, say) fails it too, as it fails the
+ * worker and client loaders: the command would otherwise connect without it, silently.
+ */
 export function resolveConnection(
   flags: ConnectionFlags,
   io: CliIo,
   options: { dsnRequired?: boolean } = {},
 ): { dsn: string | null; schema: string } {
+  const unavailable = notAvailableEnvProblems(io.env);
+  if (unavailable.length > 0)
+    throw new CliExit(2, new SettingNotAvailableError(unavailable, [], 'settings').message);
   const raw = flags.dsn ?? io.env.TASKQ_PG_DSN ?? null;
   const source = flags.dsn !== undefined ? '--dsn' : 'TASKQ_PG_DSN';
   let dsn: string | null = null;

@@ -8,8 +8,7 @@ export class SchemaNotMigratedError extends TaskQError {
   constructor(schema: string, options?: { cause?: unknown }) {
     super(
       'TASKQ_SCHEMA_NOT_MIGRATED',
-      `TaskQ tables are missing from schema ${JSON.stringify(schema)}; run \`npx taskq migrate up --schema ${schema}\` ` +
-        '(or set TASKQ_MIGRATE_ON_START=true for the admin UI)',
+      `TaskQ tables are missing from schema ${JSON.stringify(schema)}; run \`npx taskq migrate up --schema ${schema}\``,
       options,
     );
     this.schema = schema;

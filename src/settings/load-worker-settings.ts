@@ -6,15 +6,17 @@ import {
   describeRule,
   settingName,
   implicitDurationMax,
+  NOT_AVAILABLE_ENV_VARS,
+  notAvailableEnvProblems,
+  notAvailableRule,
   SHARED_ENV_VARS,
-  UNSUPPORTED_WORKER_ENV_VARS,
   WORKER_SETTING_FIELDS,
   type SettingField,
 } from './setting-fields.js';
-import { SettingsError, type SettingProblem } from './settings-error.js';
+import { SettingsError, settingsErrorFor, type SettingProblem } from './settings-error.js';
 import type { WorkerSettings } from './worker-settings.js';
 
-export { SettingsError, type SettingProblem } from './settings-error.js';
+export { SettingNotAvailableError, SettingsError, type SettingProblem } from './settings-error.js';
 
 type Key = keyof WorkerSettings;
 type InputName<K extends Key> = K extends `${infer Base}Ms` ? Base : K;
@@ -76,22 +78,28 @@ export function worstCaseShutdownMs(
 const FIELDS: readonly SettingField[] = WORKER_SETTING_FIELDS;
 const FIELD_BY_KEY = new Map<Key, SettingField>(FIELDS.map((f) => [f.key, f]));
 const FIELD_ENV_VARS = new Set<string>(FIELDS.map((f) => f.env));
+const NOT_AVAILABLE_ENV_NAMES = new Set<string>(NOT_AVAILABLE_ENV_VARS.map((v) => v.env));
 
 /**
  * Resolves worker settings: `overrides` beat `env`, which beats the defaults. Every value is
  * checked, then the cross-field rules; all problems are collected and thrown as one
- * {@link SettingsError}. Unset `pgDsnDirect` / `pgDsnPooled` fall back to `pgDsn`.
+ * {@link SettingsError}. Unset `pgDsnDirect` / `pgDsnPooled` fall back to `pgDsn`. A setting TaskQ
+ * names but does not implement yet (`notAvailable` in the table, or a variable of
+ * `NOT_AVAILABLE_ENV_VARS`) given a value other than its default makes it a
+ * `SettingNotAvailableError` (a `SettingsError` with code `TASKQ_SETTING_NOT_AVAILABLE`).
  *
  * In the environment, a duration is a plain number of **seconds** (`10`, `2.5`) or a string with a
  * unit (`'250ms'`, `'30s'`, `'5m'`, `'2h'`, `'1d'`); booleans are true/false, 1/0, yes/no or
  * on/off; `TASKQ_QUEUES` is comma-separated; an empty (or blank) variable counts as unset.
  *
+ * @throws SettingNotAvailableError when a setting that is not available yet is given
  * @throws SettingsError when any value or cross-field rule is broken
  */
 export function loadWorkerSettings(options: LoadWorkerSettingsOptions = {}): LoadedWorkerSettings {
   const env = options.env ?? {};
   const warnings: string[] = [];
   const { values, origins, problems } = resolveFields(FIELDS, options, 'worker setting');
+  problems.push(...notAvailableEnvProblems(env));
 
   // Unset split DSNs use the main one (a DSN that failed its own check stays out of `values`).
   if (values.pgDsnDirect === null) values.pgDsnDirect = values.pgDsn;
@@ -114,7 +122,7 @@ export function loadWorkerSettings(options: LoadWorkerSettingsOptions = {}): Loa
   const budgetWarning = shutdownBudgetWarning(values, ref);
   if (budgetWarning !== undefined) warnings.push(budgetWarning);
 
-  if (problems.length > 0) throw new SettingsError(problems, warnings);
+  if (problems.length > 0) throw settingsErrorFor(problems, warnings);
   return { settings: values as WorkerSettings, warnings };
 }
 
@@ -185,7 +193,21 @@ export function resolveFields(
     if (field.kind === 'string' && field.secret === true && origin.source !== 'default')
       origin = { ...origin, raw: '<redacted>' };
     origins.set(field.key, origin);
-    if (parsed.ok) values[field.key] = parsed.value;
+    // Not implemented yet: any value but the default is refused (even one that breaks the field's
+    // rule: "not available" is the more useful answer), so no one relies on a setting that does nothing.
+    if (
+      field.notAvailable !== undefined &&
+      origin.source !== 'default' &&
+      !(parsed.ok && parsed.value === field.default)
+    ) {
+      problems.push({
+        setting: name,
+        source: origin.source,
+        value: origin.raw,
+        rule: notAvailableRule(name, field.env, field.notAvailable, field.key),
+        notAvailable: field.notAvailable,
+      });
+    } else if (parsed.ok) values[field.key] = parsed.value;
     else problems.push({ setting: name, source: origin.source, value: origin.raw, rule: parsed.rule });
   }
   return { values, origins, problems };
@@ -493,6 +515,32 @@ export function checkWatchdogInvariants(settings: WorkerSettings): void {
   if (problems.length > 0) throw new SettingsError(problems);
 }
 
+/**
+ * Refuses resolved settings (built or changed by hand rather than loaded) that give a setting
+ * which is not available yet a value other than its default, as {@link loadWorkerSettings} does;
+ * a worker runs it at construction.
+ *
+ * @throws SettingNotAvailableError naming every such setting, its variable and what it waits for
+ */
+export function checkNotAvailable(settings: WorkerSettings): void {
+  const problems: SettingProblem[] = [];
+  for (const field of FIELDS) {
+    if (field.notAvailable === undefined) continue;
+    const value: unknown = settings[field.key];
+    // The loader resolves an unset pgDsnPooled to pgDsn.
+    if (value === field.default || (field.key === 'pgDsnPooled' && value === settings.pgDsn)) continue;
+    const name = settingName(field);
+    problems.push({
+      setting: name,
+      source: `settings.${field.key}`,
+      value,
+      rule: notAvailableRule(name, field.env, field.notAvailable, field.key),
+      notAvailable: field.notAvailable,
+    });
+  }
+  if (problems.length > 0) throw settingsErrorFor(problems);
+}
+
 function staleBudgetMs(s: WorkerSettings): number {
   return Math.max(LEADER_LOOP_PERIOD_MS * s.watchdogTickGraceFactor, s.watchdogStaleFloorMs);
 }
@@ -518,14 +566,13 @@ function envWarnings(env: Record<string, string | undefined>): string[] {
   const warnings: string[] = [];
   for (const name of Object.keys(env).sort()) {
     if (!name.startsWith('TASKQ_') || env[name] === undefined) continue;
-    if (FIELD_ENV_VARS.has(name) || SHARED_ENV_VARS.includes(name)) continue;
-    if (UNSUPPORTED_WORKER_ENV_VARS.includes(name)) {
-      warnings.push(
-        `${name} is a reference worker setting this version does not implement yet; it is ignored`,
-      );
-      continue;
-    }
-    const known = [...FIELD_ENV_VARS, ...SHARED_ENV_VARS, ...UNSUPPORTED_WORKER_ENV_VARS];
+    if (FIELD_ENV_VARS.has(name) || SHARED_ENV_VARS.includes(name) || NOT_AVAILABLE_ENV_NAMES.has(name))
+      continue; // a not-available variable is a problem, reported by the loader
+    const known = [
+      ...FIELD_ENV_VARS,
+      ...SHARED_ENV_VARS,
+      ...NOT_AVAILABLE_ENV_NAMES,
+    ];
     const guess = closestName(name, known, Math.max(2, Math.floor(name.length / 8)));
     warnings.push(
       `${name} is not a TaskQ setting and is ignored` +

@@ -5,6 +5,7 @@ import { formatMs, MAX_DURATION_MS, MAX_TIMER_MS } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { isUuid } from '../core/ids.js';
 import { DEFAULT_SCHEMA, validateSchemaName } from '../core/schema-name.js';
+import type { SettingProblem } from './settings-error.js';
 import type { WorkerSettings } from './worker-settings.js';
 
 // The table of every worker setting: its environment variable, kind, default and constraints. The
@@ -40,6 +41,12 @@ interface FieldCommon<K extends Key> {
   readonly env: `TASKQ_${string}`;
   /** Value used when neither an override nor the environment gives one (milliseconds for durations). */
   readonly default: WorkerSettings[K];
+  /**
+   * The setting is named (the reference has it) but nothing in TaskQ acts on it yet: what it waits
+   * for, in words. Loading it with any value other than the default throws
+   * `SettingNotAvailableError`; the default still loads. Enabling the setting = deleting this line.
+   */
+  readonly notAvailable?: string;
 }
 
 /** A string checked by a predicate; `check` returns the broken rule, or `undefined` when the value is fine. */
@@ -155,6 +162,8 @@ export const WORKER_SETTING_FIELDS = [
   },
   {
     key: 'pgDsnPooled',
+    notAvailable:
+      "TaskQ has no handler-side pool yet (the reference's worker_pool, which may go through PgBouncer); every worker connection uses pgDsnDirect (or pgDsn)",
     env: 'TASKQ_PG_DSN_POOLED',
     kind: 'string',
     default: null,
@@ -217,6 +226,8 @@ export const WORKER_SETTING_FIELDS = [
   },
   {
     key: 'dispatchScopeByHomeQueue',
+    notAvailable:
+      'the dispatch statement probes every actor with pending work; scoping it to home queues is not built yet',
     env: 'TASKQ_DISPATCH_SCOPE_BY_HOME_QUEUE',
     kind: 'boolean',
     default: false,
@@ -280,6 +291,8 @@ export const WORKER_SETTING_FIELDS = [
   },
   {
     key: 'reclaimEventVisibilityDelayMs',
+    notAvailable:
+      'no worker service reads the reclaim feed yet; give the delay per call on the client: taskq.watchReclaims({ visibilityDelay })',
     env: 'TASKQ_RECLAIM_EVENT_VISIBILITY_DELAY',
     kind: 'duration',
     default: 2 * SECOND,
@@ -352,6 +365,8 @@ export const WORKER_SETTING_FIELDS = [
   },
   {
     key: 'workgroupInstance',
+    notAvailable:
+      'the workers table has no workgroup column yet; workgroup orchestration arrives in a later release',
     env: 'TASKQ_WORKGROUP_INSTANCE',
     kind: 'string',
     default: null,
@@ -409,6 +424,8 @@ export const WORKER_SETTING_FIELDS = [
   { key: 'pruneBatchSize', env: 'TASKQ_PRUNE_BATCH_SIZE', kind: 'integer', default: 10_000, min: 1 },
   {
     key: 'pruneRetentionPeriodMs',
+    notAvailable:
+      'every terminal status has its own retention (pruneRetentionSucceeded, -Failed, -Cancelled, -Abandoned); a fallback for statuses without one is not built yet',
     env: 'TASKQ_PRUNE_RETENTION_PERIOD',
     kind: 'duration',
     default: 30 * DAY,
@@ -491,9 +508,17 @@ export const WORKER_SETTING_FIELDS = [
     min: 1024,
     max: 1_048_576,
   },
-  { key: 'cronCatchUpWindowMs', env: 'TASKQ_CRON_CATCH_UP_WINDOW', kind: 'duration', default: HOUR, min: 0 },
+  {
+    key: 'cronCatchUpWindowMs',
+    env: 'TASKQ_CRON_CATCH_UP_WINDOW',
+    kind: 'duration',
+    default: HOUR,
+    min: 0,
+    notAvailable: 'cron schedules arrive in a later release',
+  },
   {
     key: 'cronAutoDisableThreshold',
+    notAvailable: 'cron schedules arrive in a later release',
     env: 'TASKQ_CRON_AUTO_DISABLE_THRESHOLD',
     kind: 'integer',
     default: 3,
@@ -743,61 +768,151 @@ export function describeRule(field: SettingField): string {
 }
 
 /**
- * `TASKQ_*` variables that other parts of TaskQ read (client, admin UI, SSO, the test suite). The
- * worker loader ignores them without a warning.
+ * `TASKQ_*` variables that other programs read (TaskQ's test suite, the reference's example app) or
+ * that belong to another part's settings. The worker loader ignores them without a warning.
  */
 export const SHARED_ENV_VARS: readonly string[] = [
-  'TASKQ_ENVIRONMENT',
-  'TASKQ_ADMIN_MAX_SSE_CONNECTIONS',
-  'TASKQ_PROGRESS_MAX_SSE_CONNECTIONS',
-  'TASKQ_ADMIN_HOST',
-  'TASKQ_ADMIN_PORT',
-  'TASKQ_ADMIN_URL',
-  'TASKQ_ADMIN_UI_POLLING_INTERVAL_SECONDS',
-  'TASKQ_ADMIN_WORKER_LIVENESS_SECONDS',
-  'TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET',
-  'TASKQ_ADMIN_UI_REQUIRE_AUTH',
-  'TASKQ_ADMIN_UI_FRAME_ANCESTORS',
-  'TASKQ_ADMIN_UI_SECURE_COOKIES',
-  'TASKQ_ADMIN_ACTIONS_ENABLED',
-  'TASKQ_PG_CREDENTIAL_PROVIDER',
-  'TASKQ_REDIS_CREDENTIAL_PROVIDER',
-  'TASKQ_SSO_BACKEND',
   'TASKQ_HEALTH_REQUIRE_TOKEN',
-  'TASKQ_MIGRATE_ON_START',
   'TASKQ_EXAMPLE_HOST',
   'TASKQ_EXAMPLE_PORT',
-  'TASKQ_OIDC_ISSUER',
-  'TASKQ_OIDC_CLIENT_ID',
-  'TASKQ_OIDC_CLIENT_SECRET',
-  'TASKQ_OIDC_REDIRECT_URI',
-  'TASKQ_OIDC_SESSION_SECRET',
-  'TASKQ_OIDC_SESSION_MAX_AGE_SECONDS',
-  'TASKQ_OIDC_SCOPE',
-  'TASKQ_OIDC_GROUP_CLAIM',
-  'TASKQ_OIDC_ALLOWED_GROUPS',
-  'TASKQ_SAML_ENTITY_ID',
-  'TASKQ_SAML_ACS_URL',
-  'TASKQ_SAML_IDP_ENTITY_ID',
-  'TASKQ_SAML_IDP_SSO_URL',
-  'TASKQ_SAML_IDP_X509_CERT',
-  'TASKQ_SAML_SP_X509_CERT',
-  'TASKQ_SAML_SP_PRIVATE_KEY',
-  'TASKQ_SAML_SESSION_SECRET',
-  'TASKQ_SAML_SESSION_MAX_AGE_SECONDS',
-  'TASKQ_SAML_GROUP_ATTRIBUTE',
-  'TASKQ_SAML_ALLOWED_GROUPS',
   'TASKQ_TEST_DSN',
   'TASKQ_TEST_REDIS_URL',
 ];
 
+/** A `TASKQ_*` variable of the reference that no TaskQ setting holds yet, and why. */
+export interface NotAvailableEnvVar {
+  /** The environment variable. */
+  readonly env: `TASKQ_${string}`;
+  /** The reference's setting, by the name TaskQ will give it (error messages). */
+  readonly setting: string;
+  /** What it waits for, in words. */
+  readonly notAvailable: string;
+}
+
+const ADMIN_UI = 'only the admin UI reads it, and the admin UI arrives in a later release';
+const SSO = 'single sign-on for the admin UI arrives in a later release';
+const CREDENTIALS = 'credential providers arrive in a later release';
+
 /**
- * Worker settings of the reference that this version does not implement yet. Setting one logs a
- * warning (it has no effect) instead of a typo suggestion.
+ * Variables of the reference's settings that TaskQ does not implement yet. Setting one (to anything
+ * non-empty) makes both loaders, worker and client, throw `SettingNotAvailableError` naming it, so
+ * a deployment never believes it has, say, rotating credentials when it has not. Enabling one =
+ * deleting its line here and adding the field to the table.
  */
-export const UNSUPPORTED_WORKER_ENV_VARS: readonly string[] = [
-  'TASKQ_RELOAD_INTERVAL',
-  'TASKQ_RELOAD_FACTORY_TIMEOUT',
-  'TASKQ_POOL_MAX_INACTIVE_LIFETIME',
-  'TASKQ_WORKER_GROUP',
+export const NOT_AVAILABLE_ENV_VARS: readonly NotAvailableEnvVar[] = [
+  { env: 'TASKQ_PG_CREDENTIAL_PROVIDER', setting: 'pgCredentialProvider', notAvailable: CREDENTIALS },
+  { env: 'TASKQ_REDIS_CREDENTIAL_PROVIDER', setting: 'redisCredentialProvider', notAvailable: CREDENTIALS },
+  {
+    env: 'TASKQ_RELOAD_INTERVAL',
+    setting: 'reloadInterval',
+    notAvailable: `credential hot-reload: ${CREDENTIALS}`,
+  },
+  {
+    env: 'TASKQ_RELOAD_FACTORY_TIMEOUT',
+    setting: 'reloadFactoryTimeout',
+    notAvailable: `credential hot-reload: ${CREDENTIALS}`,
+  },
+  {
+    env: 'TASKQ_POOL_MAX_INACTIVE_LIFETIME',
+    setting: 'poolMaxInactiveLifetime',
+    notAvailable: 'the worker pools do not close idle connections by age yet',
+  },
+  {
+    env: 'TASKQ_WORKER_GROUP',
+    setting: 'workerGroup',
+    notAvailable: 'consumer spans carry no consumer-group name yet',
+  },
+  { env: 'TASKQ_ENVIRONMENT', setting: 'environment', notAvailable: ADMIN_UI },
+  { env: 'TASKQ_ADMIN_MAX_SSE_CONNECTIONS', setting: 'adminMaxSseConnections', notAvailable: ADMIN_UI },
+  {
+    env: 'TASKQ_PROGRESS_MAX_SSE_CONNECTIONS',
+    setting: 'progressMaxSseConnections',
+    notAvailable: 'TaskQ serves no progress SSE endpoint yet (forward TaskQ.stream() from your own)',
+  },
+  { env: 'TASKQ_ADMIN_HOST', setting: 'adminHost', notAvailable: ADMIN_UI },
+  { env: 'TASKQ_ADMIN_PORT', setting: 'adminPort', notAvailable: ADMIN_UI },
+  { env: 'TASKQ_ADMIN_URL', setting: 'adminUrl', notAvailable: ADMIN_UI },
+  {
+    env: 'TASKQ_ADMIN_UI_POLLING_INTERVAL_SECONDS',
+    setting: 'adminUiPollingIntervalSeconds',
+    notAvailable: ADMIN_UI,
+  },
+  {
+    env: 'TASKQ_ADMIN_WORKER_LIVENESS_SECONDS',
+    setting: 'adminWorkerLivenessSeconds',
+    notAvailable: ADMIN_UI,
+  },
+  {
+    env: 'TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET',
+    setting: 'adminUiAllowRateLimitReset',
+    notAvailable: ADMIN_UI,
+  },
+  { env: 'TASKQ_ADMIN_UI_REQUIRE_AUTH', setting: 'adminUiRequireAuth', notAvailable: ADMIN_UI },
+  { env: 'TASKQ_ADMIN_UI_FRAME_ANCESTORS', setting: 'adminUiFrameAncestors', notAvailable: ADMIN_UI },
+  { env: 'TASKQ_ADMIN_UI_SECURE_COOKIES', setting: 'adminUiSecureCookies', notAvailable: ADMIN_UI },
+  { env: 'TASKQ_ADMIN_ACTIONS_ENABLED', setting: 'adminActionsEnabled', notAvailable: ADMIN_UI },
+  { env: 'TASKQ_MIGRATE_ON_START', setting: 'migrateOnStart', notAvailable: ADMIN_UI },
+  { env: 'TASKQ_SSO_BACKEND', setting: 'ssoBackend', notAvailable: SSO },
+  ...[
+    'ISSUER',
+    'CLIENT_ID',
+    'CLIENT_SECRET',
+    'REDIRECT_URI',
+    'SESSION_SECRET',
+    'SESSION_MAX_AGE_SECONDS',
+    'SCOPE',
+    'GROUP_CLAIM',
+    'ALLOWED_GROUPS',
+  ].map((name) => ssoVar('OIDC', name)),
+  ...[
+    'ENTITY_ID',
+    'ACS_URL',
+    'IDP_ENTITY_ID',
+    'IDP_SSO_URL',
+    'IDP_X509_CERT',
+    'SP_X509_CERT',
+    'SP_PRIVATE_KEY',
+    'SESSION_SECRET',
+    'SESSION_MAX_AGE_SECONDS',
+    'GROUP_ATTRIBUTE',
+    'ALLOWED_GROUPS',
+  ].map((name) => ssoVar('SAML', name)),
 ];
+
+function ssoVar(kind: 'OIDC' | 'SAML', name: string): NotAvailableEnvVar {
+  const camel = name.toLowerCase().replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+  return {
+    env: `TASKQ_${kind}_${name}`,
+    setting: `${kind.toLowerCase()}.${camel}`,
+    notAvailable: SSO,
+  };
+}
+
+/**
+ * The problem of each {@link NOT_AVAILABLE_ENV_VARS} variable set (non-blank) in `env`, its rule
+ * naming the setting, the variable and what it waits for.
+ */
+export function notAvailableEnvProblems(env: Record<string, string | undefined>): SettingProblem[] {
+  const problems: SettingProblem[] = [];
+  for (const v of NOT_AVAILABLE_ENV_VARS) {
+    const text = env[v.env];
+    if (text === undefined || text.trim() === '') continue;
+    problems.push({
+      setting: v.setting,
+      source: v.env,
+      value: text,
+      rule: notAvailableRule(v.setting, v.env, v.notAvailable),
+      notAvailable: v.notAvailable,
+    });
+  }
+  return problems;
+}
+
+/**
+ * The rule of a setting that is not available yet, naming it (and its `WorkerSettings` key when
+ * that differs: durations end in `Ms`), its variable, and what it waits for.
+ */
+export function notAvailableRule(setting: string, env: string, reason: string, key = setting): string {
+  const names = key === setting ? env : `${key}, ${env}`;
+  return `${setting} (${names}) is not available yet: ${reason}; leave it unset`;
+}

@@ -17,6 +17,12 @@ export interface SettingProblem {
   value: unknown;
   /** The rule the value broke, in words; cross-field rules name both settings and their values. */
   rule: string;
+  /**
+   * Set when the setting is one TaskQ names but does not implement yet (a value other than its
+   * default was given): the reason it is not available. Such a problem makes the load throw
+   * {@link SettingNotAvailableError}.
+   */
+  notAvailable?: string;
 }
 
 /**
@@ -29,12 +35,48 @@ export class SettingsError extends TaskQError {
   /** Warnings gathered while loading (e.g. a misspelt `TASKQ_*` variable), which may explain a problem. */
   readonly warnings: string[];
 
-  /** @param subject what was being loaded, for the message ("worker settings", "client settings") */
-  constructor(problems: SettingProblem[], warnings: string[] = [], subject = 'worker settings') {
-    super('TASKQ_INVALID_SETTINGS', formatMessage(problems, warnings, subject));
+  /**
+   * @param subject what was being loaded, for the message ("worker settings", "client settings")
+   * @param code the error code; subclasses pass their own
+   */
+  constructor(
+    problems: SettingProblem[],
+    warnings: string[] = [],
+    subject = 'worker settings',
+    code = 'TASKQ_INVALID_SETTINGS',
+  ) {
+    super(code, formatMessage(problems, warnings, subject));
     this.problems = problems;
     this.warnings = warnings;
   }
+}
+
+/**
+ * Settings that cannot be used because at least one of them is a setting TaskQ names but does not
+ * implement yet (cron schedules, credential providers, ...), given a value other than its default.
+ * Every such problem carries `notAvailable` (the reason) and its rule names the setting, its
+ * environment variable and what it waits for; the other problems found in the same load are listed
+ * too. A subclass of {@link SettingsError}, so code that catches that still catches this.
+ */
+export class SettingNotAvailableError extends SettingsError {
+  /** @param subject what was being loaded, for the message ("worker settings", "client settings") */
+  constructor(problems: SettingProblem[], warnings: string[] = [], subject = 'worker settings') {
+    super(problems, warnings, subject, 'TASKQ_SETTING_NOT_AVAILABLE');
+  }
+}
+
+/**
+ * The error for a load's problems: {@link SettingNotAvailableError} when one of them is a setting
+ * that is not available yet, else {@link SettingsError}.
+ */
+export function settingsErrorFor(
+  problems: SettingProblem[],
+  warnings: string[] = [],
+  subject = 'worker settings',
+): SettingsError {
+  return problems.some((p) => p.notAvailable !== undefined)
+    ? new SettingNotAvailableError(problems, warnings, subject)
+    : new SettingsError(problems, warnings, subject);
 }
 
 function formatMessage(problems: SettingProblem[], warnings: string[], subject: string): string {

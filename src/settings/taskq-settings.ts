@@ -1,6 +1,6 @@
 import { resolveFields } from './load-worker-settings.js';
-import { WORKER_SETTING_FIELDS, type SettingField } from './setting-fields.js';
-import { SettingsError } from './settings-error.js';
+import { notAvailableEnvProblems, WORKER_SETTING_FIELDS, type SettingField } from './setting-fields.js';
+import { settingsErrorFor } from './settings-error.js';
 
 /**
  * The settings a client process needs (the reference's `TaskQSettings`; a worker's settings are a
@@ -54,12 +54,16 @@ export interface LoadTaskQSettingsOptions {
  * Resolves client settings: `overrides` beat `env`, which beats the defaults. Every value is
  * checked and all problems are thrown together as one `SettingsError` naming the setting, where
  * the value came from (variable or `settings.<name>`), the value and the rule. Variables that only
- * workers read are ignored here, so a client can share a worker's environment.
+ * workers read are ignored here, so a client can share a worker's environment; a variable TaskQ
+ * does not implement yet (`NOT_AVAILABLE_ENV_VARS`: credential providers, the admin UI) is not.
  *
+ * @throws SettingNotAvailableError when a variable TaskQ does not implement yet is set
  * @throws SettingsError when any value is invalid
  */
 export function loadTaskQSettings(options: LoadTaskQSettingsOptions = {}): TaskQSettings {
   const { values, problems } = resolveFields(TASKQ_SETTING_FIELDS, options, 'client setting');
-  if (problems.length > 0) throw new SettingsError(problems, [], 'client settings');
+  // A credential provider or admin-UI variable would change what a client does in the reference.
+  problems.push(...notAvailableEnvProblems(options.env ?? {}));
+  if (problems.length > 0) throw settingsErrorFor(problems, [], 'client settings');
   return values as unknown as TaskQSettings;
 }

@@ -12,7 +12,11 @@ import type { TaskQSettings } from './taskq-settings.js';
 export interface WorkerSettings extends TaskQSettings {
   /** `TASKQ_PG_DSN_DIRECT`: direct (non-PgBouncer) DSN for dispatch, heartbeat, LISTEN and the leader; default `pgDsn`. */
   pgDsnDirect: string | null;
-  /** `TASKQ_PG_DSN_POOLED`: DSN for the handler-side pool (may be PgBouncer); default `pgDsn`. */
+  /**
+   * `TASKQ_PG_DSN_POOLED`: the reference's DSN for a handler-side pool (may be PgBouncer); TaskQ has
+   * no such pool yet, so every worker connection uses `pgDsnDirect`. Resolves to `pgDsn`. Not
+   * available yet: a value other than the default fails the load (`SettingNotAvailableError`).
+   */
   pgDsnPooled: string | null;
   /** `TASKQ_QUEUES`: queues this worker claims from (comma-separated in the environment). Default `['default']`. */
   queues: string[];
@@ -47,7 +51,11 @@ export interface WorkerSettings extends TaskQSettings {
    * reads them and needs none.
    */
   dispatchOversample: number;
-  /** `TASKQ_DISPATCH_SCOPE_BY_HOME_QUEUE`: probe only actors whose home queue is subscribed. Default false. */
+  /**
+   * `TASKQ_DISPATCH_SCOPE_BY_HOME_QUEUE`: probe only actors whose home queue is subscribed. Default
+   * false. Not available yet: a value other than the default fails the load
+   * (`SettingNotAvailableError`).
+   */
   dispatchScopeByHomeQueue: boolean;
   /** `TASKQ_HEARTBEAT_POOL_SIZE`: connections for heartbeats. Default 4. */
   heartbeatPoolSize: number;
@@ -67,7 +75,11 @@ export interface WorkerSettings extends TaskQSettings {
   cancellationGracePeriodMs: number;
   /** `TASKQ_CLEANUP_GRACE_PERIOD`: further time after escalation before a job is abandoned. Default 10 s. */
   cleanupGracePeriodMs: number;
-  /** `TASKQ_RECLAIM_EVENT_VISIBILITY_DELAY`: trailing watermark of the reclaim feed. Default 2 s. */
+  /**
+   * `TASKQ_RECLAIM_EVENT_VISIBILITY_DELAY`: trailing watermark of the reclaim feed. Default 2 s. No
+   * worker service reads the feed: give it per call, `watchReclaims({ visibilityDelay })`. Not
+   * available yet: a value other than the default fails the load (`SettingNotAvailableError`).
+   */
   reclaimEventVisibilityDelayMs: number;
   /** `TASKQ_MAX_RETRY_BACKOFF`: ceiling on any retry delay. Default 24 h. */
   maxRetryBackoffMs: number;
@@ -93,7 +105,11 @@ export interface WorkerSettings extends TaskQSettings {
   notifyPollIntervalMs: number;
   /** `TASKQ_WORKER_LABEL`: free-form label stored in `workers`; 1–128 characters, no NUL. */
   workerLabel: string | null;
-  /** `TASKQ_WORKGROUP_INSTANCE`: UUID of the orchestrator that launched this worker (the reference sends a UUIDv7; any version is accepted). */
+  /**
+   * `TASKQ_WORKGROUP_INSTANCE`: UUID of the orchestrator that launched this worker (the reference
+   * sends a UUIDv7). Not available yet: a value other than the default fails the load
+   * (`SettingNotAvailableError`).
+   */
   workgroupInstance: string | null;
   /** `TASKQ_EXCEPTION_MESSAGE_MAX_CHARS`: stored error messages are truncated to this. Default 2000. */
   exceptionMessageMaxChars: number;
@@ -114,7 +130,9 @@ export interface WorkerSettings extends TaskQSettings {
   /**
    * `TASKQ_PRUNE_RETENTION_PERIOD`: retention of terminal jobs without a per-status value; 0 archives
    * them at the next prune. Default 30 d: the reference leaves its default (`DEFAULT_PRUNE_RETENTION`)
-   * unspecified, so we chose the shortest per-status default (succeeded, cancelled).
+   * unspecified, so we chose the shortest per-status default (succeeded, cancelled). Every status
+   * has its own retention, so nothing reads this yet.
+   * Not available yet: a value other than the default fails the load (`SettingNotAvailableError`).
    */
   pruneRetentionPeriodMs: number;
   /** `TASKQ_PRUNE_RETENTION_SUCCEEDED`. Default 30 d. */
@@ -141,9 +159,16 @@ export interface WorkerSettings extends TaskQSettings {
   progressPublishGlobal: boolean;
   /** `TASKQ_RESULT_MAX_BYTES`: cap on a stored result. Default 65536. */
   resultMaxBytes: number;
-  /** `TASKQ_CRON_CATCH_UP_WINDOW`: missed cron firings within this window still fire. Default 1 h. */
+  /**
+   * `TASKQ_CRON_CATCH_UP_WINDOW`: missed cron firings within this window still fire. Default 1 h.
+   * Not available yet: a value other than the default fails the load (`SettingNotAvailableError`).
+   */
   cronCatchUpWindowMs: number;
-  /** `TASKQ_CRON_AUTO_DISABLE_THRESHOLD`: consecutive fire failures before a schedule is disabled. Default 3. */
+  /**
+   * `TASKQ_CRON_AUTO_DISABLE_THRESHOLD`: consecutive fire failures before a schedule is disabled.
+   * Default 3. Not available yet: a value other than the default fails the load
+   * (`SettingNotAvailableError`).
+   */
   cronAutoDisableThreshold: number;
   /** `TASKQ_IDLE_SETTLE_WINDOW`: until-idle mode exits after queues stay empty this long. Default 2 s. */
   idleSettleWindowMs: number;

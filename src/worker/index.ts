@@ -13,7 +13,9 @@ export { isTransientError } from '../db/transient-errors.js';
 export type { WorkerSettings } from '../settings/worker-settings.js';
 export {
   loadWorkerSettings,
+  checkNotAvailable,
   checkWatchdogInvariants,
+  SettingNotAvailableError,
   SettingsError,
   workerPoolSize,
   worstCaseShutdownMs,

@@ -9,6 +9,7 @@ import { newJobId } from '../core/ids.js';
 import type { Logger } from '../obs/logger.js';
 import { createLogger } from '../obs/logger.js';
 import {
+  checkNotAvailable,
   checkWatchdogInvariants,
   loadWorkerSettings,
   type WorkerSettingsInput,
@@ -154,9 +155,13 @@ export class Worker {
       throw new InvalidArgumentError('worker.actors', options?.actors, 'must be a non-empty array of actors');
     }
     this.options = options;
-    this.settings = isResolved(options.settings)
-      ? options.settings
-      : loadWorkerSettings({ overrides: options.settings ?? {} }).settings;
+    if (isResolved(options.settings)) {
+      // Not loaded: held to the loader's refusal of settings that are not available yet.
+      checkNotAvailable(options.settings);
+      this.settings = options.settings;
+    } else {
+      this.settings = loadWorkerSettings({ overrides: options.settings ?? {} }).settings;
+    }
     this.workerId = (options.workerId ?? newJobId()).toLowerCase();
     this.logger = (
       options.logger ?? createLogger({ level: this.settings.logLevel, format: this.settings.logFormat })

@@ -77,6 +77,17 @@ describe('taskq worker: bad input exits 2 and names the problem', () => {
     expect(r.err).toContain('taskq dev');
   });
 
+  it('refuses a setting that is not available yet, naming it, its variable and what it waits for', async () => {
+    const r = await worker(['--module', `${FIXTURES}/actors.ts`], {
+      TASKQ_PG_DSN: TEST_DSN,
+      TASKQ_CRON_CATCH_UP_WINDOW: '2h',
+    });
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(
+      /TASKQ_CRON_CATCH_UP_WINDOW = "2h": cronCatchUpWindow \(cronCatchUpWindowMs, TASKQ_CRON_CATCH_UP_WINDOW\) is not available yet: cron schedules arrive in a later release/,
+    );
+  });
+
   it('lists every bad TASKQ_ variable, each on its own line', async () => {
     const r = await worker(['--module', `${FIXTURES}/actors.ts`], {
       TASKQ_PG_DSN: TEST_DSN,

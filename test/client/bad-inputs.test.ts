@@ -662,8 +662,8 @@ describe('bad inputs: settings and connection strings (Postgres)', () => {
     },
     {
       name: 'a retention period of 40,000 days',
-      run: async () => loadWorkerSettings({ env: { TASKQ_PRUNE_RETENTION_PERIOD: '40000d' } }),
-      ...settingsError('pruneRetentionPeriod', /at most 100 years/),
+      run: async () => loadWorkerSettings({ env: { TASKQ_PRUNE_RETENTION_FAILED: '40000d' } }),
+      ...settingsError('pruneRetentionFailed', /at most 100 years/),
     },
     {
       name: 'an unknown client setting',

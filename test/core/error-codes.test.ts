@@ -206,6 +206,20 @@ const SUBPATH_ERRORS: Case[] = [
     code: 'TASKQ_INVALID_SETTINGS',
   },
   {
+    cls: workerEntry.SettingNotAvailableError,
+    make: () =>
+      new workerEntry.SettingNotAvailableError([
+        {
+          setting: 'cronAutoDisableThreshold',
+          source: 'TASKQ_CRON_AUTO_DISABLE_THRESHOLD',
+          value: '5',
+          rule: 'is not available yet',
+          notAvailable: 'cron schedules arrive in a later release',
+        },
+      ]),
+    code: 'TASKQ_SETTING_NOT_AVAILABLE',
+  },
+  {
     cls: ratelimit.ReservationUnavailable,
     make: () => new ratelimit.ReservationUnavailable('slots', 100),
     code: 'TASKQ_RESERVATION_UNAVAILABLE',

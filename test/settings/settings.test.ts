@@ -205,7 +205,7 @@ describe('loadWorkerSettings environment parsing', () => {
     ['OFF', false],
   ])('reads boolean %j as %s', (text, value) => {
     expect(fromEnv({ TASKQ_NOTIFY_ENABLED: text }).notifyEnabled).toBe(value);
-    expect(fromEnv({ TASKQ_DISPATCH_SCOPE_BY_HOME_QUEUE: text }).dispatchScopeByHomeQueue).toBe(value);
+    expect(fromEnv({ TASKQ_FORCE_UPDATE_ACTOR_CONFIG: text }).forceUpdateActorConfig).toBe(value);
   });
 
   it('reads integers and floats', () => {
@@ -234,12 +234,6 @@ describe('loadWorkerSettings environment parsing', () => {
     ['TASKQ_LOG_FORMAT', 'Console', 'logFormat', 'console'],
     ['TASKQ_SCHEMA_NAME', 'tenant_a', 'schema', 'tenant_a'],
     ['TASKQ_WORKER_LABEL', 'blue-7', 'workerLabel', 'blue-7'],
-    [
-      'TASKQ_WORKGROUP_INSTANCE',
-      '0190a5b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b',
-      'workgroupInstance',
-      '0190a5b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b',
-    ],
     ['TASKQ_PRUNE_SCHEDULE_UTC', '23:59', 'pruneScheduleUtc', '23:59'],
     ['TASKQ_ARCHIVE_EXPIRY_SCHEDULE_UTC', '00:00', 'archiveExpiryScheduleUtc', '00:00'],
     ['TASKQ_PRUNE_CRON_EXPR', '*/5 * * * 1-5', 'pruneCronExpr', '*/5 * * * 1-5'],
@@ -318,7 +312,7 @@ describe('loadWorkerSettings rejects bad environment values', () => {
     ['TASKQ_NOTIFY_POLL_INTERVAL', '0.4', 'notifyPollInterval', />= 500ms/],
     ['TASKQ_PROGRESS_COALESCE_INTERVAL', '50ms', 'progressCoalesceInterval', />= 100ms/],
     ['TASKQ_IDLE_POLL_INTERVAL', '0.05', 'idlePollInterval', />= 100ms/],
-    ['TASKQ_PRUNE_RETENTION_PERIOD', '-1', 'pruneRetentionPeriod', />= 0/],
+    ['TASKQ_PRUNE_RETENTION_FAILED', '-1', 'pruneRetentionFailed', />= 0/],
     ['TASKQ_DEFAULT_START_TO_CLOSE', '0', 'defaultStartToClose', /> 0/],
     ['TASKQ_MAX_CONCURRENCY', '3.5', 'maxConcurrency', /integer >= 1/],
     ['TASKQ_MAX_CONCURRENCY', '3abc', 'maxConcurrency', /integer >= 1/],
@@ -340,14 +334,13 @@ describe('loadWorkerSettings rejects bad environment values', () => {
     ['TASKQ_LOG_FORMAT', 'xml', 'logFormat', /one of json, console/],
     ['TASKQ_WORKER_LABEL', 'x'.repeat(129), 'workerLabel', /1-128 characters/],
     ['TASKQ_WORKER_LABEL', 'a\u0000b', 'workerLabel', /NUL/],
-    ['TASKQ_WORKGROUP_INSTANCE', 'not-a-uuid', 'workgroupInstance', /UUID/],
     ['TASKQ_PRUNE_SCHEDULE_UTC', '24:00', 'pruneScheduleUtc', /HH:MM between 00:00 and 23:59/],
     ['TASKQ_ARCHIVE_EXPIRY_SCHEDULE_UTC', '3:00', 'archiveExpiryScheduleUtc', /HH:MM/],
     ['TASKQ_PRUNE_CRON_EXPR', '* * * *', 'pruneCronExpr', /5 whitespace-separated fields/],
     ['TASKQ_ARCHIVE_EXPIRY_CRON_EXPR', '0 4 * * * *', 'archiveExpiryCronExpr', /5 whitespace-separated/],
     ['TASKQ_REDIS_URL', 'http://cache:6379', 'redisUrl', /redis:\/\/ or rediss:\/\//],
     ['TASKQ_PG_DSN', 'mysql://db/app', 'pgDsn', /postgres:\/\/ or postgresql:\/\//],
-    ['TASKQ_PG_DSN_POOLED', 'localhost:6432', 'pgDsnPooled', /postgres:\/\//],
+    ['TASKQ_PG_DSN_DIRECT', 'localhost:6432', 'pgDsnDirect', /postgres:\/\//],
   ])('%s=%j', (env, text, setting, rule) => {
     const err = settingsError({ env: { [env]: text } });
     expect(err.problems).toEqual([{ setting, source: env, value: text, rule: expect.stringMatching(rule) }]);
@@ -542,10 +535,10 @@ describe('loadWorkerSettings DSN fallback', () => {
     expect([s.pgDsn, s.pgDsnDirect, s.pgDsnPooled]).toEqual(Array(3).fill('postgres://u@db/app'));
   });
 
-  it('keeps explicitly set split DSNs', () => {
+  it('keeps an explicitly set direct DSN', () => {
     const s = fromEnv({
-      TASKQ_PG_DSN: 'postgres://u@db/app',
-      TASKQ_PG_DSN_POOLED: 'postgres://u@bouncer:6432/app',
+      TASKQ_PG_DSN: 'postgres://u@bouncer:6432/app',
+      TASKQ_PG_DSN_DIRECT: 'postgres://u@db/app',
     });
     expect(s.pgDsnDirect).toBe('postgres://u@db/app');
     expect(s.pgDsnPooled).toBe('postgres://u@bouncer:6432/app');
@@ -574,7 +567,6 @@ describe('loadWorkerSettings warnings', () => {
     ['TASKQ_MAX_CONCURENCY', /did you mean TASKQ_MAX_CONCURRENCY\?/],
     ['TASKQ_QUEUE', /did you mean TASKQ_QUEUES\?/],
     ['TASKQ_FROBNICATE_EVERYTHING', /^TASKQ_FROBNICATE_EVERYTHING is not a TaskQ setting and is ignored$/],
-    ['TASKQ_POOL_MAX_INACTIVE_LIFETIME', /reference worker setting this version does not implement yet/],
   ])('warns about %s', (name, warning) => {
     const { warnings } = loadWorkerSettings({ env: { [name]: '1' } });
     expect(warnings).toEqual([expect.stringMatching(warning)]);
@@ -582,8 +574,7 @@ describe('loadWorkerSettings warnings', () => {
 
   it('stays quiet about other TaskQ variables and non-TaskQ variables', () => {
     const env = {
-      TASKQ_ADMIN_PORT: '8080',
-      TASKQ_OIDC_ISSUER: 'https://id',
+      TASKQ_EXAMPLE_PORT: '8000',
       TASKQ_TEST_DSN: 'x',
       PATH: '/bin',
     };

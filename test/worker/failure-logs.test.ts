@@ -32,12 +32,13 @@ afterAll(async () => {
 /** Runs one failing job on a fresh worker process in `format`; returns its whole output and the job id. */
 async function failOneJob(
   format: 'json' | 'console' | undefined,
+  level?: string,
 ): Promise<{ output: string[]; jobId: string }> {
   const worker = startWorkerProcess(
     db.schema,
     {
       TASKQ_QUEUES: 'failure_logs',
-      TASKQ_LOG_LEVEL: undefined,
+      TASKQ_LOG_LEVEL: level,
       TASKQ_LOG_FORMAT: format,
       TASKQ_NOTIFY_POLL_INTERVAL: '1',
     },
@@ -111,5 +112,23 @@ describe("a failed job in the worker's log at the default level (issue 63)", () 
     // No JSON log records in this format (the fixture's own `ready` line aside).
     expect(output.filter((l) => l.startsWith('{') && !l.includes('"event"'))).toEqual([]);
     expect(output.filter((l) => l.includes(MARKER))).toEqual([]);
+  });
+});
+
+describe('TASKQ_LOG_LEVEL', () => {
+  it('error: the job-failed line is written, the warn and info lines of the same job are not', async () => {
+    const { output, jobId } = await failOneJob(undefined, 'error');
+    const records = output.flatMap((l) => {
+      try {
+        return [JSON.parse(l) as Record<string, unknown>];
+      } catch {
+        return [];
+      }
+    });
+    expect(records.filter((r) => r.msg === 'job-failed').map((r) => r.jobId)).toEqual([jobId]);
+    // At the default level (info) both of these appear (the test above).
+    expect(
+      records.filter((r) => r.msg === 'job-attempt-failed' || r.msg === 'user-reconcile-started'),
+    ).toEqual([]);
   });
 });
