@@ -393,15 +393,6 @@ const LEADER_LOOP_PERIOD_MS = 1000;
 // spec-inventory §19.4, in the reference's order.
 const CROSS_FIELD_RULES: readonly CrossFieldRule[] = [
   {
-    on: 'metricsPort',
-    uses: ['metricsPort', 'otelEnabled'],
-    // The endpoint would serve nothing: every instrument is off with otelEnabled false.
-    check: (s, ref) =>
-      s.metricsPort === null || s.otelEnabled
-        ? undefined
-        : `${ref('metricsPort')} needs ${ref('otelEnabled')} to be true (with it off TaskQ records no metrics)`,
-  },
-  {
     on: 'lockLeaseMs',
     uses: ['lockLeaseMs', 'heartbeatIntervalMs'],
     check: (s, ref) =>
@@ -488,6 +479,15 @@ const CROSS_FIELD_RULES: readonly CrossFieldRule[] = [
         : `${ref('watchdogLoopLagBudgetMs')} must be greater than ${ref('watchdogCheckIntervalMs')}: ` +
           `the detector samples the loop once per check interval, so a smaller budget trips on a healthy loop`,
   },
+  {
+    on: 'metricsPort',
+    uses: ['metricsPort', 'otelEnabled'],
+    // The endpoint would serve nothing: every instrument is off with otelEnabled false.
+    check: (s, ref) =>
+      s.metricsPort === null || s.otelEnabled
+        ? undefined
+        : `${ref('metricsPort')} needs ${ref('otelEnabled')} to be true (with it off TaskQ records no metrics)`,
+  },
 ];
 
 /**
@@ -568,11 +568,7 @@ function envWarnings(env: Record<string, string | undefined>): string[] {
     if (!name.startsWith('TASKQ_') || env[name] === undefined) continue;
     if (FIELD_ENV_VARS.has(name) || SHARED_ENV_VARS.includes(name) || NOT_AVAILABLE_ENV_NAMES.has(name))
       continue; // a not-available variable is a problem, reported by the loader
-    const known = [
-      ...FIELD_ENV_VARS,
-      ...SHARED_ENV_VARS,
-      ...NOT_AVAILABLE_ENV_NAMES,
-    ];
+    const known = [...FIELD_ENV_VARS, ...SHARED_ENV_VARS, ...NOT_AVAILABLE_ENV_NAMES];
     const guess = closestName(name, known, Math.max(2, Math.floor(name.length / 8)));
     warnings.push(
       `${name} is not a TaskQ setting and is ignored` +
