@@ -14,7 +14,13 @@ export const SYSTEM_IDS = [
   'bullmq-pg',
 ] as const;
 /** TaskQ-only configurations of the taskq-features workload (not compared with the peers). */
-export const FEATURE_SYSTEM_IDS = ['taskq-rl-open', 'taskq-rl-binding', 'taskq-reservation'] as const;
+export const FEATURE_SYSTEM_IDS = [
+  'taskq-rl-open',
+  'taskq-rl-binding',
+  'taskq-reservation',
+  'taskq-otel-on',
+  'taskq-otel-off',
+] as const;
 export type SystemId = (typeof SYSTEM_IDS)[number] | (typeof FEATURE_SYSTEM_IDS)[number];
 
 /** A system that may be named on the command line (`--systems`). */
@@ -39,6 +45,10 @@ export async function createSystem(id: SystemId): Promise<SystemAdapter> {
       return (await import('./taskq.js')).createTaskq('rl-binding');
     case 'taskq-reservation':
       return (await import('./taskq.js')).createTaskq('reservation');
+    case 'taskq-otel-on':
+      return (await import('./taskq.js')).createTaskq('otel-on');
+    case 'taskq-otel-off':
+      return (await import('./taskq.js')).createTaskq('otel-off');
     case 'graphile':
       return (await import('./graphile.js')).createGraphile('default');
     case 'graphile-tuned':
@@ -64,6 +74,10 @@ export async function loadWorkerStarter(id: SystemId): Promise<WorkerStarter> {
       return (await import('./taskq.js')).taskqWorkerStarter('rl-binding');
     case 'taskq-reservation':
       return (await import('./taskq.js')).taskqWorkerStarter('reservation');
+    case 'taskq-otel-on':
+      return (await import('./taskq.js')).taskqWorkerStarter('otel-on');
+    case 'taskq-otel-off':
+      return (await import('./taskq.js')).taskqWorkerStarter('otel-off');
     case 'graphile':
       return (await import('./graphile.js')).graphileWorkerStarter('default');
     case 'graphile-tuned':

@@ -31,7 +31,7 @@ import { median } from '../lib/stats.js';
 import { loadTaskq, type TaskqPackage } from './taskq-package.js';
 import type { FillSpec, SystemAdapter, WorkerSpec, WorkerStarter } from './types.js';
 
-export type Variant = 'default' | 'tuned' | 'rl-open' | 'rl-binding' | 'reservation';
+export type Variant = 'default' | 'tuned' | 'rl-open' | 'rl-binding' | 'reservation' | 'otel-on' | 'otel-off';
 
 /** The binding token bucket's rate and burst. */
 export const BINDING_RATE = 500;
@@ -119,6 +119,8 @@ const SYSTEM_ID: Record<Variant, string> = {
   'rl-open': 'taskq-rl-open',
   'rl-binding': 'taskq-rl-binding',
   reservation: 'taskq-reservation',
+  'otel-on': 'taskq-otel-on',
+  'otel-off': 'taskq-otel-off',
 };
 
 const TITLE: Record<Variant, string> = {
@@ -127,10 +129,41 @@ const TITLE: Record<Variant, string> = {
   'rl-open': 'TaskQ, Redis token bucket (not binding)',
   'rl-binding': `TaskQ, Redis token bucket ${BINDING_RATE}/s, burst ${BINDING_BURST}`,
   reservation: `TaskQ, keyed reservation (${RESERVATION_KEYS} keys × 1 slot)`,
+  'otel-on': 'TaskQ, tracing and metrics on (SDKs registered, Prometheus endpoint)',
+  'otel-off': 'TaskQ, otelEnabled false',
 };
 
 function workerOverrides(variant: Variant, concurrency: number): Partial<WorkerSettingsInput> {
-  return variant === 'tuned' ? { prefetch: Math.max(4 * concurrency, 1000) } : {};
+  switch (variant) {
+    case 'tuned':
+      return { prefetch: Math.max(4 * concurrency, 1000) };
+    case 'otel-on':
+      // The worker's own meter provider behind a Prometheus endpoint (nobody scrapes it here).
+      return { metricsPort: 0, healthHost: '127.0.0.1' };
+    case 'otel-off':
+      return { otelEnabled: false };
+    default:
+      return {};
+  }
+}
+
+/**
+ * What an application with tracing on registers before it starts a worker: a tracer provider whose
+ * batch processor hands finished spans to an exporter (one that drops them: the cost measured is
+ * TaskQ's and the SDK's, not a collector's), and an AsyncLocalStorage context manager.
+ */
+async function registerTracingSdk(): Promise<void> {
+  const { context, trace } = await import('@opentelemetry/api');
+  const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
+  const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+  const dropping = {
+    export: (_spans: unknown[], done: (r: { code: number }) => void) => done({ code: 0 }),
+    shutdown: async () => undefined,
+  };
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  trace.setGlobalTracerProvider(
+    new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropping)] }),
+  );
 }
 
 export async function createTaskq(variant: Variant): Promise<SystemAdapter> {
@@ -297,6 +330,7 @@ function safeJson(obj: object): string {
 export async function taskqWorkerStarter(variant: Variant): Promise<WorkerStarter> {
   const pkg = await loadTaskq();
   const { Worker } = pkg.worker;
+  if (variant === 'otel-on') await registerTracingSdk();
   return async (spec, hooks) => {
     const noop = benchActor(pkg, variant, spec.namespace, (p) => hooks.onJob(p));
     const worker = new Worker({

@@ -4,7 +4,10 @@
  * - a rate-limited actor whose Redis token bucket never binds: the cost of acquiring per job;
  * - a rate-limited actor with a binding bucket (500 jobs/s, burst 50): the rate actually achieved;
  * - a keyed-reservation actor (10 keys × 1 slot, Postgres): throughput with the slots acquired and
- *   released around every job.
+ *   released around every job;
+ * - tracing and metrics on (a tracer provider with a batch processor and the worker's Prometheus
+ *   endpoint: every span and instrument recorded) against `otelEnabled: false`, the cost of
+ *   observability (issue 63's target: within 10 % at c=10).
  */
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
 import { drain } from '../lib/drain.js';
@@ -30,6 +33,16 @@ const CASES: FeatureCase[] = [
     name: 'rate-limited actor, Redis token bucket 500/s, burst 50',
     system: 'taskq-rl-binding',
     jobs: (q) => (q ? 1000 : 3000),
+  },
+  {
+    name: 'tracing and metrics on (SDKs registered, metricsPort)',
+    system: 'taskq-otel-on',
+    jobs: (q) => (q ? 2000 : 10_000),
+  },
+  {
+    name: 'tracing and metrics off (otelEnabled false)',
+    system: 'taskq-otel-off',
+    jobs: (q) => (q ? 2000 : 10_000),
   },
   {
     name: 'keyed-reservation actor, 10 keys × 1 slot',
