@@ -369,15 +369,27 @@ export class Worker {
   private async startMetrics(): Promise<void> {
     const s = this.settings;
     if (!s.otelEnabled) return;
-    if (s.metricsPort !== null)
-      this.metricsEndpoint = await PrometheusEndpoint.open({
-        host: s.healthHost,
-        port: s.metricsPort,
-        token: s.healthToken,
-        requestTimeoutMs: s.healthRequestTimeoutMs,
-        maxHeaderBytes: s.healthMaxHeaderBytes,
-        logger: this.logger,
-      });
+    if (s.metricsPort !== null) {
+      try {
+        this.metricsEndpoint = await PrometheusEndpoint.open({
+          host: s.healthHost,
+          port: s.metricsPort,
+          token: s.healthToken,
+          requestTimeoutMs: s.healthRequestTimeoutMs,
+          maxHeaderBytes: s.healthMaxHeaderBytes,
+          logger: this.logger,
+        });
+      } catch (err) {
+        // The bare EADDRINUSE names an address, not the setting that chose it.
+        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+        throw new InvalidArgumentError(
+          'metricsPort',
+          s.metricsPort,
+          `${s.healthHost}:${s.metricsPort} (healthHost:metricsPort) is in use by another listener: ` +
+            'give each worker a port of its own (0 = any free port)',
+        );
+      }
+    }
     this.meter = this.metricsEndpoint?.meter ?? metrics.getMeter('taskq', TASKQ_VERSION);
     this.workerMetrics = new WorkerMetrics(this.meter, {
       slots: s.maxConcurrency,
