@@ -310,6 +310,10 @@ const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
     file: 'test/client/client-size-settings.test.ts',
     shows: 'a 2 KiB payload is refused at 1 KiB',
   },
+  metricsPort: {
+    file: 'test/obs/prometheus-exposition.test.ts',
+    shows: 'the worker serves /metrics on the port, behind the token; a taken port fails the start',
+  },
   queueDepthIntervalMs: {
     file: 'test/obs/metrics/worker-metrics.test.ts',
     shows: 'the fleet gauges are read again once the interval passed, not before',
@@ -323,14 +327,6 @@ const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
     via: { name: 'token', wiredAt: OPEN_HEALTH },
     shows: 'every route requires the bearer token when one is set',
   },
-};
-
-/**
- * Settings wired by the metrics work, whose test file arrives with its merge: tolerated while the
- * file is absent. Empty this list at that merge (their proof then moves to PROOF).
- */
-const PROVED_BY_PENDING_MERGE: Readonly<Record<string, string>> = {
-  metricsPort: 'test/obs/prometheus-exposition.test.ts',
 };
 
 const FIELDS: readonly SettingField[] = WORKER_SETTING_FIELDS;
@@ -399,7 +395,7 @@ describe('every setting is wired or refused', () => {
     const missing: string[] = [];
     const both: string[] = [];
     for (const f of FIELDS) {
-      const proved = PROOF[f.key] !== undefined || Object.hasOwn(PROVED_BY_PENDING_MERGE, f.key);
+      const proved = PROOF[f.key] !== undefined;
       if (f.notAvailable !== undefined && proved) both.push(f.key);
       if (f.notAvailable === undefined && !proved) missing.push(`${f.key} (${f.env})`);
     }
@@ -425,14 +421,6 @@ describe('every setting is wired or refused', () => {
       expect(src, `${proof!.via.wiredAt} passes it as ${proof!.via.name}`).toContain(proof!.via.name);
     }
   });
-
-  it.each(Object.entries(PROVED_BY_PENDING_MERGE))(
-    '%s: proved by %s once the metrics work is merged',
-    (key, file) => {
-      if (!existsSync(resolve(ROOT, file))) return; // tolerated until the merge, for these keys only
-      expect(read(file)).toMatch(new RegExp(`\\b(${key}|${key.replace(/Ms$/, '')})\\b|TASKQ_`));
-    },
-  );
 });
 
 describe('not-available settings are refused, their defaults load', () => {
@@ -556,9 +544,7 @@ describe('docs/configuration.md lists only what works', () => {
     const client = rowsOf(section('## Client settings'));
     expect(TASKQ_SETTING_FIELDS.filter((f) => !client.has(f.env)).map((f) => f.env)).toEqual([]);
     const table = new Set([...rowsOf(section('### Settings')), ...client]);
-    const wired = FIELDS.filter(
-      (f) => f.notAvailable === undefined && !Object.hasOwn(PROVED_BY_PENDING_MERGE, f.key),
-    );
+    const wired = FIELDS.filter((f) => f.notAvailable === undefined);
     expect(wired.filter((f) => !table.has(f.env)).map((f) => f.env)).toEqual([]);
     expect(NOT_AVAILABLE.filter((f) => table.has(f.env)).map((f) => f.env)).toEqual([]);
   });
