@@ -19,6 +19,8 @@ export const FEATURE_SYSTEM_IDS = [
   'taskq-rl-binding',
   'taskq-reservation',
   'taskq-otel-on',
+  'taskq-otel-sampled',
+  'taskq-otel-metrics',
   'taskq-otel-off',
 ] as const;
 export type SystemId = (typeof SYSTEM_IDS)[number] | (typeof FEATURE_SYSTEM_IDS)[number];
@@ -47,6 +49,10 @@ export async function createSystem(id: SystemId): Promise<SystemAdapter> {
       return (await import('./taskq.js')).createTaskq('reservation');
     case 'taskq-otel-on':
       return (await import('./taskq.js')).createTaskq('otel-on');
+    case 'taskq-otel-sampled':
+      return (await import('./taskq.js')).createTaskq('otel-sampled');
+    case 'taskq-otel-metrics':
+      return (await import('./taskq.js')).createTaskq('otel-metrics');
     case 'taskq-otel-off':
       return (await import('./taskq.js')).createTaskq('otel-off');
     case 'graphile':
@@ -76,6 +82,10 @@ export async function loadWorkerStarter(id: SystemId): Promise<WorkerStarter> {
       return (await import('./taskq.js')).taskqWorkerStarter('reservation');
     case 'taskq-otel-on':
       return (await import('./taskq.js')).taskqWorkerStarter('otel-on');
+    case 'taskq-otel-sampled':
+      return (await import('./taskq.js')).taskqWorkerStarter('otel-sampled');
+    case 'taskq-otel-metrics':
+      return (await import('./taskq.js')).taskqWorkerStarter('otel-metrics');
     case 'taskq-otel-off':
       return (await import('./taskq.js')).taskqWorkerStarter('otel-off');
     case 'graphile':

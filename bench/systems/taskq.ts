@@ -31,7 +31,16 @@ import { median } from '../lib/stats.js';
 import { loadTaskq, type TaskqPackage } from './taskq-package.js';
 import type { FillSpec, SystemAdapter, WorkerSpec, WorkerStarter } from './types.js';
 
-export type Variant = 'default' | 'tuned' | 'rl-open' | 'rl-binding' | 'reservation' | 'otel-on' | 'otel-off';
+export type Variant =
+  | 'default'
+  | 'tuned'
+  | 'rl-open'
+  | 'rl-binding'
+  | 'reservation'
+  | 'otel-on'
+  | 'otel-sampled'
+  | 'otel-metrics'
+  | 'otel-off';
 
 /** The binding token bucket's rate and burst. */
 export const BINDING_RATE = 500;
@@ -120,6 +129,8 @@ const SYSTEM_ID: Record<Variant, string> = {
   'rl-binding': 'taskq-rl-binding',
   reservation: 'taskq-reservation',
   'otel-on': 'taskq-otel-on',
+  'otel-sampled': 'taskq-otel-sampled',
+  'otel-metrics': 'taskq-otel-metrics',
   'otel-off': 'taskq-otel-off',
 };
 
@@ -129,7 +140,9 @@ const TITLE: Record<Variant, string> = {
   'rl-open': 'TaskQ, Redis token bucket (not binding)',
   'rl-binding': `TaskQ, Redis token bucket ${BINDING_RATE}/s, burst ${BINDING_BURST}`,
   reservation: `TaskQ, keyed reservation (${RESERVATION_KEYS} keys × 1 slot)`,
-  'otel-on': 'TaskQ, tracing and metrics on (SDKs registered, Prometheus endpoint)',
+  'otel-on': 'TaskQ, every attempt traced, metrics on a Prometheus endpoint',
+  'otel-sampled': 'TaskQ, 10 % of traces sampled, metrics on a Prometheus endpoint',
+  'otel-metrics': 'TaskQ, metrics on a Prometheus endpoint, no tracing SDK',
   'otel-off': 'TaskQ, otelEnabled false',
 };
 
@@ -138,6 +151,8 @@ function workerOverrides(variant: Variant, concurrency: number): Partial<WorkerS
     case 'tuned':
       return { prefetch: Math.max(4 * concurrency, 1000) };
     case 'otel-on':
+    case 'otel-sampled':
+    case 'otel-metrics':
       // The worker's own meter provider behind a Prometheus endpoint (nobody scrapes it here).
       return { metricsPort: 0, healthHost: '127.0.0.1' };
     case 'otel-off':
@@ -152,17 +167,21 @@ function workerOverrides(variant: Variant, concurrency: number): Partial<WorkerS
  * batch processor hands finished spans to an exporter (one that drops them: the cost measured is
  * TaskQ's and the SDK's, not a collector's), and an AsyncLocalStorage context manager.
  */
-async function registerTracingSdk(): Promise<void> {
+async function registerTracingSdk(ratio: number): Promise<void> {
   const { context, trace } = await import('@opentelemetry/api');
   const { AsyncLocalStorageContextManager } = await import('@opentelemetry/context-async-hooks');
-  const { BasicTracerProvider, BatchSpanProcessor } = await import('@opentelemetry/sdk-trace-base');
+  const { BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } =
+    await import('@opentelemetry/sdk-trace-base');
   const dropping = {
     export: (_spans: unknown[], done: (r: { code: number }) => void) => done({ code: 0 }),
     shutdown: async () => undefined,
   };
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   trace.setGlobalTracerProvider(
-    new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropping)] }),
+    new BasicTracerProvider({
+      sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(ratio) }),
+      spanProcessors: [new BatchSpanProcessor(dropping)],
+    }),
   );
 }
 
@@ -330,7 +349,8 @@ function safeJson(obj: object): string {
 export async function taskqWorkerStarter(variant: Variant): Promise<WorkerStarter> {
   const pkg = await loadTaskq();
   const { Worker } = pkg.worker;
-  if (variant === 'otel-on') await registerTracingSdk();
+  if (variant === 'otel-on') await registerTracingSdk(1);
+  if (variant === 'otel-sampled') await registerTracingSdk(0.1);
   return async (spec, hooks) => {
     const noop = benchActor(pkg, variant, spec.namespace, (p) => hooks.onJob(p));
     const worker = new Worker({

@@ -13,6 +13,7 @@ import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/c
 import { drain } from '../lib/drain.js';
 import type { MetricSpec } from '../lib/results.js';
 import type { SystemId } from '../systems/index.js';
+import { WORKER_CPU } from './processing.js';
 
 const RATE: MetricSpec = { metric: 'jobs/s', unit: 'jobs/s', better: 'higher' };
 
@@ -53,7 +54,11 @@ const CASES: FeatureCase[] = [
 
 export async function runTaskqFeatures(ctx: BenchContext): Promise<void> {
   if (!ctx.systems.includes('taskq')) return;
-  const cases = CASES.filter((c) => ctx.redisAvailable || !c.system.startsWith('taskq-rl'));
+  const cases = CASES.filter(
+    (c) =>
+      (ctx.redisAvailable || !c.system.startsWith('taskq-rl')) &&
+      (!process.env.TQ_CASES || process.env.TQ_CASES.split(',').includes(c.system)),
+  );
   if (cases.length < CASES.length)
     ctx.results.placeholder('taskq-features', 'rate-limited actor', 'not measured: Redis unavailable');
   for (let round = 0; round < ctx.opts.rounds; round++) {
@@ -61,11 +66,24 @@ export async function runTaskqFeatures(ctx: BenchContext): Promise<void> {
       const jobs = fc.jobs(ctx.opts.quick);
       try {
         const r = await withFreshSystem(fc.system, (sys) =>
-          drain(sys, { jobs, concurrency: 10, processes: 1, capMs: ctx.opts.quick ? 8000 : 30_000 }),
+          drain(sys, {
+            jobs,
+            concurrency: 10,
+            processes: 1,
+            capMs: ctx.opts.quick ? 8000 : 30_000,
+            fleet: process.env.TQ_PROF ? { cpuProfDir: `${process.env.TQ_PROF}/${fc.system}` } : {},
+          }),
         );
         const note = r.partial ? `partial: ${r.started} of ${jobs} jobs within the cap` : undefined;
         ctx.results.record('taskq-features', fc.name, RATE, fc.system, r.rate, note);
-        ctx.log(`  taskq-features [${fc.name}] round ${round + 1}: ${r.rate.toFixed(0)} jobs/s`);
+        // CPU per job varies less than the rate with what else the machine does: the cost of a
+        // feature reads better from it.
+        if (!r.partial)
+          ctx.results.record('taskq-features', fc.name, WORKER_CPU, fc.system, r.workerCpuMicros / jobs);
+        ctx.log(
+          `  taskq-features [${fc.name}] round ${round + 1}: ${r.rate.toFixed(0)} jobs/s, ` +
+            `worker CPU ${(r.workerCpuMicros / jobs).toFixed(1)} µs/job`,
+        );
       } catch (err) {
         ctx.results.fail('taskq-features', fc.name, RATE, fc.system, shortError(err));
         ctx.log(`  taskq-features [${fc.name}] round ${round + 1}: FAILED ${shortError(err)}`);

@@ -68,7 +68,7 @@ export const METRIC_CATALOG = [
   },
   {
     name: 'messaging.client.consumed.messages',
-    kind: 'counter',
+    kind: 'observableCounter',
     unit: '{job}',
     description:
       'Attempts whose outcome was written, by queue, actor and outcome (succeeded, failed, retried, ' +
