@@ -1,3 +1,14 @@
+import type {
+  DueSchedules,
+  NextSlot,
+  ScheduleCreateArgs,
+  ScheduleFilter,
+  ScheduleFireDecision,
+  ScheduleFireRecord,
+  ScheduleFireResult,
+  ScheduleRecord,
+  ScheduleUpdateArgs,
+} from './schedule-types.js';
 import type { FleetObservation, FleetObservationRequest } from './fleet-observation.js';
 import type { Redis } from 'ioredis';
 
@@ -352,6 +363,46 @@ export interface Backend {
    * until it is closed.
    */
   ping(): Promise<void>;
+
+  /**
+   * Creates a cron schedule; its first slot is `nextSlot` of the backend's clock (the database's).
+   * @throws ScheduleExistsError when `(actor, name)` has one; nothing is written
+   */
+  createSchedule(args: ScheduleCreateArgs, nextSlot: NextSlot): Promise<ScheduleRecord>;
+  /**
+   * Creates each schedule whose `(actor, name)` has none and leaves existing ones untouched
+   * (declarations in code); returns each stored row and whether this call created it.
+   */
+  ensureSchedules(
+    list: readonly ScheduleCreateArgs[],
+    nextSlot: NextSlot,
+  ): Promise<{ record: ScheduleRecord; created: boolean }[]>;
+  getSchedule(id: string): Promise<ScheduleRecord | null>;
+  listSchedules(filter?: ScheduleFilter): Promise<ScheduleRecord[]>;
+  /**
+   * Changes a schedule (absent fields stay); a new expression's next slot is `nextSlot` of the
+   * backend's clock in the stored zone; enabling clears the failure count and last error. Null when
+   * there is no such schedule.
+   */
+  updateSchedule(id: string, change: ScheduleUpdateArgs, nextSlot: NextSlot): Promise<ScheduleRecord | null>;
+  /** Deletes a schedule and its fire history; false when there was none. */
+  deleteSchedule(id: string): Promise<boolean>;
+  /** The most recent fires of a schedule, newest first (at most `CRON_FIRE_HISTORY` are kept). */
+  listScheduleFires(id: string, limit: number): Promise<ScheduleFireRecord[]>;
+  /** Enabled schedules whose next slot is due on the backend's clock, oldest first, with that clock's reading. */
+  dueSchedules(limit: number): Promise<DueSchedules>;
+  /**
+   * Writes the leader's fire decisions atomically (behind `fence` when given): each decision whose
+   * schedule is still at `expectedNextFireAt` inserts its jobs, records its slots and moves the
+   * schedule on; a failure (the decision's, or a gate refusing a job) is counted instead, and the
+   * schedule is disabled when the count reaches `autoDisableThreshold`.
+   * @throws LeadershipLostError when the fence's term is no longer current
+   */
+  fireSchedules(
+    decisions: readonly ScheduleFireDecision[],
+    options: { autoDisableThreshold: number },
+    fence?: LeaderFence,
+  ): Promise<ScheduleFireResult[]>;
 
   /**
    * One snapshot of the queues (live jobs by status, oldest pending age, alive workers), the

@@ -30,3 +30,4 @@ export { MissingProvider, type MissingProviderEntry } from './missing-provider-e
 export { ConnectionError, type ConnectionFailureReason } from './connection-error.js';
 export { MissingDependencyError } from './missing-dependency-error.js';
 export { LeadershipLostError } from './leadership-errors.js';
+export { ScheduleExistsError, ScheduleNotFoundError } from './schedule-errors.js';

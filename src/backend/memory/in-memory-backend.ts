@@ -1,3 +1,15 @@
+import { MemorySchedules } from './memory-schedules.js';
+import type {
+  DueSchedules,
+  NextSlot,
+  ScheduleCreateArgs,
+  ScheduleFilter,
+  ScheduleFireDecision,
+  ScheduleFireRecord,
+  ScheduleFireResult,
+  ScheduleRecord,
+  ScheduleUpdateArgs,
+} from '../schedule-types.js';
 import type { FleetObservation, FleetObservationRequest } from '../fleet-observation.js';
 import { isDeepStrictEqual } from 'node:util';
 
@@ -82,6 +94,14 @@ export class InMemoryBackend implements Backend {
   readonly kind = 'memory' as const;
   readonly clock: Clock;
   private readonly jobs = new Map<string, JobRow>();
+  private readonly schedules = new MemorySchedules({
+    now: () => this.clock.now(),
+    jobs: () => [...this.jobs.values()],
+    insert: (rows) => {
+      for (const r of rows) this.jobs.set(r.id, r);
+      if (rows.length > 0) this.emitWake();
+    },
+  });
   /** Set by `close()`: `ping()` then fails, as a closed pool would. */
   private closed = false;
   private attempts: AttemptRow[] = [];
@@ -147,8 +167,8 @@ export class InMemoryBackend implements Backend {
   }
 
   /**
-   * Forgets every job, attempt, event, stored configuration, worker, the leader lease and the
-   * rate-limit and reservation state (between tests). Subscriptions stay.
+   * Forgets every job, attempt, event, stored configuration, worker, the leader lease, the
+   * rate-limit and reservation state and the cron schedules (between tests). Subscriptions stay.
    */
   clear(): void {
     this.jobs.clear();
@@ -162,6 +182,7 @@ export class InMemoryBackend implements Backend {
     this.archivedAttempts.length = 0;
     this.leaderLease.clear();
     this.sharedRateLimits.clear();
+    this.schedules.clear();
   }
 
   /** Starts a simulated transaction for `enqueueWithConn` (commit/rollback like a real one). */
@@ -657,6 +678,54 @@ export class InMemoryBackend implements Backend {
   }
 
   /** {@link Backend.observeFleet}: from this backend's state, on its clock. */
+  async createSchedule(args: ScheduleCreateArgs, nextSlot: NextSlot): Promise<ScheduleRecord> {
+    return this.schedules.create(args, nextSlot);
+  }
+
+  async ensureSchedules(
+    list: readonly ScheduleCreateArgs[],
+    nextSlot: NextSlot,
+  ): Promise<{ record: ScheduleRecord; created: boolean }[]> {
+    return this.schedules.ensure(list, nextSlot);
+  }
+
+  async getSchedule(id: string): Promise<ScheduleRecord | null> {
+    return this.schedules.get(id);
+  }
+
+  async listSchedules(filter: ScheduleFilter = {}): Promise<ScheduleRecord[]> {
+    return this.schedules.list(filter);
+  }
+
+  async updateSchedule(
+    id: string,
+    change: ScheduleUpdateArgs,
+    nextSlot: NextSlot,
+  ): Promise<ScheduleRecord | null> {
+    return this.schedules.update(id, change, nextSlot);
+  }
+
+  async deleteSchedule(id: string): Promise<boolean> {
+    return this.schedules.delete(id);
+  }
+
+  async listScheduleFires(id: string, limit: number): Promise<ScheduleFireRecord[]> {
+    return this.schedules.listFires(id, limit);
+  }
+
+  async dueSchedules(limit: number): Promise<DueSchedules> {
+    return this.schedules.due(limit);
+  }
+
+  async fireSchedules(
+    decisions: readonly ScheduleFireDecision[],
+    options: { autoDisableThreshold: number },
+    fence?: LeaderFence,
+  ): Promise<ScheduleFireResult[]> {
+    this.leaderLease.check(fence);
+    return this.schedules.fire(decisions, options.autoDisableThreshold);
+  }
+
   async observeFleet(request: FleetObservationRequest): Promise<FleetObservation> {
     return observeFleet(
       {

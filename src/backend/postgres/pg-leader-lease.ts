@@ -161,7 +161,7 @@ class DeferredAnnouncer extends PgAnnouncer {
 }
 
 /** `ops` with every statement running on `tx` (the fenced transaction's connection). */
-function opsOn(ops: PgOps, tx: Executor): PgOps {
+export function opsOn(ops: PgOps, tx: Executor): PgOps {
   const refuse = (): Promise<never> =>
     Promise.reject(new Error('a fenced sweep runs on its transaction’s connection only'));
   const driver: Driver = {
@@ -197,4 +197,24 @@ export async function fenced<T>(
   });
   await deferred.flush(announcer);
   return out;
+}
+
+/**
+ * Runs `work` in one transaction: behind `fence` (its term checked and held first, as in
+ * {@link fenced}), or as a plain transaction without one. Unlike a sweep, the work gets the
+ * transaction's executor too (statements of other modules run on it).
+ */
+export async function fencedTransaction<T>(
+  ops: PgOps,
+  fence: LeaderFence | undefined,
+  work: (ops: PgOps, tx: Executor) => Promise<T>,
+): Promise<T> {
+  return ops.driver.transaction(async (tx) => {
+    if (fence) {
+      const { workerId, term } = checkFence(fence);
+      const rows = await ops.run('lockLeaderTerm', [workerId, term], tx);
+      if (rows.length === 0) throw new LeadershipLostError(workerId, term);
+    }
+    return work(opsOn(ops, tx), tx);
+  });
 }

@@ -1,3 +1,15 @@
+import * as schedules from './pg-schedules.js';
+import type {
+  DueSchedules,
+  NextSlot,
+  ScheduleCreateArgs,
+  ScheduleFilter,
+  ScheduleFireDecision,
+  ScheduleFireRecord,
+  ScheduleFireResult,
+  ScheduleRecord,
+  ScheduleUpdateArgs,
+} from '../schedule-types.js';
 import type { FleetObservation, FleetObservationRequest } from '../fleet-observation.js';
 import { executorFromClient, type ClientLike, type Driver, type Executor } from '../../db/driver.js';
 import { assertNoRepeatedKey } from '../repeated-key.js';
@@ -685,6 +697,53 @@ export class PostgresBackend implements Backend {
   }
 
   /** {@link Backend.observeFleet}: one statement (sql/fleet.sql) on the dispatcher pool. */
+  async createSchedule(args: ScheduleCreateArgs, nextSlot: NextSlot): Promise<ScheduleRecord> {
+    return schedules.createSchedule(this.ops, args, nextSlot);
+  }
+
+  async ensureSchedules(
+    list: readonly ScheduleCreateArgs[],
+    nextSlot: NextSlot,
+  ): Promise<{ record: ScheduleRecord; created: boolean }[]> {
+    return schedules.ensureSchedules(this.ops, list, nextSlot);
+  }
+
+  async getSchedule(id: string): Promise<ScheduleRecord | null> {
+    return schedules.getSchedule(this.ops, id);
+  }
+
+  async listSchedules(filter: ScheduleFilter = {}): Promise<ScheduleRecord[]> {
+    return schedules.listSchedules(this.ops, filter);
+  }
+
+  async updateSchedule(
+    id: string,
+    change: ScheduleUpdateArgs,
+    nextSlot: NextSlot,
+  ): Promise<ScheduleRecord | null> {
+    return schedules.updateSchedule(this.ops, id, change, nextSlot);
+  }
+
+  async deleteSchedule(id: string): Promise<boolean> {
+    return schedules.deleteSchedule(this.ops, id);
+  }
+
+  async listScheduleFires(id: string, limit: number): Promise<ScheduleFireRecord[]> {
+    return schedules.listFires(this.ops, id, limit);
+  }
+
+  async dueSchedules(limit: number): Promise<DueSchedules> {
+    return schedules.dueSchedules(this.ops, limit);
+  }
+
+  async fireSchedules(
+    decisions: readonly ScheduleFireDecision[],
+    options: { autoDisableThreshold: number },
+    fence?: LeaderFence,
+  ): Promise<ScheduleFireResult[]> {
+    return schedules.fireSchedules(this.ops, decisions, options.autoDisableThreshold, fence);
+  }
+
   async observeFleet(request: FleetObservationRequest): Promise<FleetObservation> {
     return observeFleet(this.ops, request);
   }
