@@ -1,0 +1,96 @@
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { cronPattern } from './cron-pattern.js';
+import type { CronSpec } from './cron-spec.js';
+import { wallTimeInstants } from './wall-time-instants.js';
+import { zoneOffsetAt } from './zone-offsets.js';
+
+/** How far back from `after` the smallest nearby offset is looked for (see `nextFireTimes`). */
+const WINDOW_MS = 86_400_000;
+
+/**
+ * The first `n` fire instants strictly after `after`, in increasing order, per `spec.dstStrategy`.
+ *
+ * The expression matches WALL-CLOCK time in `spec.timezone`: croner enumerates the matching wall
+ * times on a floating clock (UTC offset 0, no DST), and each wall time becomes the instant(s) it
+ * denotes in the zone (`wallTimeInstants`):
+ * - one instant: it fires then;
+ * - two (an overlap, clocks fell back): `skip` and `firstof` fire at the earlier only, `allof` at
+ *   both;
+ * - none (a gap, clocks jumped forward): `skip` does not fire; `firstof` and `allof` fire at the
+ *   instant the clocks jumped (02:30 in New York's spring gap fires at 03:00 EDT), and several slots
+ *   in one gap, or a gap slot and the slot at the jump itself, fire once there.
+ *
+ * With `allof` the instants of successive wall times are not monotonic across an overlap (01:00,
+ * 01:15, 01:30, 01:45 in daylight time, then 01:00 again in standard time), so instants are
+ * collected, sorted and deduplicated, and enumeration stops only when no later wall time can map
+ * before the n-th. It starts at `after`'s wall time read with the smallest offset near `after`, so
+ * when `after` lies in the second pass of an overlap, wall times whose second occurrence is still
+ * ahead are not missed.
+ *
+ * Deterministic: depends only on its arguments (never reads a clock). Chaining
+ * `next = nextFireAfter(spec, previous)` from a returned instant yields the same sequence, each slot
+ * once. Returns fewer than `n` only for an expression that never fires (which `checkCronSpec`
+ * refuses).
+ *
+ * @param spec a spec returned by `checkCronSpec`.
+ * @throws InvalidArgumentError when `after` is not a valid Date or `n` not a non-negative integer.
+ */
+export function nextFireTimes(spec: CronSpec, after: Date, n: number): Date[] {
+  if (!(after instanceof Date) || Number.isNaN(after.getTime())) {
+    throw new InvalidArgumentError('nextFireTimes.after', after, 'must be a valid Date');
+  }
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new InvalidArgumentError('nextFireTimes.n', n, 'must be a non-negative integer');
+  }
+  if (n === 0) return [];
+  const { timezone, dstStrategy } = spec;
+  const cron = cronPattern(spec.expression);
+  const afterMs = after.getTime();
+  // A wall time W has instants W - o with o an offset in force near it; one after `afterMs` needs
+  // W > afterMs + o, so nothing at or before afterMs + (smallest nearby offset) can fire after it.
+  const smallest = Math.min(
+    zoneOffsetAt(timezone, afterMs - WINDOW_MS),
+    zoneOffsetAt(timezone, afterMs),
+    zoneOffsetAt(timezone, afterMs + WINDOW_MS),
+  );
+  let cursor = new Date(afterMs + smallest);
+  const found: number[] = [];
+  for (;;) {
+    const wall = cron.nextRun(cursor);
+    if (wall === null) break;
+    const wallMs = wall.getTime();
+    const resolved = wallTimeInstants(timezone, wallMs);
+    // Every instant of this and later wall times is at or after wall - maxOffset.
+    if (found.length >= n && wallMs - resolved.maxOffset >= found[n - 1]!) break;
+    let fires: number[];
+    if (resolved.jumpedAt !== null) fires = dstStrategy === 'skip' ? [] : [resolved.jumpedAt];
+    else if (dstStrategy === 'allof') fires = resolved.instants;
+    else fires = resolved.instants.slice(0, 1);
+    for (const t of fires) if (t > afterMs) insertSorted(found, t);
+    // In steady time the mapping is monotonic: later wall times fire strictly after this one.
+    if (resolved.steady && found.length >= n && found[n - 1]! <= resolved.instants[0]!) break;
+    cursor = wall;
+  }
+  return found.slice(0, n).map((t) => new Date(t));
+}
+
+/**
+ * The next fire instant strictly after `after`: `nextFireTimes(spec, after, 1)[0]`. The leader
+ * advances a schedule with it from the STORED fire time (not from now), so the phase never drifts
+ * and every slot is enumerated exactly once.
+ *
+ * @throws Error when the expression never fires (`checkCronSpec` refuses such expressions).
+ */
+export function nextFireAfter(spec: CronSpec, after: Date): Date {
+  const [next] = nextFireTimes(spec, after, 1);
+  if (!next) throw new Error(`cron expression ${JSON.stringify(spec.expression)} never fires`);
+  return next;
+}
+
+/** Inserts `t` into ascending `list` unless already present (lists stay short: n + a few). */
+function insertSorted(list: number[], t: number): void {
+  let i = list.length;
+  while (i > 0 && list[i - 1]! > t) i--;
+  if (i > 0 && list[i - 1] === t) return;
+  list.splice(i, 0, t);
+}
