@@ -2,10 +2,11 @@
  * Rows and arguments of cron schedules (`cron_schedules`, `cron_fires`; migration 0004), shared
  * by both backends, the client and the leader's firing loop.
  */
+import type { DstStrategy } from '../cron/dst-strategy.js';
 import type { EnqueueArgs } from './types.js';
 
 /** How a schedule treats DST gaps and overlaps (docs/cron.md). */
-export type ScheduleDstStrategy = 'skip' | 'firstof' | 'allof';
+export type ScheduleDstStrategy = DstStrategy;
 
 /** A stored schedule (see docs/cron.md). */
 export interface ScheduleRecord {
@@ -56,6 +57,8 @@ export interface ScheduleUpdateArgs {
   payloadFactory?: string | null;
   /** JSON text, or null to remove the static payload. */
   staticPayloadJson?: string | null;
+  /** Make the schedule due now (backend clock): the leader fires it at its next tick. */
+  fireNow?: true;
 }
 
 /**

@@ -514,11 +514,9 @@ export const WORKER_SETTING_FIELDS = [
     kind: 'duration',
     default: HOUR,
     min: 0,
-    notAvailable: 'cron schedules arrive in a later release',
   },
   {
     key: 'cronAutoDisableThreshold',
-    notAvailable: 'cron schedules arrive in a later release',
     env: 'TASKQ_CRON_AUTO_DISABLE_THRESHOLD',
     kind: 'integer',
     default: 3,

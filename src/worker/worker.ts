@@ -1,3 +1,6 @@
+import type { CronDeclaration, PayloadFactory } from '../cron/cron-declaration.js';
+import { nextScheduleSlot } from '../cron/schedule-slot.js';
+import { checkDeclaredSchedules, declaredScheduleArgs, scheduleDrift } from './declared-schedules.js';
 import { hostname } from 'node:os';
 
 import type { AnyActor } from '../core/actor.js';
@@ -83,6 +86,14 @@ export interface WorkerOptions {
   rateLimitRegistry?: RateLimitRegistry;
   /** Redis client for Redis-backed rate limits (yours; not closed). Default: one from `settings.redisUrl`. */
   redis?: Redis;
+  /**
+   * Cron schedules declared in code (`cron()`), of actors of this worker: created at start when
+   * `(actor, name)` has none, never overwritten (a changed declaration is logged as
+   * `cron-declaration-drift`; see docs/cron.md).
+   */
+  schedules?: readonly CronDeclaration[];
+  /** Payload factories by name, for schedules created at run time with `payloadFactory: '<name>'`. */
+  payloadFactories?: Readonly<Record<string, PayloadFactory>>;
 }
 
 function isResolved(s: WorkerSettings | WorkerSettingsInput | undefined): s is WorkerSettings {
@@ -117,6 +128,8 @@ export class Worker {
   private resolveStopped!: (r: StopReason) => void;
   private currentPhase: WorkerPhase = 'created';
   private readonly actors: Map<string, AnyActor>;
+  private readonly declared: readonly CronDeclaration[];
+  private readonly factories = new Map<string, PayloadFactory>();
   private readonly options: WorkerOptions;
   private backend!: Backend;
   /** The backend was built here (from `pgDsn`): the worker closes it. */
@@ -182,6 +195,14 @@ export class Worker {
         throw new InvalidArgumentError('worker.actors', a.name, 'two different actors share this name');
       this.actors.set(a.name, a);
     }
+    this.declared = checkDeclaredSchedules(options.schedules, this.actors);
+    for (const [name, fn] of Object.entries(options.payloadFactories ?? {})) {
+      if (typeof fn !== 'function')
+        throw new InvalidArgumentError(`worker.payloadFactories.${name}`, fn, 'must be a function');
+      this.factories.set(name, fn);
+    }
+    for (const d of this.declared)
+      if (d.payloadFactory) this.factories.set(d.payloadFactoryName!, d.payloadFactory);
     this.stopped = new Promise((resolve) => {
       this.resolveStopped = resolve;
     });
@@ -280,6 +301,7 @@ export class Worker {
         if (!s.forceUpdateActorConfig) throw new ActorConfigDriftList(drifts);
         this.logger.warn({ drifts }, 'actor-config-drift-overwritten');
       }
+      await this.createDeclaredSchedules();
       await this.startLimits();
       // A table filled in a burst before this start has no planner statistics yet.
       await this.backend.refreshStatistics?.();
@@ -451,6 +473,32 @@ export class Worker {
     };
   }
 
+  /**
+   * Creates the declared schedules that do not exist yet (their static payloads validated against
+   * the actor's schema first), and names every difference between a declaration and the stored
+   * schedule it did not overwrite.
+   */
+  private async createDeclaredSchedules(): Promise<void> {
+    if (this.declared.length === 0) return;
+    const args = await Promise.all(this.declared.map((d, i) => declaredScheduleArgs(d, i)));
+    const stored = await this.backend.ensureSchedules(args, nextScheduleSlot);
+    for (const [i, { record, created }] of stored.entries()) {
+      if (created) {
+        this.logger.info(
+          { scheduleId: record.id, actor: record.actor, schedule: record.name },
+          'cron-schedule-created',
+        );
+        continue;
+      }
+      const drift = scheduleDrift(args[i]!, record);
+      if (drift.length > 0)
+        this.logger.warn(
+          { scheduleId: record.id, actor: record.actor, schedule: record.name, drift },
+          'cron-declaration-drift',
+        );
+    }
+  }
+
   /** Queue caps of the subscribed queues (`queues.max_concurrent`, read once at start). */
   private async queueCaps(): Promise<QueueCap[]> {
     const rows = await this.backend.listQueues();
@@ -608,6 +656,7 @@ export class Worker {
         this.logger.error({ reason }, 'worker-self-terminating');
         void this.stop('fatal');
       },
+      { actors: this.actors, factories: this.factories },
     );
     if (this.limits) {
       this.limitSweeper = new RateLimitSweeper(this.limits, () => this.maintenance.isLeader, this.logger);

@@ -1,3 +1,4 @@
+import { CronFirer, type CronFirerOptions } from './cron-firer.js';
 import type { Backend } from '../../backend/backend.js';
 import type { Logger } from '../../obs/logger.js';
 import type { WorkerSettings } from '../../settings/worker-settings.js';
@@ -18,6 +19,7 @@ import { ScheduledPromoter } from './scheduled-promoter.js';
  * | stranded-jobs | `strandedJobsInterval` | warn about jobs of unregistered actors |
  * | prune (Sweep 5) | daily `pruneScheduleUtc` / `pruneCronExpr` | terminal jobs → archive |
  * | archive-expiry (Sweep 6) | daily `archiveExpiryScheduleUtc` / cron | delete expired archive rows |
+ * | cron | 1 s, or at once on taking the lead | fire due cron schedules (docs/cron.md) |
  *
  * Every sweep carries the leader's term (its fence): the backend refuses a sweep of a term that is
  * no longer the current lease, and the worker steps down. Every loop logs and retries transient
@@ -30,6 +32,7 @@ export class MaintenanceLeader {
   readonly stranded: StrandedJobsDetector;
   readonly prune: PruneScheduler;
   readonly archiveExpiry: ArchiveExpiryScheduler;
+  readonly cron: CronFirer;
 
   constructor(
     backend: Backend,
@@ -37,6 +40,7 @@ export class MaintenanceLeader {
     identity: { workerId: string; hostname: string },
     logger: Logger,
     onFatal: (reason: string) => void,
+    cron: Pick<CronFirerOptions, 'actors' | 'factories'> = { actors: new Map(), factories: new Map() },
   ) {
     this.elector = new LeaderElector(
       backend,
@@ -84,11 +88,22 @@ export class MaintenanceLeader {
       settings.pruneBatchSize,
       logger,
     ).guardWith(onFatal);
+    this.cron = new CronFirer(
+      backend,
+      this.elector,
+      {
+        ...cron,
+        catchUpWindowMs: settings.cronCatchUpWindowMs,
+        autoDisableThreshold: settings.cronAutoDisableThreshold,
+      },
+      logger,
+    ).guardWith(onFatal);
     this.elector.onChange((leading) => {
       if (!leading) return;
       // A new leader looks at once instead of waiting out each loop's period.
       this.promoter.notify();
       this.sweeps.notify();
+      this.cron.notify();
     });
   }
 
@@ -99,7 +114,15 @@ export class MaintenanceLeader {
 
   /** Unexpected errors each loop tolerated since start, by loop name (metrics). */
   unexpectedErrors(): Map<string, number> {
-    const loops = [this.elector, this.promoter, this.sweeps, this.stranded, this.prune, this.archiveExpiry];
+    const loops = [
+      this.elector,
+      this.promoter,
+      this.sweeps,
+      this.stranded,
+      this.prune,
+      this.archiveExpiry,
+      this.cron,
+    ];
     return new Map(loops.map((l) => [l.name, l.unexpectedErrors]));
   }
 
@@ -110,6 +133,7 @@ export class MaintenanceLeader {
     this.stranded.start();
     this.prune.start();
     this.archiveExpiry.start();
+    this.cron.start();
   }
 
   async stop(): Promise<void> {
@@ -119,6 +143,7 @@ export class MaintenanceLeader {
       this.stranded.stop(),
       this.prune.stop(),
       this.archiveExpiry.stop(),
+      this.cron.stop(),
     ]);
     await this.elector.stop();
   }
