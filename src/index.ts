@@ -125,3 +125,20 @@ export {
   type ReservationRow,
   type PeekResult,
 } from './ratelimit/rate-limit-admin.js';
+export {
+  cron,
+  isCronDeclaration,
+  type CronDeclaration,
+  type CronOptions,
+  type PayloadFactory,
+  type PayloadFactoryContext,
+} from './cron/cron-declaration.js';
+export { checkCronSpec, type CronSpec } from './cron/cron-spec.js';
+export { DST_STRATEGIES, type DstStrategy } from './cron/dst-strategy.js';
+export { nextFireTimes, nextFireAfter } from './cron/next-fires.js';
+export {
+  ScheduleHandle,
+  type CreateScheduleOptions,
+  type UpdateScheduleOptions,
+} from './client/schedules.js';
+export { CRON_FIRE_HISTORY, type ScheduleRecord, type ScheduleFireRecord } from './backend/schedule-types.js';

@@ -1,8 +1,15 @@
+import {
+  ScheduleApi,
+  type CreateScheduleOptions,
+  type ScheduleHandle,
+  type UpdateScheduleOptions,
+} from './schedules.js';
+import type { ScheduleRecord } from '../backend/schedule-types.js';
 import { ClientMetrics } from '../obs/metrics/client-metrics.js';
 import type { Redis } from 'ioredis';
 import type pg from 'pg';
 
-import type { ActorRef } from '../core/actor.js';
+import type { ActorRef, AnyActor } from '../core/actor.js';
 import type { Backend, JobPage } from '../backend/backend.js';
 import { normalizeJobFilter, type JobFilter } from '../backend/job-filter.js';
 import { openClientBackend } from '../backend/open-backend.js';
@@ -210,6 +217,7 @@ export class TaskQ implements AsyncDisposable {
   private readonly tracing: EnqueueTracing | null;
   /** Null with `otelEnabled: false`: nothing is counted. */
   private readonly metrics: ClientMetrics | null;
+  private readonly schedules: ScheduleApi;
   private closed = false;
 
   /**
@@ -252,6 +260,7 @@ export class TaskQ implements AsyncDisposable {
       throw new InvalidArgumentError('TaskQ.otelEnabled', options.otelEnabled, 'must be a boolean');
     this.tracing = options.otelEnabled === false ? null : new EnqueueTracing();
     this.metrics = options.otelEnabled === false ? null : new ClientMetrics();
+    this.schedules = new ScheduleApi(backend, this.payloadMaxBytes);
     this.sources = {
       backend,
       logger: this.logger,
@@ -559,6 +568,49 @@ export class TaskQ implements AsyncDisposable {
   async countActiveJobs(queues: readonly string[]): Promise<number> {
     this.checkOpen();
     return this.backend.countActiveJobs(queues);
+  }
+
+  /**
+   * Creates a cron schedule for `actor` (a ref, or an actor's name: then the static payload is
+   * validated at fire time only). Its first slot comes from the database clock. See docs/cron.md.
+   * @throws InvalidArgumentError (expression, zone, strategy, both payload sources, …; nothing
+   *   written), PayloadValidationError, ScheduleExistsError
+   */
+  createSchedule(
+    actor: AnyActor | string,
+    expression: string,
+    options: CreateScheduleOptions = {},
+  ): Promise<ScheduleHandle> {
+    this.checkOpen();
+    return this.schedules.create(actor, expression, options);
+  }
+
+  /** Schedules, by actor and name; filter by `actor` and `enabled`. */
+  listSchedules(filter: { actor?: string | AnyActor; enabled?: boolean } = {}): Promise<ScheduleRecord[]> {
+    this.checkOpen();
+    return this.schedules.list(filter);
+  }
+
+  /** A schedule's handle, or null when there is none with this id. */
+  getSchedule(id: string): Promise<ScheduleHandle | null> {
+    this.checkOpen();
+    return this.schedules.get(id);
+  }
+
+  /**
+   * Changes a schedule: a new expression is re-anchored on the database clock in the stored zone;
+   * enabling clears the failure count and the last error.
+   * @throws ScheduleNotFoundError, InvalidArgumentError
+   */
+  updateSchedule(id: string, change: UpdateScheduleOptions): Promise<ScheduleRecord> {
+    this.checkOpen();
+    return this.schedules.update(id, change);
+  }
+
+  /** Deletes a schedule and its fire history. Idempotent: false when there was none. */
+  deleteSchedule(id: string): Promise<boolean> {
+    this.checkOpen();
+    return this.schedules.delete(id);
   }
 
   /**

@@ -66,8 +66,7 @@ export async function declaredScheduleArgs(d: CronDeclaration, index: number): P
 export function scheduleDrift(declared: ScheduleCreateArgs, stored: ScheduleRecord): string[] {
   const out: string[] = [];
   const cmp = (field: string, a: unknown, b: unknown): void => {
-    if (JSON.stringify(a) !== JSON.stringify(b))
-      out.push(`${field}: ${JSON.stringify(a)} → ${JSON.stringify(b)}`);
+    if (canonical(a) !== canonical(b)) out.push(`${field}: ${JSON.stringify(a)} → ${JSON.stringify(b)}`);
   };
   cmp('expression', stored.cronExpr, declared.cronExpr);
   cmp('timezone', stored.timezone, declared.timezone);

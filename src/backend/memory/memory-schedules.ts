@@ -133,6 +133,7 @@ export class MemorySchedules {
         s.lastFireError = null;
       }
     }
+    if (change.fireNow) s.nextFireAt = now;
     if (change.payloadFactory !== undefined) s.payloadFactory = change.payloadFactory;
     if (change.staticPayloadJson !== undefined) {
       const { static_payload: _gone, ...rest } = s.metadata;

@@ -154,8 +154,9 @@ export async function updateSchedule(
     const current = locked[0];
     if (!current) return null;
     let next: Date | null = null;
-    const reseed = change.cronExpr !== undefined;
-    if (reseed)
+    const reseed = change.cronExpr !== undefined || change.fireNow === true;
+    if (change.fireNow) next = await databaseNow(ops, tx);
+    else if (reseed)
       next = nextSlot(await databaseNow(ops, tx), {
         cronExpr: change.cronExpr!,
         timezone: current.timezone,
