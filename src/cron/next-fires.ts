@@ -69,7 +69,13 @@ export function nextFireTimes(spec: CronSpec, after: Date, n: number): Date[] {
     for (const t of fires) if (t > afterMs) insertSorted(found, t);
     // In steady time the mapping is monotonic: later wall times fire strictly after this one.
     if (resolved.steady && found.length >= n && found[n - 1]! <= resolved.instants[0]!) break;
-    cursor = wall;
+    if (resolved.jumpedAt !== null) {
+      // Every later wall time in this gap maps to the same jump: resume at the gap's end, the wall
+      // time the clocks showed at the jump (croner steps whole seconds, strictly after the cursor).
+      cursor = new Date(resolved.jumpedAt + resolved.maxOffset - 1000);
+    } else {
+      cursor = wall;
+    }
   }
   return found.slice(0, n).map((t) => new Date(t));
 }
