@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { cronPattern } from './cron-pattern.js';
+import { RecentCache } from './recent-cache.js';
 import type { CronSpec } from './cron-spec.js';
 import { wallTimeInstants } from './wall-time-instants.js';
 import { zoneOffsetAt } from './zone-offsets.js';
@@ -88,10 +89,23 @@ export function nextFireTimes(spec: CronSpec, after: Date, n: number): Date[] {
  * @throws Error when the expression never fires (`checkCronSpec` refuses such expressions).
  */
 export function nextFireAfter(spec: CronSpec, after: Date): Date {
+  const afterMs = after instanceof Date ? after.getTime() : Number.NaN;
+  const key = `${afterMs}\u0000${spec.dstStrategy}\u0000${spec.timezone}\u0000${spec.expression}`;
+  const cached = recentNext.get(key);
+  if (cached !== undefined) return new Date(cached);
   const [next] = nextFireTimes(spec, after, 1);
   if (!next) throw new Error(`cron expression ${JSON.stringify(spec.expression)} never fires`);
+  recentNext.set(key, next.getTime());
   return next;
 }
+
+/**
+ * Recent answers of `nextFireAfter`, by spec and `after`. The answer depends only on those, and
+ * schedules that share an expression and zone were usually due at the same stored instant (every
+ * `0 * * * *` schedule in a zone fired at the same hour), so a leader's tick computes each distinct
+ * (spec, fire time) once.
+ */
+const recentNext = new RecentCache<string, number>(10_000);
 
 /** Inserts `t` into ascending `list` unless already present (lists stay short: n + a few). */
 function insertSorted(list: number[], t: number): void {
