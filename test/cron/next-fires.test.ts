@@ -208,6 +208,15 @@ describe('named cases', () => {
     });
   });
 
+  it('day-of-month and day-of-week both restricted: either matches (classic cron)', () => {
+    expect(fires(spec('0 0 13 * FRI', 'UTC'), '2026-04-01T00:00:00Z', 4)).toEqual([
+      '2026-04-03T00:00:00.000Z',
+      '2026-04-10T00:00:00.000Z',
+      '2026-04-13T00:00:00.000Z', // a Monday
+      '2026-04-17T00:00:00.000Z',
+    ]);
+  });
+
   it('is strictly after: a fire instant is never returned for itself', () => {
     const s = spec('0 * * * *', 'UTC');
     expect(fires(s, '2026-01-01T10:00:00Z', 1)).toEqual(['2026-01-01T11:00:00.000Z']);
