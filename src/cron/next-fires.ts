@@ -73,7 +73,8 @@ export function nextFireTimes(spec: CronSpec, after: Date, n: number): Date[] {
     if (resolved.jumpedAt !== null) {
       // Every later wall time in this gap maps to the same jump: resume at the gap's end, the wall
       // time the clocks showed at the jump (croner steps whole seconds, strictly after the cursor).
-      cursor = new Date(resolved.jumpedAt + resolved.maxOffset - 1000);
+      // (Never behind this wall time, whatever the zone data says: the loop must advance.)
+      cursor = new Date(Math.max(wallMs, resolved.jumpedAt + resolved.maxOffset - 1000));
     } else {
       cursor = wall;
     }
@@ -84,7 +85,8 @@ export function nextFireTimes(spec: CronSpec, after: Date, n: number): Date[] {
 /**
  * The next fire instant strictly after `after`: `nextFireTimes(spec, after, 1)[0]`. The leader
  * advances a schedule with it from the STORED fire time (not from now), so the phase never drifts
- * and every slot is enumerated exactly once.
+ * and every slot is enumerated exactly once. Recent answers are remembered per (spec, `after`):
+ * schedules sharing an expression and zone are usually due at the same stored instant.
  *
  * @throws Error when the expression never fires (`checkCronSpec` refuses such expressions).
  */

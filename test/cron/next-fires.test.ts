@@ -222,6 +222,10 @@ describe('named cases', () => {
     expect(fires(s, '2026-01-01T10:00:00Z', 1)).toEqual(['2026-01-01T11:00:00.000Z']);
     expect(fires(s, '2026-01-01T09:59:59.999Z', 1)).toEqual(['2026-01-01T10:00:00.000Z']);
     expect(nextFireTimes(s, new Date('2026-01-01T10:00:00Z'), 0)).toEqual([]);
+    expect(fires(spec('* * * * * *', 'Asia/Kolkata'), '2026-01-01T10:00:00.500Z', 2)).toEqual([
+      '2026-01-01T10:00:01.000Z',
+      '2026-01-01T10:00:02.000Z',
+    ]);
   });
 
   it('rejects an invalid `after` or `n`', () => {
