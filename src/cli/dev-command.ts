@@ -133,7 +133,7 @@ export function devCommand(io: CliIo): Command {
         flags.module,
         io,
       );
-      const limits = { schedules, payloadFactories, ...(rateLimitRegistry ? { rateLimitRegistry } : {}) };
+      const fromModule = { schedules, payloadFactories, ...(rateLimitRegistry ? { rateLimitRegistry } : {}) };
       const overrides = devOverrides(actors, io);
       const settings = resolveWorkerSettings(io, overrides);
       warnUnclaimedQueues(actors, settings.queues, io);
@@ -150,7 +150,7 @@ export function devCommand(io: CliIo): Command {
         await runWorkerCommand(
           {
             actors,
-            ...limits,
+            ...fromModule,
             env: io.env,
             settings: overrides,
             untilIdle,
@@ -175,7 +175,7 @@ export function devCommand(io: CliIo): Command {
         );
         await runWorkerCommand({
           actors,
-          ...limits,
+          ...fromModule,
           env: io.env,
           settings: overrides,
           driver,
