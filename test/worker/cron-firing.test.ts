@@ -454,3 +454,28 @@ describe('cron loop across DST transitions', () => {
     expect(t.logs.filter((l) => l.msg.startsWith('cron-')).map((l) => l.msg)).toEqual([]);
   });
 });
+
+describe('cron loop: gates', () => {
+  it("an operator's stored maxPending holds for fired jobs as it does for enqueue()", async () => {
+    const t = await setup('2026-06-01T12:00:30Z', { threshold: 5 });
+    const h = await t.tq.createSchedule(ping, '* * * * *');
+    await t.tq.enqueue(ping, {});
+    await t.newJobs();
+    // ping declares no maxPending; the operator sets 1 and one job is pending.
+    t.backend.actorConfig.set(ping.name, {
+      actor: ping.name,
+      queue: 'default',
+      maxConcurrent: null,
+      maxPending: 1,
+      resultTtlMs: null,
+      metadata: {},
+      updatedAt: t.clock.now(),
+    });
+    await expect(t.tq.enqueue(ping, {})).rejects.toMatchObject({ name: 'MaxPendingExceededError' });
+    t.clock.advance(MIN);
+    expect(await t.tick()).toEqual([]);
+    expect(await h.refresh()).toMatchObject({ consecutiveFailures: 1 });
+    expect(h.record.lastFireError).toMatch(/MaxPending/);
+    expect(t.logs.filter((l) => l.msg === 'cron-fire-failed')).toHaveLength(1);
+  });
+});

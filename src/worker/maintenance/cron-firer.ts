@@ -72,7 +72,10 @@ export class CronFirer extends LoopService {
       for (let batch = 0; batch < MAX_BATCHES_PER_TICK; batch++) {
         const due = await this.backend.dueSchedules(CRON_FIRE_BATCH);
         if (due.rows.length === 0) return;
-        const decisions = await Promise.all(due.rows.map((s) => this.decide(s, due.now)));
+        // The operators' stored maxPending overrides, read once per batch: a fired job is gated as
+        // enqueue() gates it (stored value, else the actor's literal).
+        const limits = await this.backend.getActorMaxPending();
+        const decisions = await Promise.all(due.rows.map((s) => this.decide(s, due.now, limits)));
         const results = await this.backend.fireSchedules(
           decisions,
           { autoDisableThreshold: this.options.autoDisableThreshold },
@@ -111,7 +114,11 @@ export class CronFirer extends LoopService {
   }
 
   /** What `s` fires now: its slots within the catch-up window up to `now`, and where it goes next. */
-  private async decide(s: ScheduleRecord, now: Date): Promise<ScheduleFireDecision> {
+  private async decide(
+    s: ScheduleRecord,
+    now: Date,
+    limits: ReadonlyMap<string, number | null>,
+  ): Promise<ScheduleFireDecision> {
     const spec: CronSpec = { expression: s.cronExpr, timezone: s.timezone, dstStrategy: s.dstStrategy };
     const expected = s.nextFireAt!;
     const windowStart = now.getTime() - this.options.catchUpWindowMs;
@@ -135,7 +142,7 @@ export class CronFirer extends LoopService {
     }
     try {
       const fires = [];
-      for (const fireAt of slots) fires.push({ fireAt, job: await this.job(s, fireAt) });
+      for (const fireAt of slots) fires.push({ fireAt, job: await this.job(s, fireAt, limits) });
       return { scheduleId: s.id, expectedNextFireAt: expected, fires, nextFireAt: next, failure: null };
     } catch (err) {
       const e = err as Error;
@@ -150,7 +157,11 @@ export class CronFirer extends LoopService {
   }
 
   /** The job of one slot, built and validated as `enqueue()` would. */
-  private async job(s: ScheduleRecord, fireAt: Date): Promise<EnqueueArgs> {
+  private async job(
+    s: ScheduleRecord,
+    fireAt: Date,
+    limits: ReadonlyMap<string, number | null>,
+  ): Promise<EnqueueArgs> {
     const actor = this.options.actors.get(s.actor);
     if (!actor)
       throw new Error(
@@ -179,7 +190,7 @@ export class CronFirer extends LoopService {
         ...(s.identityKey !== null ? { identityKey: s.identityKey } : {}),
         metadata: { schedule_id: s.id, schedule_name: s.name, fire_at: fireAt.toISOString() },
       },
-      { maxPending: actor.maxPending, idempotencyMaxBytes: IDEMPOTENCY_MAX_BYTES },
+      { maxPending: limits.get(s.actor) ?? actor.maxPending, idempotencyMaxBytes: IDEMPOTENCY_MAX_BYTES },
     );
   }
 }
