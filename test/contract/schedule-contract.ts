@@ -436,6 +436,27 @@ export function defineScheduleContract(name: string, makeHarness: () => Promise<
         expect(await jobCount()).toBe(1);
       });
 
+      it('a decision that fires nothing (slots skipped) moves the chain and keeps the failure count', async () => {
+        const s = await dueOne();
+        const t0 = s.nextFireAt!;
+        const t1 = new Date(t0.getTime() + MIN);
+        const t2 = new Date(t0.getTime() + 2 * MIN);
+        await h.backend.fireSchedules([decision(s.id, t0, [], t1, { failure: 'Error: once' })], {
+          autoDisableThreshold: 3,
+        });
+        const [r] = await h.backend.fireSchedules([decision(s.id, t1, [], t2)], { autoDisableThreshold: 3 });
+        expect(r).toEqual({ scheduleId: s.id, status: 'fired', jobIds: [], failure: null, disabled: false });
+        expect(await h.backend.getSchedule(s.id)).toMatchObject({
+          nextFireAt: t2,
+          consecutiveFailures: 1,
+          lastFireError: 'Error: once',
+          lastFiredAt: null,
+          enabled: true,
+        });
+        expect(await h.backend.listScheduleFires(s.id, 10)).toEqual([]);
+        expect(await jobCount()).toBe(0);
+      });
+
       it("a gate's refusal fails that schedule's slots with none of its jobs left; the batch's other decisions fire", async () => {
         const gated = await dueOne({ name: 'gated' });
         const free = await dueOne({ name: 'free', actor: other.name });

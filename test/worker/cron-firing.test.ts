@@ -479,3 +479,36 @@ describe('cron loop: gates', () => {
     expect(t.logs.filter((l) => l.msg === 'cron-fire-failed')).toHaveLength(1);
   });
 });
+
+describe('cron loop: skipped slots are not successes', () => {
+  it('a catch-up that skips every slot keeps the failure count', async () => {
+    const t = await setup('2026-06-01T12:00:30Z', {
+      threshold: 3,
+      catchUpWindowMs: 10 * MIN,
+      factories: {
+        down: () => {
+          throw new Error('still down');
+        },
+      },
+    });
+    const h = await t.tq.createSchedule(ping, '0 * * * *', { payloadFactory: 'down' });
+    t.clock.moveTo(new Date('2026-06-01T13:00:00Z'));
+    await t.tick();
+    t.clock.moveTo(new Date('2026-06-01T14:00:00Z'));
+    await t.tick();
+    expect(await h.refresh()).toMatchObject({ consecutiveFailures: 2, enabled: true });
+    // Away from 14:00 to 17:30 with a 10-minute window: 15:00, 16:00 and 17:00 are all skipped.
+    t.clock.moveTo(new Date('2026-06-01T17:30:00Z'));
+    expect(await t.tick()).toEqual([]);
+    expect(t.logs.filter((l) => l.msg === 'cron-slots-skipped')).toHaveLength(1);
+    expect(await h.refresh()).toMatchObject({
+      consecutiveFailures: 2,
+      lastFireError: 'Error: still down',
+      lastFiredAt: null,
+      nextFireAt: new Date('2026-06-01T18:00:00Z'),
+    });
+    t.clock.moveTo(new Date('2026-06-01T18:00:00Z'));
+    await t.tick();
+    expect(await h.refresh()).toMatchObject({ consecutiveFailures: 3, enabled: false });
+  });
+});

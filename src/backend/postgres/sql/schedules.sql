@@ -95,14 +95,15 @@ INSERT INTO {schema}.cron_fires (schedule_id, fire_at, job_id)
 SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::uuid[]);
 
 -- name: advanceSchedules
--- Moves each schedule of a batch to its next slot and records the outcome: a success resets the
--- failure count, a failure adds one and keeps its message, and reaching $6 failures in a row
--- disables the schedule. $1 ids, $2 next slots, $3 fired (bool), $4 failures (text or NULL),
+-- Moves each schedule of a batch to its next slot and records the outcome: a slot fired resets the
+-- failure count (a decision that fired nothing, its slots all skipped, leaves it), a failure adds
+-- one and keeps its message, and reaching $5 failures in a row disables the schedule. $1 ids, $2 next slots, $3 fired (bool), $4 failures (text or NULL),
 -- $5 auto-disable threshold.
 UPDATE {schema}.cron_schedules AS s
 SET next_fire_at = u.next_fire_at,
     last_fired_at = CASE WHEN u.fired THEN clock_timestamp() ELSE s.last_fired_at END,
-    consecutive_failures = CASE WHEN u.failure IS NULL THEN 0 ELSE s.consecutive_failures + 1 END,
+    consecutive_failures = CASE WHEN u.failure IS NOT NULL THEN s.consecutive_failures + 1
+                                WHEN u.fired THEN 0 ELSE s.consecutive_failures END,
     last_fire_error = CASE WHEN u.failure IS NULL THEN s.last_fire_error ELSE u.failure END,
     enabled = CASE WHEN u.failure IS NOT NULL AND s.consecutive_failures + 1 >= $5 THEN false ELSE s.enabled END,
     updated_at = clock_timestamp()
