@@ -17,7 +17,7 @@ import { CRON_FIRE_HISTORY } from '../backend/schedule-types.js';
 import { toJsonText } from '../core/schema-validation.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { ScheduleNotFoundError } from '../errors/schedule-errors.js';
-import { payloadJson } from './payload-json.js';
+import { checkPayloadSize, payloadJson } from './payload-json.js';
 
 /** Options of `createSchedule`. */
 export interface CreateScheduleOptions {
@@ -82,7 +82,10 @@ function actorName(actor: unknown, field: string): { name: string; ref: ActorRef
   throw new InvalidArgumentError(field, actor, 'must be an actor or an actor name');
 }
 
-/** A static payload as JSON text: validated against the actor's schema when the ref is known. */
+/**
+ * A static payload as JSON text: validated against the actor's schema when the ref is known, and
+ * within `payloadMaxBytes` either way (a payload too large would fail every fire instead).
+ */
 async function staticPayloadJson(
   ref: ActorRef<unknown, unknown> | null,
   actor: string,
@@ -91,7 +94,7 @@ async function staticPayloadJson(
   maxBytes: number,
 ): Promise<string> {
   if (ref) return payloadJson(ref, payload, field, maxBytes);
-  return toJsonText(payload, { actor, what: field });
+  return checkPayloadSize(toJsonText(payload, { actor, what: field }), field, maxBytes);
 }
 
 /**

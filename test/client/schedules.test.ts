@@ -19,6 +19,7 @@ import { newJobId } from '../../src/core/ids.js';
 import { nextFireTimes } from '../../src/cron/next-fires.js';
 import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
 import { PayloadValidationError } from '../../src/errors/payload-validation-error.js';
+import { PayloadTooLarge } from '../../src/errors/payload-too-large.js';
 import { ScheduleNotFoundError } from '../../src/errors/schedule-errors.js';
 import { migratedSchema } from '../helpers/db.js';
 
@@ -155,6 +156,24 @@ function defineScheduleApiTests(name: string, setup: () => Promise<Setup>): void
         });
         expect(byName.record.staticPayload).toEqual({ n: 'x' });
       });
+    });
+
+    it('a static payload above payloadMaxBytes is refused at create and at update, by ref or by name', async () => {
+      const big = { blob: 'x'.repeat(1024 * 1024 + 1) };
+      const existing = await tq.createSchedule(loose, '0 * * * *', { name: 'small', payload: { a: 1 } });
+      const before = await snapshot();
+      for (const call of [
+        () => tq.createSchedule(loose, '0 * * * *', { name: 'big', payload: big }),
+        () => tq.createSchedule('sc_loose', '0 * * * *', { name: 'big', payload: big }),
+      ]) {
+        const err = await call().catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(PayloadTooLarge);
+        expect(err).toMatchObject({ field: 'createSchedule.options.payload', limit: 1024 * 1024 });
+      }
+      const err = await tq.updateSchedule(existing.id, { payload: big }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PayloadTooLarge);
+      expect(err).toMatchObject({ field: 'updateSchedule.change.payload' });
+      expect(await snapshot()).toBe(before);
     });
 
     describe('the other calls refuse bad arguments and write nothing', () => {
