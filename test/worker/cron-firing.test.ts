@@ -38,6 +38,7 @@ async function setup(
     threshold?: number;
     factories?: Record<string, PayloadFactory>;
     actors?: AnyActor[];
+    payloadMaxBytes?: number;
   } = {},
 ) {
   const clock = new FakeClock(new Date(start));
@@ -55,6 +56,7 @@ async function setup(
     overrides: {
       ...(o.catchUpWindowMs !== undefined ? { cronCatchUpWindow: o.catchUpWindowMs } : {}),
       ...(o.threshold !== undefined ? { cronAutoDisableThreshold: o.threshold } : {}),
+      ...(o.payloadMaxBytes !== undefined ? { payloadMaxBytes: o.payloadMaxBytes } : {}),
     },
   });
   const actors = o.actors ?? [ping, typed];
@@ -510,5 +512,24 @@ describe('cron loop: skipped slots are not successes', () => {
     t.clock.moveTo(new Date('2026-06-01T18:00:00Z'));
     await t.tick();
     expect(await h.refresh()).toMatchObject({ consecutiveFailures: 3, enabled: false });
+  });
+});
+
+describe("cron loop: the worker's payloadMaxBytes", () => {
+  it("bounds a fired job's payload as it bounds the worker's own enqueues", async () => {
+    const t = await setup('2026-06-01T12:00:30Z', { payloadMaxBytes: 2048 });
+    // Stored by a client with the default 1 MiB bound; the leader's worker allows 2 KiB.
+    const big = await t.tq.createSchedule(ping, '* * * * *', {
+      name: 'big',
+      payload: { b: 'x'.repeat(3000) },
+    });
+    const small = await t.tq.createSchedule(ping, '* * * * *', {
+      name: 'small',
+      payload: { b: 'x'.repeat(1000) },
+    });
+    t.clock.advance(MIN);
+    const jobs = await t.tick();
+    expect(jobs.map((j) => j.metadata.schedule_id)).toEqual([small.id]);
+    expect((await big.refresh()).lastFireError).toMatch(/PayloadTooLarge|2048/);
   });
 });

@@ -2,7 +2,7 @@ import type { Backend } from '../../backend/backend.js';
 import type { ScheduleFireDecision, ScheduleRecord } from '../../backend/schedule-types.js';
 import type { EnqueueArgs } from '../../backend/types.js';
 import { buildEnqueueArgs } from '../../client/enqueue-options.js';
-import { DEFAULT_PAYLOAD_MAX_BYTES, payloadJson } from '../../client/payload-json.js';
+import { payloadJson } from '../../client/payload-json.js';
 import type { AnyActor } from '../../core/actor.js';
 import type { PayloadFactory } from '../../cron/cron-declaration.js';
 import type { CronSpec } from '../../cron/cron-spec.js';
@@ -19,8 +19,6 @@ export const CRON_SLOTS_PER_DECISION = 100;
 const MAX_BATCHES_PER_TICK = 40;
 /** Longest a payload factory may take for one slot. */
 const PAYLOAD_FACTORY_TIMEOUT_MS = 5000;
-/** Byte bound of idempotency keys when fired jobs are built (the client's default). */
-const IDEMPOTENCY_MAX_BYTES = 1024;
 
 /** What the cron loop needs besides the backend and the election. */
 export interface CronFirerOptions {
@@ -32,6 +30,10 @@ export interface CronFirerOptions {
   catchUpWindowMs: number;
   /** `cronAutoDisableThreshold`: consecutive failed slots that disable a schedule. */
   autoDisableThreshold: number;
+  /** `payloadMaxBytes`: a fired job's payload is bounded as the worker's own enqueues are. */
+  payloadMaxBytes: number;
+  /** `idempotencyKeyMaxBytes`: the bound of a fired job's idempotency key. */
+  idempotencyMaxBytes: number;
 }
 
 /** What one tick did (tests, metrics). */
@@ -182,7 +184,7 @@ export class CronFirer extends LoopService {
         `payload factory ${JSON.stringify(s.payloadFactory)} did not return within ${PAYLOAD_FACTORY_TIMEOUT_MS} ms`,
       );
     }
-    const json = await payloadJson(actor, payload, 'schedule payload', DEFAULT_PAYLOAD_MAX_BYTES);
+    const json = await payloadJson(actor, payload, 'schedule payload', this.options.payloadMaxBytes);
     return buildEnqueueArgs(
       actor,
       json,
@@ -190,7 +192,10 @@ export class CronFirer extends LoopService {
         ...(s.identityKey !== null ? { identityKey: s.identityKey } : {}),
         metadata: { schedule_id: s.id, schedule_name: s.name, fire_at: fireAt.toISOString() },
       },
-      { maxPending: limits.get(s.actor) ?? actor.maxPending, idempotencyMaxBytes: IDEMPOTENCY_MAX_BYTES },
+      {
+        maxPending: limits.get(s.actor) ?? actor.maxPending,
+        idempotencyMaxBytes: this.options.idempotencyMaxBytes,
+      },
     );
   }
 }
