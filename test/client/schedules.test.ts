@@ -401,3 +401,36 @@ defineScheduleApiTests('InMemoryBackend', async () => {
     close: async () => undefined,
   };
 });
+
+describe('listSchedules order on Postgres does not depend on the collation', () => {
+  it('orders actor and name by code point, as the in-memory backend does, even under a linguistic collation', async () => {
+    const db = await migratedSchema('schedcoll');
+    try {
+      const q = `"${db.schema}"`;
+      // A database created with an ICU or en_US locale sorts 'a' before 'B'; the columns get one here.
+      await db.pool.query(
+        `ALTER TABLE ${q}.cron_schedules ALTER COLUMN actor TYPE text COLLATE "en-US-x-icu",
+                                         ALTER COLUMN name TYPE text COLLATE "en-US-x-icu"`,
+      );
+      const pg = new TaskQ(new PostgresBackend(db.driver, { schema: db.schema }), { capacityCacheTtl: 0 });
+      const mem = new TaskQ(new InMemoryBackend({ clock: new FakeClock(Date.UTC(2026, 5, 1)) }), {
+        capacityCacheTtl: 0,
+      });
+      const order: string[][] = [];
+      for (const tq of [pg, mem]) {
+        for (const [a, n] of [
+          ['b_actor', 'a'],
+          ['B_actor', 'z'],
+          ['b_actor', 'B'],
+          ['b_actor', '_x'],
+        ])
+          await tq.createSchedule(a!, '0 * * * *', { name: n });
+        order.push((await tq.listSchedules()).map((r) => `${r.actor}/${r.name}`));
+      }
+      expect(order[1]).toEqual(['B_actor/z', 'b_actor/B', 'b_actor/_x', 'b_actor/a']);
+      expect(order[0]).toEqual(order[1]);
+    } finally {
+      await db.drop();
+    }
+  });
+});

@@ -34,10 +34,11 @@ SELECT * FROM {schema}.cron_schedules WHERE actor = $1 AND name = $2;
 SELECT * FROM {schema}.cron_schedules WHERE id = $1 FOR UPDATE;
 
 -- name: listSchedules
--- $1 actor or NULL, $2 enabled or NULL.
+-- $1 actor or NULL, $2 enabled or NULL. Ordered by code point ("C"), not by the database's
+-- collation, so that every database (and the in-memory backend) lists in the same order.
 SELECT * FROM {schema}.cron_schedules
 WHERE ($1::text IS NULL OR actor = $1) AND ($2::boolean IS NULL OR enabled = $2)
-ORDER BY actor, name, id;
+ORDER BY actor COLLATE "C", name COLLATE "C", id;
 
 -- name: updateSchedule
 -- Each field changes only when its flag says so. Enabling a schedule clears its failures and last
