@@ -82,7 +82,10 @@ function actorName(actor: unknown, field: string): { name: string; ref: ActorRef
   throw new InvalidArgumentError(field, actor, 'must be an actor or an actor name');
 }
 
-/** A static payload as JSON text: validated against the actor's schema when the ref is known. */
+/**
+ * A static payload as JSON text: validated against the actor's schema when the ref is known, and
+ * within `payloadMaxBytes` either way (a payload too large would fail every fire instead).
+ */
 async function staticPayloadJson(
   ref: ActorRef<unknown, unknown> | null,
   actor: string,
@@ -91,7 +94,6 @@ async function staticPayloadJson(
   maxBytes: number,
 ): Promise<string> {
   if (ref) return payloadJson(ref, payload, field, maxBytes);
-  // Bounded like an enqueued payload even without the schema: every fired job copies it.
   return checkPayloadSize(toJsonText(payload, { actor, what: field }), field, maxBytes);
 }
 

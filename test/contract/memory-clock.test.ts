@@ -12,6 +12,7 @@ import type { Settlement } from '../../src/backend/worker-types.js';
 import type { ActorRef } from '../../src/core/actor.js';
 import { buildEnqueueArgs } from '../../src/client/enqueue-options.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
+import { nextScheduleSlot } from '../../src/cron/schedule-slot.js';
 import { silentLogger } from '../../src/obs/logger.js';
 import { plain } from '../helpers/actors.js';
 
@@ -80,6 +81,22 @@ describe('InMemoryBackend under a FakeClock', () => {
     const fast = [args(300), args(301)];
     const txArgs = args(106);
     const spare = [args(0).id, args(0).id, args(0).id, args(0).id];
+    // Schedules, their ids and a fired slot's job made before the watch (ids carry the time).
+    const sched = (name: string) => ({
+      id: args(0).id,
+      actor: 'plain',
+      name,
+      cronExpr: '*/5 * * * *',
+      timezone: 'Europe/Berlin',
+      dstStrategy: 'allof' as const,
+      payloadFactory: null,
+      staticPayloadJson: '{"n":1}',
+      identityKey: null,
+      enabled: true,
+    });
+    const cronA = sched('a');
+    const cronB = sched('b');
+    const firedJob = args(400);
 
     watch = watchSystemClock();
     const seen: string[] = [];
@@ -235,6 +252,35 @@ describe('InMemoryBackend under a FakeClock', () => {
     await leader.tryAcquire();
     await backend.expireArchive(100, leader.fence!);
     await backend.pollReclaimEvents('0', { visibilityDelayMs: 0 });
+
+    // Cron schedules: every member, on the fake clock only.
+    await backend.createSchedule(cronA, nextScheduleSlot);
+    await backend.ensureSchedules([cronA, cronB], nextScheduleSlot);
+    await backend.getSchedule(cronA.id);
+    await backend.listSchedules({ actor: 'plain', enabled: true });
+    await backend.updateSchedule(
+      cronA.id,
+      { cronExpr: '0 * * * *', staticPayloadJson: null },
+      nextScheduleSlot,
+    );
+    await backend.updateSchedule(cronA.id, { fireNow: true, enabled: true }, nextScheduleSlot);
+    const due = await backend.dueSchedules(10);
+    const at = due.rows[0]!.nextFireAt!;
+    await backend.fireSchedules(
+      [
+        {
+          scheduleId: cronA.id,
+          expectedNextFireAt: at,
+          fires: [{ fireAt: at, job: firedJob }],
+          nextFireAt: null,
+          failure: null,
+        },
+      ],
+      { autoDisableThreshold: 3 },
+      leader.fence!,
+    );
+    await backend.listScheduleFires(cronA.id, 10);
+    await backend.deleteSchedule(cronA.id);
     await leader.close();
     await stores.close();
     await backend.deregisterWorker(W1);

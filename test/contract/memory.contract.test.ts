@@ -5,6 +5,7 @@ import { defineWorkerBackendContract } from './worker-backend-contract.js';
 import { defineMaintenanceContract } from './maintenance-contract.js';
 import { defineOperatorConfigContract } from './operator-config-contract.js';
 import { defineFleetObservationContract } from './fleet-observation-contract.js';
+import { defineScheduleContract } from './schedule-contract.js';
 
 async function harness(): Promise<ContractHarness> {
   const clock = new FakeClock(Date.now());
@@ -71,3 +72,4 @@ defineWorkerBackendContract('InMemoryBackend', harness);
 defineMaintenanceContract('InMemoryBackend', harness);
 defineOperatorConfigContract('InMemoryBackend', harness);
 defineFleetObservationContract('InMemoryBackend', harness);
+defineScheduleContract('InMemoryBackend', harness);

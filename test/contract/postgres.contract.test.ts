@@ -5,6 +5,7 @@ import { defineWorkerBackendContract } from './worker-backend-contract.js';
 import { defineMaintenanceContract } from './maintenance-contract.js';
 import { defineOperatorConfigContract } from './operator-config-contract.js';
 import { defineFleetObservationContract } from './fleet-observation-contract.js';
+import { defineScheduleContract } from './schedule-contract.js';
 
 async function harness(): Promise<ContractHarness> {
   const db = await migratedSchema('contract');
@@ -79,11 +80,17 @@ async function harness(): Promise<ContractHarness> {
         `UPDATE ${q}.reservation_slots SET ${back(['acquired_at', 'lease_expires_at', 'last_used_at'])}`,
         [ms],
       );
+      await db.pool.query(
+        `UPDATE ${q}.cron_schedules SET ${back(['next_fire_at', 'last_fired_at', 'created_at', 'updated_at'])}`,
+        [ms],
+      );
+      await db.pool.query(`UPDATE ${q}.cron_fires SET ${back(['fire_at', 'fired_at'])}`, [ms]);
     },
     async reset() {
       await db.pool.query(
         `TRUNCATE ${q}.jobs, ${q}.actor_config, ${q}.queues, ${q}.workers, ${q}.jobs_archive,
-           ${q}.reservation_slots, ${q}.rate_limit_buckets, ${q}.rate_limit_window_entries CASCADE`,
+           ${q}.reservation_slots, ${q}.rate_limit_buckets, ${q}.rate_limit_window_entries,
+           ${q}.cron_schedules, ${q}.cron_fires CASCADE`,
       );
       await db.pool.query(`UPDATE ${q}.maintenance_leader SET expires_at = '-infinity', holds_lock = false`);
     },
@@ -98,3 +105,4 @@ defineWorkerBackendContract('PostgresBackend', harness);
 defineMaintenanceContract('PostgresBackend', harness);
 defineOperatorConfigContract('PostgresBackend', harness);
 defineFleetObservationContract('PostgresBackend', harness);
+defineScheduleContract('PostgresBackend', harness);

@@ -192,8 +192,12 @@ export class MemorySchedules {
       s.nextFireAt = d.nextFireAt;
       s.updatedAt = now;
       if (failure === null) {
-        if (d.fires.length > 0) s.lastFiredAt = now;
-        s.consecutiveFailures = 0;
+        // A decision that fires nothing (every slot skipped by a catch-up) is no success: the
+        // failure count stays.
+        if (d.fires.length > 0) {
+          s.lastFiredAt = now;
+          s.consecutiveFailures = 0;
+        }
         const history = this.fires.get(s.id) ?? [];
         d.fires.forEach((f, i) =>
           history.unshift({ scheduleId: s.id, fireAt: f.fireAt, jobId: jobIds[i]!, firedAt: now }),

@@ -2,7 +2,7 @@ import type { Backend } from '../../backend/backend.js';
 import type { ScheduleFireDecision, ScheduleRecord } from '../../backend/schedule-types.js';
 import type { EnqueueArgs } from '../../backend/types.js';
 import { buildEnqueueArgs } from '../../client/enqueue-options.js';
-import { DEFAULT_PAYLOAD_MAX_BYTES, payloadJson } from '../../client/payload-json.js';
+import { payloadJson } from '../../client/payload-json.js';
 import type { AnyActor } from '../../core/actor.js';
 import type { PayloadFactory } from '../../cron/cron-declaration.js';
 import type { CronSpec } from '../../cron/cron-spec.js';
@@ -25,8 +25,6 @@ const PAYLOAD_FACTORY_TIMEOUT_MS = 5000;
  * would always look missed and never fire. The window counts from this grace's end.
  */
 export const CRON_ON_TIME_GRACE_MS = 5000;
-/** Byte bound of idempotency keys when fired jobs are built (the client's default). */
-const IDEMPOTENCY_MAX_BYTES = 1024;
 
 /** What the cron loop needs besides the backend and the election. */
 export interface CronFirerOptions {
@@ -38,6 +36,10 @@ export interface CronFirerOptions {
   catchUpWindowMs: number;
   /** `cronAutoDisableThreshold`: consecutive failed slots that disable a schedule. */
   autoDisableThreshold: number;
+  /** `payloadMaxBytes`: a fired job's payload is bounded as the worker's own enqueues are. */
+  payloadMaxBytes: number;
+  /** `idempotencyKeyMaxBytes`: the bound of a fired job's idempotency key. */
+  idempotencyMaxBytes: number;
 }
 
 /** What one tick did (tests, metrics). */
@@ -78,7 +80,10 @@ export class CronFirer extends LoopService {
       for (let batch = 0; batch < MAX_BATCHES_PER_TICK; batch++) {
         const due = await this.backend.dueSchedules(CRON_FIRE_BATCH);
         if (due.rows.length === 0) return;
-        const decisions = await Promise.all(due.rows.map((s) => this.decide(s, due.now)));
+        // The operators' stored maxPending overrides, read once per batch: a fired job is gated as
+        // enqueue() gates it (stored value, else the actor's literal).
+        const limits = await this.backend.getActorMaxPending();
+        const decisions = await Promise.all(due.rows.map((s) => this.decide(s, due.now, limits)));
         const results = await this.backend.fireSchedules(
           decisions,
           { autoDisableThreshold: this.options.autoDisableThreshold },
@@ -117,7 +122,11 @@ export class CronFirer extends LoopService {
   }
 
   /** What `s` fires now: its slots within the catch-up window up to `now`, and where it goes next. */
-  private async decide(s: ScheduleRecord, now: Date): Promise<ScheduleFireDecision> {
+  private async decide(
+    s: ScheduleRecord,
+    now: Date,
+    limits: ReadonlyMap<string, number | null>,
+  ): Promise<ScheduleFireDecision> {
     const spec: CronSpec = { expression: s.cronExpr, timezone: s.timezone, dstStrategy: s.dstStrategy };
     const expected = s.nextFireAt!;
     const windowStart = now.getTime() - Math.max(this.options.catchUpWindowMs, CRON_ON_TIME_GRACE_MS);
@@ -141,7 +150,7 @@ export class CronFirer extends LoopService {
     }
     try {
       const fires = [];
-      for (const fireAt of slots) fires.push({ fireAt, job: await this.job(s, fireAt) });
+      for (const fireAt of slots) fires.push({ fireAt, job: await this.job(s, fireAt, limits) });
       return { scheduleId: s.id, expectedNextFireAt: expected, fires, nextFireAt: next, failure: null };
     } catch (err) {
       const e = err as Error;
@@ -156,7 +165,11 @@ export class CronFirer extends LoopService {
   }
 
   /** The job of one slot, built and validated as `enqueue()` would. */
-  private async job(s: ScheduleRecord, fireAt: Date): Promise<EnqueueArgs> {
+  private async job(
+    s: ScheduleRecord,
+    fireAt: Date,
+    limits: ReadonlyMap<string, number | null>,
+  ): Promise<EnqueueArgs> {
     const actor = this.options.actors.get(s.actor);
     if (!actor)
       throw new Error(
@@ -177,7 +190,7 @@ export class CronFirer extends LoopService {
         `payload factory ${JSON.stringify(s.payloadFactory)} did not return within ${PAYLOAD_FACTORY_TIMEOUT_MS} ms`,
       );
     }
-    const json = await payloadJson(actor, payload, 'schedule payload', DEFAULT_PAYLOAD_MAX_BYTES);
+    const json = await payloadJson(actor, payload, 'schedule payload', this.options.payloadMaxBytes);
     return buildEnqueueArgs(
       actor,
       json,
@@ -185,7 +198,10 @@ export class CronFirer extends LoopService {
         ...(s.identityKey !== null ? { identityKey: s.identityKey } : {}),
         metadata: { schedule_id: s.id, schedule_name: s.name, fire_at: fireAt.toISOString() },
       },
-      { maxPending: actor.maxPending, idempotencyMaxBytes: IDEMPOTENCY_MAX_BYTES },
+      {
+        maxPending: limits.get(s.actor) ?? actor.maxPending,
+        idempotencyMaxBytes: this.options.idempotencyMaxBytes,
+      },
     );
   }
 }

@@ -95,6 +95,8 @@ export class MaintenanceLeader {
         ...cron,
         catchUpWindowMs: settings.cronCatchUpWindowMs,
         autoDisableThreshold: settings.cronAutoDisableThreshold,
+        payloadMaxBytes: settings.payloadMaxBytes,
+        idempotencyMaxBytes: settings.idempotencyKeyMaxBytes,
       },
       logger,
     ).guardWith(onFatal);

@@ -34,10 +34,11 @@ SELECT * FROM {schema}.cron_schedules WHERE actor = $1 AND name = $2;
 SELECT * FROM {schema}.cron_schedules WHERE id = $1 FOR UPDATE;
 
 -- name: listSchedules
--- $1 actor or NULL, $2 enabled or NULL.
+-- $1 actor or NULL, $2 enabled or NULL. Ordered by code point ("C"), not by the database's
+-- collation, so that every database (and the in-memory backend) lists in the same order.
 SELECT * FROM {schema}.cron_schedules
 WHERE ($1::text IS NULL OR actor = $1) AND ($2::boolean IS NULL OR enabled = $2)
-ORDER BY actor, name, id;
+ORDER BY actor COLLATE "C", name COLLATE "C", id;
 
 -- name: updateSchedule
 -- Each field changes only when its flag says so. Enabling a schedule clears its failures and last
@@ -95,14 +96,15 @@ INSERT INTO {schema}.cron_fires (schedule_id, fire_at, job_id)
 SELECT * FROM unnest($1::uuid[], $2::timestamptz[], $3::uuid[]);
 
 -- name: advanceSchedules
--- Moves each schedule of a batch to its next slot and records the outcome: a success resets the
--- failure count, a failure adds one and keeps its message, and reaching $6 failures in a row
--- disables the schedule. $1 ids, $2 next slots, $3 fired (bool), $4 failures (text or NULL),
+-- Moves each schedule of a batch to its next slot and records the outcome: a slot fired resets the
+-- failure count (a decision that fired nothing, its slots all skipped, leaves it), a failure adds
+-- one and keeps its message, and reaching $5 failures in a row disables the schedule. $1 ids, $2 next slots, $3 fired (bool), $4 failures (text or NULL),
 -- $5 auto-disable threshold.
 UPDATE {schema}.cron_schedules AS s
 SET next_fire_at = u.next_fire_at,
     last_fired_at = CASE WHEN u.fired THEN clock_timestamp() ELSE s.last_fired_at END,
-    consecutive_failures = CASE WHEN u.failure IS NULL THEN 0 ELSE s.consecutive_failures + 1 END,
+    consecutive_failures = CASE WHEN u.failure IS NOT NULL THEN s.consecutive_failures + 1
+                                WHEN u.fired THEN 0 ELSE s.consecutive_failures END,
     last_fire_error = CASE WHEN u.failure IS NULL THEN s.last_fire_error ELSE u.failure END,
     enabled = CASE WHEN u.failure IS NOT NULL AND s.consecutive_failures + 1 >= $5 THEN false ELSE s.enabled END,
     updated_at = clock_timestamp()
