@@ -314,6 +314,14 @@ const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
     file: 'test/obs/prometheus-exposition.test.ts',
     shows: 'the worker serves /metrics on the port, behind the token; a taken port fails the start',
   },
+  cronCatchUpWindowMs: {
+    file: 'test/worker/cron-firing.test.ts',
+    shows: 'a leader back after the window fires only the in-window slots; within it every missed slot',
+  },
+  cronAutoDisableThreshold: {
+    file: 'test/worker/cron-firing.test.ts',
+    shows: 'a schedule is disabled after the threshold of consecutive failed slots; enable() resets it',
+  },
   queueDepthIntervalMs: {
     file: 'test/obs/metrics/worker-metrics.test.ts',
     shows: 'the fleet gauges are read again once the interval passed, not before',
@@ -475,11 +483,13 @@ describe('not-available settings are refused, their defaults load', () => {
 
   it('reports other problems of the same load too, in the one typed error', () => {
     const err = notAvailableError(() =>
-      loadWorkerSettings({ env: { TASKQ_CRON_AUTO_DISABLE_THRESHOLD: '9', TASKQ_MAX_CONCURRENCY: '0' } }),
+      loadWorkerSettings({
+        env: { TASKQ_WORKGROUP_INSTANCE: '0190a5b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b', TASKQ_MAX_CONCURRENCY: '0' },
+      }),
     );
     expect(err.problems.map((p) => [p.source, p.notAvailable !== undefined])).toEqual([
       ['TASKQ_MAX_CONCURRENCY', false],
-      ['TASKQ_CRON_AUTO_DISABLE_THRESHOLD', true],
+      ['TASKQ_WORKGROUP_INSTANCE', true],
     ]);
   });
 });
