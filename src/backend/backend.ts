@@ -381,8 +381,9 @@ export interface Backend {
   listSchedules(filter?: ScheduleFilter): Promise<ScheduleRecord[]>;
   /**
    * Changes a schedule (absent fields stay); a new expression's next slot is `nextSlot` of the
-   * backend's clock in the stored zone; enabling clears the failure count and last error. Null when
-   * there is no such schedule.
+   * backend's clock in the stored zone; enabling clears the failure count and last error, and
+   * re-anchors a schedule whose slot passed while it was disabled (those slots never fire). Null
+   * when there is no such schedule.
    */
   updateSchedule(id: string, change: ScheduleUpdateArgs, nextSlot: NextSlot): Promise<ScheduleRecord | null>;
   /** Deletes a schedule and its fire history; false when there was none. */

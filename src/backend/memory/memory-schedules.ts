@@ -127,6 +127,9 @@ export class MemorySchedules {
       s.nextFireAt = nextSlot(now, s);
     }
     if (change.enabled !== undefined) {
+      // Slots that passed while it was off do not fire: the chain is re-anchored on the clock.
+      if (change.enabled && !s.enabled && s.nextFireAt !== null && s.nextFireAt.getTime() <= now.getTime())
+        s.nextFireAt = nextSlot(now, s);
       s.enabled = change.enabled;
       if (change.enabled) {
         s.consecutiveFailures = 0;

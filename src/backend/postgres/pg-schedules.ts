@@ -154,11 +154,19 @@ export async function updateSchedule(
     const current = locked[0];
     if (!current) return null;
     let next: Date | null = null;
-    const reseed = change.cronExpr !== undefined || change.fireNow === true;
-    if (change.fireNow) next = await databaseNow(ops, tx);
+    // Re-enabling a schedule whose slot passed while it was off re-anchors it on the database
+    // clock: disabled means that those slots do not fire, not that they wait.
+    const now = await databaseNow(ops, tx);
+    const reenabled =
+      change.enabled === true &&
+      !current.enabled &&
+      current.next_fire_at !== null &&
+      current.next_fire_at.getTime() <= now.getTime();
+    const reseed = change.cronExpr !== undefined || change.fireNow === true || reenabled;
+    if (change.fireNow) next = now;
     else if (reseed)
-      next = nextSlot(await databaseNow(ops, tx), {
-        cronExpr: change.cronExpr!,
+      next = nextSlot(now, {
+        cronExpr: change.cronExpr ?? current.cron_expr,
         timezone: current.timezone,
         dstStrategy: current.dst_strategy as ScheduleDstStrategy,
       });
