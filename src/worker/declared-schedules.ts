@@ -1,5 +1,5 @@
 import type { ScheduleCreateArgs, ScheduleRecord } from '../backend/schedule-types.js';
-import { DEFAULT_PAYLOAD_MAX_BYTES, payloadJson } from '../client/payload-json.js';
+import { payloadJson } from '../client/payload-json.js';
 import type { AnyActor } from '../core/actor.js';
 import { newJobId } from '../core/ids.js';
 import { isCronDeclaration, type CronDeclaration } from '../cron/cron-declaration.js';
@@ -40,9 +40,13 @@ export function checkDeclaredSchedules(
 }
 
 /** The stored form of a declaration; its static payload validated against the actor's schema. */
-export async function declaredScheduleArgs(d: CronDeclaration, index: number): Promise<ScheduleCreateArgs> {
+export async function declaredScheduleArgs(
+  d: CronDeclaration,
+  index: number,
+  payloadMaxBytes: number,
+): Promise<ScheduleCreateArgs> {
   const staticPayloadJson = d.hasPayload
-    ? await payloadJson(d.actor, d.payload, `worker.schedules[${index}].payload`, DEFAULT_PAYLOAD_MAX_BYTES)
+    ? await payloadJson(d.actor, d.payload, `worker.schedules[${index}].payload`, payloadMaxBytes)
     : null;
   return {
     id: newJobId(),

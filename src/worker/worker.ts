@@ -480,7 +480,9 @@ export class Worker {
    */
   private async createDeclaredSchedules(): Promise<void> {
     if (this.declared.length === 0) return;
-    const args = await Promise.all(this.declared.map((d, i) => declaredScheduleArgs(d, i)));
+    const args = await Promise.all(
+      this.declared.map((d, i) => declaredScheduleArgs(d, i, this.settings.payloadMaxBytes)),
+    );
     const stored = await this.backend.ensureSchedules(args, nextScheduleSlot);
     for (const [i, { record, created }] of stored.entries()) {
       if (created) {
