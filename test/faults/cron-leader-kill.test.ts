@@ -20,9 +20,9 @@ import type { WorkerProcess } from '../helpers/worker-process.js';
 /** Schedules firing every second. */
 const SCHEDULES = 50;
 /** Leaders SIGKILLed. */
-const KILLS = 5;
+const KILLS = 6;
 /** Slots every schedule fires under a leader before it is killed (and under the last one). */
-const SLOTS_PER_LEADER = 6;
+const SLOTS_PER_LEADER = 8;
 
 const fleet = useProcessFleet('cronkill', { ...FAST_RECLAIM_ENV, TQ_FIXTURE_ACTORS: 'cron' });
 
@@ -47,6 +47,59 @@ const firedSince = async (since: Date): Promise<number> =>
   (await q<{ n: number }>(`SELECT count(*)::int AS n FROM $S.cron_fires WHERE fired_at >= $1`, [since]))[0]!
     .n;
 
+/**
+ * Where the leader is when it dies: `idle` wherever it happens to be (mostly between ticks);
+ * `locking` inside a fire batch's transaction, waiting for a schedule's row lock (before any job is
+ * written); `writing` inside it too, its jobs inserted, waiting to record a slot.
+ */
+type KillMode = 'idle' | 'locking' | 'writing';
+const KILL_MODES: readonly KillMode[] = ['idle', 'locking', 'writing'];
+
+/**
+ * Holds the leader's next fire batch inside its transaction (for `locking` and `writing`), from a
+ * transaction of the test's own on schedule `id`: a row lock on the schedule (the batch's
+ * `lockDueForFire` waits for it), or an uncommitted `cron_fires` row of its next slot (the batch's
+ * slot insert waits for it, after its jobs went in). Resolves once the leader waits, with the
+ * function that rolls the test's transaction back.
+ */
+async function holdLeaderInFireBatch(mode: KillMode, id: string): Promise<() => Promise<void>> {
+  if (mode === 'idle') return async () => undefined;
+  const client = await fleet.db.pool.connect();
+  const S = `"${fleet.db.schema}"`;
+  await client.query('BEGIN');
+  if (mode === 'locking')
+    await client.query(`SELECT 1 FROM ${S}.cron_schedules WHERE id = $1 FOR UPDATE`, [id]);
+  else
+    // Read and inserted in one statement: a row comes back only for a slot no batch has written
+    // (one in flight writing it makes this insert wait, then do nothing: try the next slot).
+    for (;;) {
+      const held = await client.query(
+        `INSERT INTO ${S}.cron_fires (schedule_id, fire_at, job_id)
+         SELECT id, next_fire_at, gen_random_uuid() FROM ${S}.cron_schedules WHERE id = $1
+         ON CONFLICT DO NOTHING RETURNING fire_at`,
+        [id],
+      );
+      if (held.rowCount === 1) break;
+    }
+  const waiting =
+    mode === 'locking' ? `%${fleet.db.schema}%cron_schedules%FOR UPDATE%` : `%INSERT INTO ${S}.cron_fires%`;
+  await waitFor(
+    async () =>
+      (
+        await q(
+          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> $1 AND query LIKE $2`,
+          [(client as unknown as { processID: number }).processID, waiting],
+        )
+      ).length > 0,
+    15_000,
+    `the leader's fire batch to wait (${mode})`,
+  );
+  return async () => {
+    await client.query('ROLLBACK');
+    client.release();
+  };
+}
+
 describe('cron under leader failover', () => {
   it('fires every slot of every schedule exactly once, never early, while the leader is SIGKILLed again and again', async () => {
     const live = new Map<string, WorkerProcess>();
@@ -65,6 +118,7 @@ describe('cron under leader failover', () => {
     const firstSlot = new Map(handles.map((h) => [h.id, h.record.nextFireAt!.getTime()]));
 
     const terms: bigint[] = [];
+    const modes: KillMode[] = [];
     for (let k = 0; ; k++) {
       // A leader among the live processes, with a term no killed leader held, that fired a few
       // slots of every schedule since it took over.
@@ -83,8 +137,14 @@ describe('cron under leader failover', () => {
       terms.push(BigInt(leader.term));
       if (k === KILLS) break;
       const p = live.get(leader.worker_id)!;
+      const mode = KILL_MODES[k % KILL_MODES.length]!;
+      const release = await holdLeaderInFireBatch(mode, handles[k % SCHEDULES]!.id);
       p.proc.kill('SIGKILL');
       expect((await p.exited).signal).toBe('SIGKILL');
+      // The dead leader's open transaction goes on waiting; it can never commit (its client is
+      // gone), and the next leader's takeover waits for it to end (the fence's row lock).
+      await release();
+      modes.push(mode);
       live.delete(leader.worker_id);
       // The replacement starts while the survivors elect the next leader.
       await startOne();
@@ -151,7 +211,7 @@ describe('cron under leader failover', () => {
     console.log(
       `cron under leader failover: ${jobs.length} slots of ${SCHEDULES} schedules (${minSlots}–${Math.max(
         ...handles.map((h) => jobs.filter((j) => j.sid === h.id).length),
-      )} each), ${KILLS} leaders SIGKILLed (terms ${terms.join(' → ')}), each slot fired once; ` +
+      )} each), ${KILLS} leaders SIGKILLed (${modes.join(', ')}; terms ${terms.join(' → ')}), each slot fired once; ` +
         `lateness (job created_at − slot, database clock) p50 ${lateness[Math.floor(lateness.length / 2)]} ms, ` +
         `p99 ${lateness[Math.floor(lateness.length * 0.99)]} ms, max ${maxLateMs} ms ` +
         `(heartbeat ${FAST_RECLAIM_ENV.TASKQ_HEARTBEAT_INTERVAL} s, lease ${FAST_RECLAIM_ENV.TASKQ_LOCK_LEASE} s)`,
