@@ -129,8 +129,11 @@ export function devCommand(io: CliIo): Command {
         await runBuiltInDemo(io, dataDir, dsn);
         return;
       }
-      const { actors, exports, rateLimitRegistry } = await loadActorModule(flags.module, io);
-      const limits = rateLimitRegistry ? { rateLimitRegistry } : {};
+      const { actors, schedules, payloadFactories, exports, rateLimitRegistry } = await loadActorModule(
+        flags.module,
+        io,
+      );
+      const fromModule = { schedules, payloadFactories, ...(rateLimitRegistry ? { rateLimitRegistry } : {}) };
       const overrides = devOverrides(actors, io);
       const settings = resolveWorkerSettings(io, overrides);
       warnUnclaimedQueues(actors, settings.queues, io);
@@ -147,7 +150,7 @@ export function devCommand(io: CliIo): Command {
         await runWorkerCommand(
           {
             actors,
-            ...limits,
+            ...fromModule,
             env: io.env,
             settings: overrides,
             untilIdle,
@@ -172,7 +175,7 @@ export function devCommand(io: CliIo): Command {
         );
         await runWorkerCommand({
           actors,
-          ...limits,
+          ...fromModule,
           env: io.env,
           settings: overrides,
           driver,

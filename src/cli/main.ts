@@ -6,6 +6,7 @@ import { CliExit, processIo, type CliIo } from './io.js';
 import { migrateCommand } from './migrate-command.js';
 import { actorConfigCommand, queuesCommand } from './queues-command.js';
 import { rateLimitsCommand } from './ratelimits-command.js';
+import { schedulesCommand } from './schedules-command.js';
 import { workerCommand } from './worker-command.js';
 import { devCommand } from './dev-command.js';
 import { healthCommand } from './health-command.js';
@@ -21,6 +22,7 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(queuesCommand(io));
   program.addCommand(actorConfigCommand(io));
   program.addCommand(rateLimitsCommand(io));
+  program.addCommand(schedulesCommand(io));
   program.addCommand(workerCommand(io));
   program.addCommand(devCommand(io));
   program.addCommand(healthCommand(io));

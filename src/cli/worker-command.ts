@@ -4,6 +4,7 @@ import { resolve } from 'node:path';
 import { Command } from 'commander';
 
 import type { AnyActor } from '../core/actor.js';
+import { isCronDeclaration, type CronDeclaration, type PayloadFactory } from '../cron/cron-declaration.js';
 import { ActorConfigDriftList } from '../errors/actor-config-errors.js';
 import { SchemaNotMigratedError, SchemaTooNewError } from '../errors/schema-errors.js';
 import { TaskQError } from '../errors/taskq-error.js';
@@ -50,9 +51,13 @@ export function looksLikeActor(value: unknown): value is AnyActor {
   );
 }
 
-/** A loaded `--module`: its actors and all its exports. */
+/** A loaded `--module`: its actors, schedules, payload factories and all its exports. */
 export interface ActorModule {
   actors: AnyActor[];
+  /** Its exported `cron()` declarations (each export, or the items of an exported array), for `schedules`. */
+  schedules: CronDeclaration[];
+  /** Its exported `payloadFactories` object (name → function), for schedules created at run time. */
+  payloadFactories: Record<string, PayloadFactory>;
   exports: Record<string, unknown>;
   /** The module's exported `RateLimitRegistry`, where actors' limit names resolve (or undefined). */
   rateLimitRegistry: RateLimitRegistry | undefined;
@@ -60,7 +65,9 @@ export interface ActorModule {
 
 /**
  * Imports the module at `modulePath` (relative to the current directory) and finds its actors:
- * a default export that is an array of actors, or else every export that is an actor. An exported
+ * a default export that is an array of actors, or else every export that is an actor. Its `cron()`
+ * declarations (every export that is one, or an array of them; items of a default array too) and
+ * its `payloadFactories` export become the worker's `schedules` and `payloadFactories`. An exported
  * `RateLimitRegistry` (at most one) is handed to the worker. A TypeScript module is loaded through
  * the project's tsx on a Node.js that cannot load TypeScript itself (see `importUserModule`).
  * @throws CliExit (2) when the file is missing, fails to load, or holds no actors.
@@ -82,7 +89,79 @@ export async function loadActorModule(
     if (!(err instanceof TaskQError) && e.stack) io.err(e.stack);
     throw new CliExit(2, `--module ${modulePath}: loading it failed: ${e.message ?? String(err)}`);
   }
-  return { actors: actorsOf(mod, modulePath), exports: mod, rateLimitRegistry: registryOf(mod, modulePath) };
+  const actors = actorsOf(mod, modulePath);
+  return {
+    actors,
+    schedules: schedulesOf(mod, actors, modulePath),
+    payloadFactories: payloadFactoriesOf(mod, modulePath),
+    exports: mod,
+    rateLimitRegistry: registryOf(mod, modulePath),
+  };
+}
+
+/**
+ * The module's `cron()` declarations: every export that is one, and the items of every exported
+ * array of them (a default array of actors may list them too). Each must schedule one of the
+ * module's actors: the leader fires a schedule with the actor's definition, so a worker refuses a
+ * declaration of an actor it does not run.
+ */
+function schedulesOf(
+  mod: Record<string, unknown>,
+  actors: readonly AnyActor[],
+  modulePath: string,
+): CronDeclaration[] {
+  const found: { exportName: string; decl: CronDeclaration }[] = [];
+  for (const [exportName, value] of Object.entries(mod)) {
+    if (isCronDeclaration(value)) found.push({ exportName, decl: value });
+    else if (Array.isArray(value))
+      value.forEach((item: unknown, i) => {
+        if (isCronDeclaration(item)) found.push({ exportName: `${exportName}[${i}]`, decl: item });
+      });
+  }
+  const byKey = new Map<string, { exportName: string; decl: CronDeclaration }>();
+  for (const entry of found) {
+    const { decl, exportName } = entry;
+    const key = `${decl.actor.name}\u0000${decl.name}`;
+    const seen = byKey.get(key);
+    if (seen !== undefined) {
+      if (seen.decl === decl) continue;
+      throw new CliExit(
+        2,
+        `--module ${modulePath}: exports ${seen.exportName} and ${exportName} are two schedules of actor ` +
+          `${JSON.stringify(decl.actor.name)} named ${JSON.stringify(decl.name)}; give one another name`,
+      );
+    }
+    if (!actors.includes(decl.actor))
+      throw new CliExit(
+        2,
+        `--module ${modulePath}: export ${exportName} schedules actor ${JSON.stringify(decl.actor.name)}, ` +
+          'which the module does not export as an actor; export the actor too (the leader runs what it fires)',
+      );
+    byKey.set(key, entry);
+  }
+  return [...byKey.values()].map((e) => e.decl);
+}
+
+/** The `payloadFactories` export: an object of functions by name (or none). */
+function payloadFactoriesOf(
+  mod: Record<string, unknown>,
+  modulePath: string,
+): Record<string, PayloadFactory> {
+  const value = mod.payloadFactories;
+  if (value === undefined) return {};
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new CliExit(
+      2,
+      `--module ${modulePath}: export payloadFactories must be an object of functions by name ({ name: (ctx) => payload })`,
+    );
+  for (const [name, fn] of Object.entries(value as Record<string, unknown>))
+    if (typeof fn !== 'function')
+      throw new CliExit(
+        2,
+        `--module ${modulePath}: payloadFactories.${name} is not a function (a payload factory is called with ` +
+          '{ scheduleId, scheduleName, actor, fireAt } and returns the payload)',
+      );
+  return { ...(value as Record<string, PayloadFactory>) };
 }
 
 /**
@@ -115,10 +194,11 @@ function actorsOf(mod: Record<string, unknown>, modulePath: string): AnyActor[] 
   const found: { exportName: string; actor: AnyActor }[] = [];
   if (Array.isArray(mod.default)) {
     mod.default.forEach((item: unknown, i) => {
+      if (isCronDeclaration(item)) return;
       if (!looksLikeActor(item)) {
         throw new CliExit(
           2,
-          `--module ${modulePath}: the default export is an array, but item ${i} is not an actor declared with actor()`,
+          `--module ${modulePath}: the default export is an array, but item ${i} is neither an actor declared with actor() nor a schedule declared with cron()`,
         );
       }
       found.push({ exportName: `default[${i}]`, actor: item });
@@ -230,7 +310,8 @@ export function workerCommand(io: CliIo): Command {
     .description('run a worker for the actors exported by a module')
     .option(
       '--module <path>',
-      'module exporting the actors (each actor export, or a default export array of actors)',
+      'module exporting the actors (each actor export, or a default export array of actors), ' +
+        'its cron() schedules and a payloadFactories object',
     )
     .option('--queues <list>', 'comma-separated queues to claim from (default: $TASKQ_QUEUES or default)')
     .option('--concurrency <n>', 'jobs run at once (default: $TASKQ_MAX_CONCURRENCY or 8)')
@@ -250,10 +331,15 @@ export function workerCommand(io: CliIo): Command {
             'or run `taskq dev` to work on an embedded Postgres',
         );
       }
-      const { actors, rateLimitRegistry } = await loadActorModule(flags.module, io);
+      const { actors, schedules, payloadFactories, rateLimitRegistry } = await loadActorModule(
+        flags.module,
+        io,
+      );
       warnUnclaimedQueues(actors, settings.queues, io);
       await runWorkerCommand({
         actors,
+        schedules,
+        payloadFactories,
         ...(rateLimitRegistry ? { rateLimitRegistry } : {}),
         env: io.env,
         settings: overrides,

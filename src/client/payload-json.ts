@@ -13,8 +13,11 @@ export const DEFAULT_PAYLOAD_MAX_BYTES = 1024 * 1024;
 /** Smallest and largest `payloadMaxBytes`: 1 KiB and 64 MiB (jsonb itself stops at 256 MiB). */
 export const PAYLOAD_MAX_BYTES_RANGE = { min: 1024, max: 64 * 1024 * 1024 } as const;
 
-/** `text`, unless its UTF-8 size is above `maxBytes`. */
-function checkSize(text: string, field: string, maxBytes: number): string {
+/**
+ * `text`, unless its UTF-8 size is above `maxBytes`.
+ * @throws PayloadTooLarge naming `field`
+ */
+export function checkPayloadSize(text: string, field: string, maxBytes: number): string {
   // A UTF-16 code unit takes at most 3 bytes of UTF-8: most payloads are decided without counting.
   if (text.length * 3 <= maxBytes) return text;
   const bytes = Buffer.byteLength(text, 'utf8');
@@ -32,12 +35,13 @@ export function payloadJson(
   what: string,
   maxBytes: number,
 ): string | Promise<string> {
-  if (!ref.payloadSchema) return checkSize(toJsonText(payload, { actor: ref.name, what }), what, maxBytes);
+  if (!ref.payloadSchema)
+    return checkPayloadSize(toJsonText(payload, { actor: ref.name, what }), what, maxBytes);
   return validateSchema(ref.payloadSchema, payload, {
     actor: ref.name,
     what,
     payloadSchemaVer: ref.payloadSchemaVersion,
-  }).then((value) => checkSize(toJsonText(value, { actor: ref.name, what }), what, maxBytes));
+  }).then((value) => checkPayloadSize(toJsonText(value, { actor: ref.name, what }), what, maxBytes));
 }
 
 /**

@@ -17,7 +17,7 @@ import { CRON_FIRE_HISTORY } from '../backend/schedule-types.js';
 import { toJsonText } from '../core/schema-validation.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { ScheduleNotFoundError } from '../errors/schedule-errors.js';
-import { payloadJson } from './payload-json.js';
+import { checkPayloadSize, payloadJson } from './payload-json.js';
 
 /** Options of `createSchedule`. */
 export interface CreateScheduleOptions {
@@ -91,7 +91,8 @@ async function staticPayloadJson(
   maxBytes: number,
 ): Promise<string> {
   if (ref) return payloadJson(ref, payload, field, maxBytes);
-  return toJsonText(payload, { actor, what: field });
+  // Bounded like an enqueued payload even without the schema: every fired job copies it.
+  return checkPayloadSize(toJsonText(payload, { actor, what: field }), field, maxBytes);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { cronPattern } from './cron-pattern.js';
+import { RecentCache } from './recent-cache.js';
 import type { CronSpec } from './cron-spec.js';
 import { wallTimeInstants } from './wall-time-instants.js';
 import { zoneOffsetAt } from './zone-offsets.js';
@@ -69,7 +70,14 @@ export function nextFireTimes(spec: CronSpec, after: Date, n: number): Date[] {
     for (const t of fires) if (t > afterMs) insertSorted(found, t);
     // In steady time the mapping is monotonic: later wall times fire strictly after this one.
     if (resolved.steady && found.length >= n && found[n - 1]! <= resolved.instants[0]!) break;
-    cursor = wall;
+    if (resolved.jumpedAt !== null) {
+      // Every later wall time in this gap maps to the same jump: resume at the gap's end, the wall
+      // time the clocks showed at the jump (croner steps whole seconds, strictly after the cursor).
+      // (Never behind this wall time, whatever the zone data says: the loop must advance.)
+      cursor = new Date(Math.max(wallMs, resolved.jumpedAt + resolved.maxOffset - 1000));
+    } else {
+      cursor = wall;
+    }
   }
   return found.slice(0, n).map((t) => new Date(t));
 }
@@ -77,15 +85,29 @@ export function nextFireTimes(spec: CronSpec, after: Date, n: number): Date[] {
 /**
  * The next fire instant strictly after `after`: `nextFireTimes(spec, after, 1)[0]`. The leader
  * advances a schedule with it from the STORED fire time (not from now), so the phase never drifts
- * and every slot is enumerated exactly once.
+ * and every slot is enumerated exactly once. Recent answers are remembered per (spec, `after`):
+ * schedules sharing an expression and zone are usually due at the same stored instant.
  *
  * @throws Error when the expression never fires (`checkCronSpec` refuses such expressions).
  */
 export function nextFireAfter(spec: CronSpec, after: Date): Date {
+  const afterMs = after instanceof Date ? after.getTime() : Number.NaN;
+  const key = `${afterMs}\u0000${spec.dstStrategy}\u0000${spec.timezone}\u0000${spec.expression}`;
+  const cached = recentNext.get(key);
+  if (cached !== undefined) return new Date(cached);
   const [next] = nextFireTimes(spec, after, 1);
   if (!next) throw new Error(`cron expression ${JSON.stringify(spec.expression)} never fires`);
+  recentNext.set(key, next.getTime());
   return next;
 }
+
+/**
+ * Recent answers of `nextFireAfter`, by spec and `after`. The answer depends only on those, and
+ * schedules that share an expression and zone were usually due at the same stored instant (every
+ * `0 * * * *` schedule in a zone fired at the same hour), so a leader's tick computes each distinct
+ * (spec, fire time) once.
+ */
+const recentNext = new RecentCache<string, number>(10_000);
 
 /** Inserts `t` into ascending `list` unless already present (lists stay short: n + a few). */
 function insertSorted(list: number[], t: number): void {

@@ -1,8 +1,10 @@
+import { RecentCache } from './recent-cache.js';
+
 /** Milliseconds in a UTC day: the span of one cached slice of a zone's offset history. */
 const DAY_MS = 86_400_000;
 
-/** Slices kept per zone (FIFO beyond): about eleven years of days, far more than a leader touches. */
-const MAX_SLICES_PER_ZONE = 4096;
+/** Slices kept per zone (see RecentCache): years of days, far more than a leader touches. */
+const SLICES_PER_ZONE = 4096;
 
 /**
  * The offsets of one UTC day `[start, start + DAY_MS)` of one zone: `before` from the start, and,
@@ -15,7 +17,7 @@ interface DaySlice {
 }
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
-const slices = new Map<string, Map<number, DaySlice>>();
+const slices = new Map<string, RecentCache<number, DaySlice>>();
 
 function formatterFor(timezone: string): Intl.DateTimeFormat {
   let f = formatters.get(timezone);
@@ -83,7 +85,7 @@ function probeOffset(timezone: string, instantMs: number): number {
 function sliceOf(timezone: string, dayIndex: number): DaySlice {
   let zone = slices.get(timezone);
   if (!zone) {
-    zone = new Map();
+    zone = new RecentCache(SLICES_PER_ZONE);
     slices.set(timezone, zone);
   }
   const cached = zone.get(dayIndex);
@@ -105,10 +107,6 @@ function sliceOf(timezone: string, dayIndex: number): DaySlice {
     at = hi;
   }
   const slice: DaySlice = { before, after, at };
-  if (zone.size >= MAX_SLICES_PER_ZONE) {
-    const oldest = zone.keys().next();
-    if (!oldest.done) zone.delete(oldest.value);
-  }
   zone.set(dayIndex, slice);
   return slice;
 }

@@ -4,7 +4,10 @@ import type { CliIo } from '../../src/cli/io.js';
 import { runCli } from '../../src/cli/main.js';
 import { loadActorModule } from '../../src/cli/worker-command.js';
 import { TaskQ } from '../../src/client/taskq.js';
+import { actor } from '../../src/core/actor.js';
+import { cron } from '../../src/cron/cron-declaration.js';
 import { echo, FIXTURE_QUEUE, sum } from '../fixtures/cli/actors.js';
+import { note, SCHEDULED_QUEUE, yearly } from '../fixtures/cli/scheduled.js';
 import { cleanEnv, runTsx } from '../fixtures/cli/run-cli-process.js';
 import { migratedSchema, TEST_DSN, uniqueSchemaName, type TestSchema } from '../helpers/db.js';
 
@@ -80,11 +83,11 @@ describe('taskq worker: bad input exits 2 and names the problem', () => {
   it('refuses a setting that is not available yet, naming it, its variable and what it waits for', async () => {
     const r = await worker(['--module', `${FIXTURES}/actors.ts`], {
       TASKQ_PG_DSN: TEST_DSN,
-      TASKQ_CRON_CATCH_UP_WINDOW: '2h',
+      TASKQ_WORKGROUP_INSTANCE: '00000000-0000-4000-8000-000000000000',
     });
     expect(r.code).toBe(2);
     expect(r.err).toMatch(
-      /TASKQ_CRON_CATCH_UP_WINDOW = "2h": cronCatchUpWindow \(cronCatchUpWindowMs, TASKQ_CRON_CATCH_UP_WINDOW\) is not available yet: cron schedules arrive in a later release/,
+      /TASKQ_WORKGROUP_INSTANCE = "00000000-0000-4000-8000-000000000000": workgroupInstance \(.*TASKQ_WORKGROUP_INSTANCE\) is not available yet: .*later release/,
     );
   });
 
@@ -205,5 +208,126 @@ describe('taskq worker (subprocess, real Postgres)', () => {
     } finally {
       await tq.close();
     }
+  });
+});
+
+describe('taskq worker: cron() declarations and payload factories in the module', () => {
+  /** `loadActorModule` over an in-memory module (the file only has to exist). */
+  const loadExports = (exports: Record<string, unknown>): ReturnType<typeof loadActorModule> =>
+    loadActorModule(`${FIXTURES}/no-actors.ts`, io(), { importModule: () => Promise.resolve(exports) });
+
+  it('finds exported declarations (also inside arrays, each once) and the payloadFactories export', async () => {
+    const loaded = await loadActorModule(`${FIXTURES}/scheduled.ts`, io());
+    expect(loaded.actors.map((a) => a.name)).toEqual(['cli_note']);
+    expect(loaded.schedules.map((d) => `${d.actor.name}/${d.name}`).sort()).toEqual([
+      'cli_note/berlin',
+      'cli_note/yearly',
+    ]);
+    expect(Object.keys(loaded.payloadFactories)).toEqual(['greeting']);
+    const plain = await loadActorModule(`${FIXTURES}/actors.ts`, io());
+    expect(plain.schedules).toEqual([]);
+    expect(plain.payloadFactories).toEqual({});
+  });
+
+  it('takes declarations listed in a default array of actors', async () => {
+    const loaded = await loadExports({ default: [note, yearly] });
+    expect(loaded.actors).toEqual([note]);
+    expect(loaded.schedules).toEqual([yearly]);
+  });
+
+  it.each([
+    [
+      'a declaration of an actor the module does not export',
+      { echo, yearly },
+      'export yearly schedules actor "cli_note", which the module does not export as an actor',
+    ],
+    [
+      'two declarations of one (actor, name)',
+      { note, yearly, again: cron('@daily', note, { name: 'yearly', payload: { text: 'x' } }) },
+      'exports yearly and again are two schedules of actor "cli_note" named "yearly"',
+    ],
+    [
+      'a payloadFactories export that is not an object',
+      { note, payloadFactories: [() => 1] },
+      'export payloadFactories must be an object of functions by name',
+    ],
+    [
+      'a payload factory that is not a function',
+      { note, payloadFactories: { ok: () => 1, broken: 'nope' } },
+      'payloadFactories.broken is not a function',
+    ],
+    [
+      'a default array item that is neither an actor nor a declaration',
+      { default: [note, 42] },
+      'item 1 is neither an actor declared with actor() nor a schedule declared with cron()',
+    ],
+  ])('refuses %s (exit 2)', async (_what, exports, message) => {
+    const err = await loadExports(exports).catch((e: unknown) => e);
+    expect(err).toMatchObject({ exitCode: 2 });
+    expect((err as Error).message).toContain(message);
+  });
+
+  it('refuses an actor the module exports under another definition than its declaration names', async () => {
+    const twin = actor({ name: 'cli_note', queue: SCHEDULED_QUEUE }, async () => undefined);
+    const err = await loadExports({ twin, yearly }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ exitCode: 2 });
+    expect((err as Error).message).toContain('export yearly schedules actor "cli_note"');
+  });
+
+  describe('with a database', () => {
+    let db: TestSchema;
+    beforeAll(async () => {
+      db = await migratedSchema('cli_cron');
+    });
+    afterAll(async () => {
+      await db.drop();
+    });
+
+    it('creates the declared schedules at start and fires a run-time schedule with an exported factory', async () => {
+      const tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
+      try {
+        const made = await tq.createSchedule('cli_note', '0 0 1 1 *', {
+          name: 'made-at-run-time',
+          payloadFactory: 'greeting',
+        });
+        await made.runNow();
+        const r = await worker(
+          [
+            '--module',
+            `${FIXTURES}/scheduled.ts`,
+            '--until-idle',
+            '--dsn',
+            TEST_DSN,
+            '--schema',
+            db.schema,
+            '--queues',
+            SCHEDULED_QUEUE,
+          ],
+          {
+            TASKQ_LOG_LEVEL: 'silent',
+            // Long enough for the leader's first cron tick (about a second) to fire the due schedule.
+            TASKQ_IDLE_SETTLE_WINDOW: '3s',
+            TASKQ_IDLE_POLL_INTERVAL: '100ms',
+            TASKQ_IDLE_MAX_RUNTIME: '30s',
+            TASKQ_HEALTH_ENABLED: 'false',
+            TASKQ_WATCHDOG_ENABLED: 'false',
+          },
+        );
+        expect(r.code, r.err).toBe(0);
+        const stored = await tq.listSchedules({ actor: 'cli_note' });
+        expect(stored.map((s) => s.name).sort()).toEqual(['berlin', 'made-at-run-time', 'yearly']);
+        expect(stored.find((s) => s.name === 'berlin')).toMatchObject({
+          timezone: 'Europe/Berlin',
+          staticPayload: { text: 'prost' },
+        });
+        const [fire] = await made.history();
+        expect(fire).toBeDefined();
+        const job = await tq.waitForTerminal(fire!.jobId, 10_000);
+        expect(job.status).toBe('succeeded');
+        expect(job.payload).toEqual({ text: `made-at-run-time at ${fire!.fireAt.toISOString()}` });
+      } finally {
+        await tq.close();
+      }
+    });
   });
 });

@@ -19,6 +19,12 @@ export const CRON_SLOTS_PER_DECISION = 100;
 const MAX_BATCHES_PER_TICK = 40;
 /** Longest a payload factory may take for one slot. */
 const PAYLOAD_FACTORY_TIMEOUT_MS = 5000;
+/**
+ * A slot this close behind the database clock is on time, not missed: the loop ticks every second
+ * and a tick takes its time, so with a catch-up window shorter than this (0 included) a due slot
+ * would always look missed and never fire. The window counts from this grace's end.
+ */
+export const CRON_ON_TIME_GRACE_MS = 5000;
 /** Byte bound of idempotency keys when fired jobs are built (the client's default). */
 const IDEMPOTENCY_MAX_BYTES = 1024;
 
@@ -114,7 +120,7 @@ export class CronFirer extends LoopService {
   private async decide(s: ScheduleRecord, now: Date): Promise<ScheduleFireDecision> {
     const spec: CronSpec = { expression: s.cronExpr, timezone: s.timezone, dstStrategy: s.dstStrategy };
     const expected = s.nextFireAt!;
-    const windowStart = now.getTime() - this.options.catchUpWindowMs;
+    const windowStart = now.getTime() - Math.max(this.options.catchUpWindowMs, CRON_ON_TIME_GRACE_MS);
     let from = expected;
     if (from.getTime() < windowStart) {
       // Re-anchored: the slots before the window are skipped, the chain goes on from the window.
