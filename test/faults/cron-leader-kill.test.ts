@@ -81,23 +81,30 @@ async function holdLeaderInFireBatch(mode: KillMode, id: string): Promise<() => 
       );
       if (held.rowCount === 1) break;
     }
-  const waiting =
-    mode === 'locking' ? `%${fleet.db.schema}%cron_schedules%FOR UPDATE%` : `%INSERT INTO ${S}.cron_fires%`;
-  await waitFor(
-    async () =>
-      (
-        await q(
-          `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> $1 AND query LIKE $2`,
-          [(client as unknown as { processID: number }).processID, waiting],
-        )
-      ).length > 0,
-    15_000,
-    `the leader's fire batch to wait (${mode})`,
-  );
-  return async () => {
+  const release = async (): Promise<void> => {
     await client.query('ROLLBACK');
     client.release();
   };
+  const waiting =
+    mode === 'locking' ? `%${fleet.db.schema}%cron_schedules%FOR UPDATE%` : `%INSERT INTO ${S}.cron_fires%`;
+  try {
+    await waitFor(
+      async () =>
+        (
+          await q(
+            `SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> $1 AND query LIKE $2`,
+            [(client as unknown as { processID: number }).processID, waiting],
+          )
+        ).length > 0,
+      15_000,
+      `the leader's fire batch to wait (${mode})`,
+    );
+  } catch (err) {
+    // Not left open: the schema's drop at the end would wait for it.
+    await release();
+    throw err;
+  }
+  return release;
 }
 
 describe('cron under leader failover', () => {
