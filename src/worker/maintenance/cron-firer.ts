@@ -83,7 +83,10 @@ export class CronFirer extends LoopService {
         // The operators' stored maxPending overrides, read once per batch: a fired job is gated as
         // enqueue() gates it (stored value, else the actor's literal).
         const limits = await this.backend.getActorMaxPending();
-        const decisions = await Promise.all(due.rows.map((s) => this.decide(s, due.now, limits)));
+        // Many schedules share an expression and a slot (every hour on the hour, say): each next
+        // slot is computed once per batch (per batch, so that what is remembered stays small).
+        const slots = new SlotMemo();
+        const decisions = await Promise.all(due.rows.map((s) => this.decide(s, due.now, slots, limits)));
         const results = await this.backend.fireSchedules(
           decisions,
           { autoDisableThreshold: this.options.autoDisableThreshold },
@@ -125,6 +128,7 @@ export class CronFirer extends LoopService {
   private async decide(
     s: ScheduleRecord,
     now: Date,
+    slots: SlotMemo,
     limits: ReadonlyMap<string, number | null>,
   ): Promise<ScheduleFireDecision> {
     const spec: CronSpec = { expression: s.cronExpr, timezone: s.timezone, dstStrategy: s.dstStrategy };
@@ -133,7 +137,7 @@ export class CronFirer extends LoopService {
     let from = expected;
     if (from.getTime() < windowStart) {
       // Re-anchored: the slots before the window are skipped, the chain goes on from the window.
-      const first = nextFireTimes(spec, new Date(windowStart - 1), 1)[0] ?? null;
+      const first = slots.after(spec, windowStart - 1);
       this.logger.info(
         { scheduleId: s.id, actor: s.actor, schedule: s.name, from: expected, to: first },
         'cron-slots-skipped',
@@ -142,15 +146,15 @@ export class CronFirer extends LoopService {
         return { scheduleId: s.id, expectedNextFireAt: expected, fires: [], nextFireAt: null, failure: null };
       from = first;
     }
-    const slots: Date[] = [];
+    const due: Date[] = [];
     let next: Date | null = from;
-    while (next !== null && next.getTime() <= now.getTime() && slots.length < CRON_SLOTS_PER_DECISION) {
-      slots.push(next);
-      next = nextFireTimes(spec, next, 1)[0] ?? null;
+    while (next !== null && next.getTime() <= now.getTime() && due.length < CRON_SLOTS_PER_DECISION) {
+      due.push(next);
+      next = slots.after(spec, next.getTime());
     }
     try {
       const fires = [];
-      for (const fireAt of slots) fires.push({ fireAt, job: await this.job(s, fireAt, limits) });
+      for (const fireAt of due) fires.push({ fireAt, job: await this.job(s, fireAt, limits) });
       return { scheduleId: s.id, expectedNextFireAt: expected, fires, nextFireAt: next, failure: null };
     } catch (err) {
       const e = err as Error;
@@ -203,6 +207,24 @@ export class CronFirer extends LoopService {
         idempotencyMaxBytes: this.options.idempotencyMaxBytes,
       },
     );
+  }
+}
+
+/**
+ * The next slot after an instant, per spec, remembered for one batch. The dates it returns are
+ * shared between decisions: nothing may change them.
+ */
+class SlotMemo {
+  private readonly known = new Map<string, Date | null>();
+
+  after(spec: CronSpec, afterMs: number): Date | null {
+    const key = `${spec.expression}\u0000${spec.timezone}\u0000${spec.dstStrategy}\u0000${afterMs}`;
+    let next = this.known.get(key);
+    if (next === undefined) {
+      next = nextFireTimes(spec, new Date(afterMs), 1)[0] ?? null;
+      this.known.set(key, next);
+    }
+    return next;
   }
 }
 

@@ -109,22 +109,27 @@ SET next_fire_at = u.next_fire_at,
     enabled = CASE WHEN u.failure IS NOT NULL AND s.consecutive_failures + 1 >= $5 THEN false ELSE s.enabled END,
     updated_at = clock_timestamp()
 FROM unnest($1::uuid[], $2::timestamptz[], $3::boolean[], $4::text[]) AS u(id, next_fire_at, fired, failure)
-WHERE s.id = u.id
+-- The ANY lets the planner fetch the batch's rows by primary key instead of hashing the table.
+WHERE s.id = u.id AND s.id = ANY ($1::uuid[])
 RETURNING s.id, s.enabled;
 
 -- name: trimFires
--- Keeps the most recent $2 fires of each schedule of $1.
-DELETE FROM {schema}.cron_fires f
-USING (
-  SELECT schedule_id, fire_at
-  FROM (
-    SELECT schedule_id, fire_at, row_number() OVER (PARTITION BY schedule_id ORDER BY fire_at DESC) AS rn
-    FROM {schema}.cron_fires
-    WHERE schedule_id = ANY($1::uuid[])
-  ) ranked
-  WHERE rn > $2
-) old
-WHERE f.schedule_id = old.schedule_id AND f.fire_at = old.fire_at;
+-- Keeps the most recent $2 fires of each schedule of $1. Each schedule's older fires are found by
+-- walking its primary-key range newest first (skipping the $2 kept) and deleted by row address, so
+-- the work grows with the history kept per schedule, never with the table: a join against the
+-- whole table, planned on statistics that lag the table's growth, scanned every fire of every
+-- schedule once per batch.
+DELETE FROM {schema}.cron_fires
+WHERE ctid = ANY (ARRAY(
+  SELECT old.ctid
+  FROM unnest($1::uuid[]) AS s(id)
+  CROSS JOIN LATERAL (
+    SELECT f.ctid FROM {schema}.cron_fires f
+    WHERE f.schedule_id = s.id
+    ORDER BY f.fire_at DESC
+    OFFSET $2
+  ) old
+));
 
 -- name: listFires
 SELECT schedule_id, fire_at, job_id, fired_at FROM {schema}.cron_fires
