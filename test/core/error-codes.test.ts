@@ -131,6 +131,16 @@ const PACKAGE_ERRORS: Case[] = [
       }),
     code: 'TASKQ_IDEMPOTENCY_KEY_CONFLICT',
   },
+  {
+    cls: taskq.ScheduleExistsError,
+    make: () => new taskq.ScheduleExistsError('send_email', 'nightly'),
+    code: 'TASKQ_SCHEDULE_EXISTS',
+  },
+  {
+    cls: taskq.ScheduleNotFoundError,
+    make: () => new taskq.ScheduleNotFoundError(row.id),
+    code: 'TASKQ_SCHEDULE_NOT_FOUND',
+  },
   { cls: taskq.EmptyFilterError, make: () => new taskq.EmptyFilterError(), code: 'TASKQ_EMPTY_FILTER' },
   {
     cls: taskq.TaskQStateError,

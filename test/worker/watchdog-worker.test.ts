@@ -106,13 +106,14 @@ describe('the worker’s watchdog', () => {
     await worker.start();
     const watchdog = worker.watchdog!;
     try {
-      await waitFor(() => watchdog.liveness.ages().length >= 6, 10_000, 'the loops to tick');
+      await waitFor(() => watchdog.liveness.ages().length >= 7, 10_000, 'the loops to tick');
       expect(
         watchdog.liveness
           .ages()
           .map((a) => a.loop)
           .sort(),
       ).toEqual([
+        'cron',
         'heartbeat',
         'leader-elector',
         'maintenance-sweeps',
