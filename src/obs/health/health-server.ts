@@ -1,5 +1,6 @@
+import { hardenedServer } from './hardened-server.js';
 import { chmod } from 'node:fs/promises';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import type { Logger } from '../logger.js';
@@ -126,21 +127,14 @@ export class HealthServer {
 
   private create(kind: Listener): Server {
     const o = this.options;
-    const server = createServer(
+    return hardenedServer(
       {
-        maxHeaderSize: o.maxHeaderBytes,
-        headersTimeout: o.requestTimeoutMs,
-        requestTimeout: o.requestTimeoutMs,
-        keepAliveTimeout: o.requestTimeoutMs,
-        // Node checks the two timeouts above on this cadence (default 30 s).
-        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(o.requestTimeoutMs / 4))),
+        requestTimeoutMs: o.requestTimeoutMs,
+        maxHeaderBytes: o.maxHeaderBytes,
+        maxConnections: HEALTH_MAX_CONNECTIONS,
       },
       (req, res) => void this.handle(kind, req, res),
     );
-    server.maxConnections = HEALTH_MAX_CONNECTIONS;
-    // Instead of Node's own 400/408/431 answer: a peer that drip-feeds or floods headers gets nothing.
-    server.on('clientError', (_err, socket) => socket.destroy());
-    return server;
   }
 
   private async handle(kind: Listener, req: IncomingMessage, res: ServerResponse): Promise<void> {

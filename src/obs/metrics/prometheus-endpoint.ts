@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { hardenedServer } from '../health/hardened-server.js';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 import type { Meter } from '@opentelemetry/api';
@@ -90,18 +91,14 @@ export class PrometheusEndpoint {
     const { PrometheusExporter, MeterProvider } = await loadExporter();
     const exporter = new PrometheusExporter({ preventServerStart: true });
     const provider = new MeterProvider({ readers: [exporter] });
-    const server = createServer(
+    const server = hardenedServer(
       {
-        maxHeaderSize: o.maxHeaderBytes,
-        headersTimeout: o.requestTimeoutMs,
-        requestTimeout: o.requestTimeoutMs,
-        keepAliveTimeout: o.requestTimeoutMs,
-        connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(o.requestTimeoutMs / 4))),
+        requestTimeoutMs: o.requestTimeoutMs,
+        maxHeaderBytes: o.maxHeaderBytes,
+        maxConnections: MAX_CONNECTIONS,
       },
       (req, res) => serve(req, res, o.token, (rq, rs) => exporter.getMetricsRequestHandler(rq, rs)),
     );
-    server.maxConnections = MAX_CONNECTIONS;
-    server.on('clientError', (_err, socket) => socket.destroy());
     try {
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
