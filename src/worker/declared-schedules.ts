@@ -1,3 +1,6 @@
+import type { Backend } from '../backend/backend.js';
+import { nextScheduleSlot } from '../cron/schedule-slot.js';
+import type { Logger } from '../obs/logger.js';
 import type { ScheduleCreateArgs, ScheduleRecord } from '../backend/schedule-types.js';
 import { payloadJson } from '../client/payload-json.js';
 import type { AnyActor } from '../core/actor.js';
@@ -94,4 +97,29 @@ function canonical(value: unknown): string {
         )
       : v,
   );
+}
+
+/**
+ * Creates the declared schedules that do not exist yet (their static payloads validated against
+ * the actor's schema first, at most `payloadMaxBytes`), and names every difference between a
+ * declaration and the stored schedule it did not overwrite (`cron-declaration-drift`).
+ */
+export async function createDeclaredSchedules(
+  backend: Backend,
+  declared: readonly CronDeclaration[],
+  payloadMaxBytes: number,
+  logger: Logger,
+): Promise<void> {
+  if (declared.length === 0) return;
+  const args = await Promise.all(declared.map((d, i) => declaredScheduleArgs(d, i, payloadMaxBytes)));
+  const stored = await backend.ensureSchedules(args, nextScheduleSlot);
+  for (const [i, { record, created }] of stored.entries()) {
+    const fields = { scheduleId: record.id, actor: record.actor, schedule: record.name };
+    if (created) {
+      logger.info(fields, 'cron-schedule-created');
+      continue;
+    }
+    const drift = scheduleDrift(args[i]!, record);
+    if (drift.length > 0) logger.warn({ ...fields, drift }, 'cron-declaration-drift');
+  }
 }

@@ -1,6 +1,5 @@
 import type { CronDeclaration, PayloadFactory } from '../cron/cron-declaration.js';
-import { nextScheduleSlot } from '../cron/schedule-slot.js';
-import { checkDeclaredSchedules, declaredScheduleArgs, scheduleDrift } from './declared-schedules.js';
+import { checkDeclaredSchedules, createDeclaredSchedules } from './declared-schedules.js';
 import { hostname } from 'node:os';
 
 import type { AnyActor } from '../core/actor.js';
@@ -44,10 +43,9 @@ import type { HealthServer } from '../obs/health/health-server.js';
 import { openWorkerHealth } from '../obs/health/open-worker-health.js';
 import { ReadinessChecks } from '../obs/health/readiness-checks.js';
 import { metrics, type Meter } from '@opentelemetry/api';
-import { PrometheusEndpoint } from '../obs/metrics/prometheus-endpoint.js';
+import type { PrometheusEndpoint } from '../obs/metrics/prometheus-endpoint.js';
+import { openWorkerMetricsEndpoint, startWorkerFleetGauges } from '../obs/metrics/open-worker-metrics.js';
 import { WorkerMetrics } from '../obs/metrics/worker-metrics.js';
-import { FleetGauges } from '../obs/metrics/fleet-gauges.js';
-import { isKeyedReservationRef } from '../ratelimit/keyed-refs.js';
 
 /** Where the worker is in its life. Shutdown moves strictly forward through the phases. */
 export type WorkerPhase =
@@ -301,7 +299,7 @@ export class Worker {
         if (!s.forceUpdateActorConfig) throw new ActorConfigDriftList(drifts);
         this.logger.warn({ drifts }, 'actor-config-drift-overwritten');
       }
-      await this.createDeclaredSchedules();
+      await createDeclaredSchedules(this.backend, this.declared, s.payloadMaxBytes, this.logger);
       await this.startLimits();
       // A table filled in a burst before this start has no planner statistics yet.
       await this.backend.refreshStatistics?.();
@@ -391,27 +389,7 @@ export class Worker {
   private async startMetrics(): Promise<void> {
     const s = this.settings;
     if (!s.otelEnabled) return;
-    if (s.metricsPort !== null) {
-      try {
-        this.metricsEndpoint = await PrometheusEndpoint.open({
-          host: s.healthHost,
-          port: s.metricsPort,
-          token: s.healthToken,
-          requestTimeoutMs: s.healthRequestTimeoutMs,
-          maxHeaderBytes: s.healthMaxHeaderBytes,
-          logger: this.logger,
-        });
-      } catch (err) {
-        // The bare EADDRINUSE names an address, not the setting that chose it.
-        if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-        throw new InvalidArgumentError(
-          'metricsPort',
-          s.metricsPort,
-          `${s.healthHost}:${s.metricsPort} (healthHost:metricsPort) is in use by another listener: ` +
-            'give each worker a port of its own (0 = any free port)',
-        );
-      }
-    }
+    this.metricsEndpoint = await openWorkerMetricsEndpoint(s, this.logger);
     this.meter = this.metricsEndpoint?.meter ?? metrics.getMeter('taskq', TASKQ_VERSION);
     this.workerMetrics = new WorkerMetrics(this.meter, {
       slots: s.maxConcurrency,
@@ -437,19 +415,8 @@ export class Worker {
 
   /** The fleet gauges (queue depth, alive workers, reservations, leaders), read on collection. */
   private startFleetGauges(): void {
-    if (this.meter === null) return;
-    const s = this.settings;
-    const keyedBases = new Set<string>();
-    for (const a of this.actors.values())
-      for (const r of a.reservations) if (isKeyedReservationRef(r)) keyedBases.add(r.baseName);
-    new FleetGauges(this.meter, {
-      observe: (request) => this.backend.observeFleet(request),
-      // A worker unseen for a whole lease is as good as gone: its jobs are being reclaimed.
-      request: { aliveWithinMs: s.lockLeaseMs, keyedReservationBases: [...keyedBases] },
-      queueDepthIntervalMs: s.queueDepthIntervalMs,
-      reservationSlotsIntervalMs: s.reservationSlotsIntervalMs,
-      logger: this.logger,
-    });
+    if (this.meter !== null)
+      startWorkerFleetGauges(this.meter, this.backend, this.settings, this.actors.values(), this.logger);
   }
 
   /** `/tasks`: what this worker holds and how its loops fare; ids and names only, never payloads. */
@@ -471,34 +438,6 @@ export class Worker {
       leader: this.isLeader,
       pid: process.pid,
     };
-  }
-
-  /**
-   * Creates the declared schedules that do not exist yet (their static payloads validated against
-   * the actor's schema first), and names every difference between a declaration and the stored
-   * schedule it did not overwrite.
-   */
-  private async createDeclaredSchedules(): Promise<void> {
-    if (this.declared.length === 0) return;
-    const args = await Promise.all(
-      this.declared.map((d, i) => declaredScheduleArgs(d, i, this.settings.payloadMaxBytes)),
-    );
-    const stored = await this.backend.ensureSchedules(args, nextScheduleSlot);
-    for (const [i, { record, created }] of stored.entries()) {
-      if (created) {
-        this.logger.info(
-          { scheduleId: record.id, actor: record.actor, schedule: record.name },
-          'cron-schedule-created',
-        );
-        continue;
-      }
-      const drift = scheduleDrift(args[i]!, record);
-      if (drift.length > 0)
-        this.logger.warn(
-          { scheduleId: record.id, actor: record.actor, schedule: record.name, drift },
-          'cron-declaration-drift',
-        );
-    }
   }
 
   /** Queue caps of the subscribed queues (`queues.max_concurrent`, read once at start). */
