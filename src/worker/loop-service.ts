@@ -68,14 +68,36 @@ export interface LoopObserver {
 }
 
 const loopObservers = new AsyncLocalStorage<LoopObserver>();
+/** `observeLoops` calls still running (workers starting in this process). */
+let observing = 0;
 
 /**
  * Runs `fn` so that every {@link LoopService} started inside it (synchronously or later in the
  * async work it begins) reports to `observer`. The worker wraps the start of its services in this
  * instead of handing the observer to each service, including the leader's loops it never sees.
+ *
+ * Each loop reads the observer once, when it starts; once no `fn` is running any more the storage
+ * is disabled. An enabled AsyncLocalStorage is copied into every promise the process makes from
+ * then on — every job's many — for as long as it stays enabled, which cost a worker with the
+ * watchdog on several microseconds of CPU per job.
  */
 export function observeLoops<T>(observer: LoopObserver, fn: () => T): T {
-  return loopObservers.run(observer, fn);
+  observing++;
+  let out: T;
+  try {
+    out = loopObservers.run(observer, fn);
+  } catch (err) {
+    stopObserving();
+    throw err;
+  }
+  if (out instanceof Promise) return out.finally(stopObserving) as T;
+  stopObserving();
+  return out;
+}
+
+function stopObserving(): void {
+  observing--;
+  if (observing === 0) loopObservers.disable();
 }
 
 /**
