@@ -48,9 +48,13 @@ export {
   MAX_FAST_BATCH_SIZE,
   batchItem,
   type EnqueueItem,
-  type BatchHandle,
   type BatchOptions,
+  type FastBatchOptions,
 } from './client/batch-items.js';
+export { BatchHandle, type BatchCompletionStatus } from './client/batch-handle.js';
+export { BatchFailurePolicy, AbortBatchAfter } from './client/batch-policy.js';
+export { MAX_BATCH_PAGE, type BatchFilter } from './client/batch-filter.js';
+export type { BatchCounts, BatchRow, BatchStatus, BatchPage } from './backend/batch-types.js';
 export { JobHandle } from './client/job-handle.js';
 export { RECLAIM_EVENT_VISIBILITY_DELAY_MS, type WatchReclaimsOptions } from './client/reclaim-watcher.js';
 export type { EnqueueOptions } from './client/enqueue-options.js';

@@ -10,6 +10,14 @@ import type {
   ScheduleUpdateArgs,
 } from './schedule-types.js';
 import type { FleetObservation, FleetObservationRequest } from './fleet-observation.js';
+import type {
+  BatchCounts,
+  BatchPage,
+  BatchRow,
+  BatchWrite,
+  BatchWriteResult,
+  NormalizedBatchFilter,
+} from './batch-types.js';
 import type { Redis } from 'ioredis';
 
 import type { ClientLike } from '../db/driver.js';
@@ -411,6 +419,47 @@ export interface Backend {
    * the fleet gauges. One round trip on Postgres. See {@link FleetObservation}.
    */
   observeFleet(request: FleetObservationRequest): Promise<FleetObservation>;
+
+  // --- batches ---------------------------------------------------------------------------------
+  //
+  // A batch created with a failure policy or a finalizer has a `batches` row. Its children count
+  // toward it: the backend changes the row's counters (by status, the failure streak) in the same
+  // transaction as every status change of a child, whichever operation makes it, aborts the batch
+  // at its threshold (cancelling its pending and scheduled children in that transaction) and
+  // completes a sealed batch when its last child ends.
+
+  /**
+   * Writes a batch atomically (in the caller's transaction with `connection`): with `create`, the
+   * finalizer job and the row first; then the children, through the same gates as
+   * {@link enqueueBatch}, each new job counting toward the batch; then, with `seal`, the seal (a
+   * sealed batch whose children are all terminal completes at once).
+   * @throws BatchNotOpenError (a later chunk for a missing or sealed batch), and what
+   *   {@link enqueueBatch} throws; nothing is written on failure
+   */
+  writeBatch(write: BatchWrite, options?: { connection?: ClientLike }): Promise<BatchWriteResult>;
+  /** The batch's row, or null (no such batch, or a batch without a row). */
+  getBatch(batchId: string): Promise<BatchRow | null>;
+  /** One page of batch rows, newest first. */
+  listBatches(filter: NormalizedBatchFilter): Promise<BatchPage>;
+  /**
+   * A batch's row (null without one) and its children by status, in one round trip: from the row's
+   * counters, or, for a batch without a row, counted from the jobs by `metadata.batch_id` with
+   * `excludeJobId` left out.
+   */
+  batchCounts(
+    batchId: string,
+    excludeJobId?: string | null,
+  ): Promise<{ batch: BatchRow | null; counts: BatchCounts }>;
+  /**
+   * The safety net (leader): completes up to `limit` active sealed batches with no child left that
+   * is not terminal; returns their ids.
+   */
+  completeStaleBatches(limit?: number, fence?: LeaderFence): Promise<string[]>;
+  /**
+   * Deletes up to `limit` batch rows that finished more than `olderThanMs` ago and have no child
+   * left in the jobs table (run after job pruning); returns how many.
+   */
+  pruneBatches(olderThanMs: number, limit?: number, fence?: LeaderFence): Promise<number>;
 
   /** Releases what the backend owns. */
   close(): Promise<void>;

@@ -3,7 +3,7 @@ import { unknownKeyRule } from '../core/closest-name.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { isUuid, newJobId } from '../core/ids.js';
 import { checkConnection, type EnqueueOptions } from './enqueue-options.js';
-import type { JobHandle } from './job-handle.js';
+import { BatchFailurePolicy } from './batch-policy.js';
 
 /** Largest `enqueueBatch` call. */
 export const MAX_BATCH_SIZE = 1000;
@@ -21,15 +21,32 @@ export interface EnqueueItem {
   options?: Omit<EnqueueOptions, 'connection'>;
 }
 
-const BATCH_OPTION_KEYS: readonly string[] = ['batchId', 'connection'];
+/** The options `enqueueBatchFast` takes (no batch row: no policy, no finalizer). */
+export const FAST_BATCH_OPTION_KEYS: readonly string[] = ['batchId', 'connection'];
+/** The options `enqueueBatch` takes. */
+export const BATCH_OPTION_KEYS: readonly string[] = ['batchId', 'connection', 'failurePolicy', 'finalizer'];
 const ITEM_KEYS: readonly string[] = ['actor', 'payload', 'options'];
 
-/** Options of `enqueueBatch` and `enqueueBatchFast`. */
-export interface BatchOptions {
+/** Options of `enqueueBatchFast`. */
+export interface FastBatchOptions {
   /** The batch id stamped into each job's `metadata.batch_id` (a UUID). Default: a new UUIDv7. */
   batchId?: string;
   /** Your connection, inside your transaction: the jobs commit or roll back with it. */
   connection?: EnqueueOptions['connection'];
+}
+
+/** Options of `enqueueBatch`. */
+export interface BatchOptions extends FastBatchOptions {
+  /**
+   * When the batch gives up, e.g. `new AbortBatchAfter(5)`. With a policy or a finalizer the batch
+   * gets a row (`getBatch`, `listBatches`) whose counters follow its children.
+   */
+  failurePolicy?: BatchFailurePolicy;
+  /**
+   * A job enqueued with the batch, in the same transaction, that is not one of its children: it
+   * runs at once and should call `waitForBatch` (docs/batches.md) to act once every child is done.
+   */
+  finalizer?: EnqueueItem;
 }
 
 /** A type-checked `enqueueBatch` item: the payload must match the actor's payload type. */
@@ -41,16 +58,6 @@ export function batchItem<P, I>(
   return options === undefined
     ? { actor: actor as AnyActor, payload }
     : { actor: actor as AnyActor, payload, options };
-}
-
-/** Result of `enqueueBatch`: one handle per item, in order. */
-export interface BatchHandle {
-  /** Shared batch id stamped into each job's `metadata.batch_id`. */
-  batchId: string;
-  /** One handle per item (an idempotency collision yields the existing job's handle). */
-  jobHandles: JobHandle<unknown>[];
-  /** Number of items. */
-  size: number;
 }
 
 /** Checks that `ref` is an actor declared with `actor()`. */
@@ -74,6 +81,7 @@ export function checkBatchItems(
   items: readonly EnqueueItem[],
   max: number,
   options: BatchOptions,
+  optionKeys: readonly string[] = BATCH_OPTION_KEYS,
 ): { batchId: string; refs: ActorRef<unknown, unknown>[] } {
   if (!Array.isArray(items) || items.length === 0)
     throw new InvalidArgumentError(`${what}.items`, items, 'must be a non-empty array');
@@ -87,13 +95,14 @@ export function checkBatchItems(
   if (options === null || typeof options !== 'object')
     throw new InvalidArgumentError(`${what}.options`, options, 'must be an object');
   for (const key of Object.keys(options))
-    if (!BATCH_OPTION_KEYS.includes(key))
+    if (!optionKeys.includes(key))
       throw new InvalidArgumentError(
         `${what}.options.${key}`,
         (options as Record<string, unknown>)[key],
-        unknownKeyRule(key, BATCH_OPTION_KEYS, `an option of ${what}`),
+        unknownKeyRule(key, optionKeys, `an option of ${what}`),
       );
   checkConnection(options.connection, `${what}.connection`);
+  checkBatchExtras(what, options);
   let batchId = newJobId();
   if (options.batchId !== undefined) {
     if (!isUuid(options.batchId))
@@ -114,4 +123,31 @@ export function checkBatchItems(
     return item.actor as ActorRef<unknown, unknown>;
   });
   return { batchId, refs };
+}
+
+/** Checks `failurePolicy` and the finalizer item's shape (its payload is checked with the items'). */
+export function checkBatchExtras(what: string, options: BatchOptions): void {
+  if (options.failurePolicy !== undefined && !(options.failurePolicy instanceof BatchFailurePolicy))
+    throw new InvalidArgumentError(
+      `${what}.failurePolicy`,
+      options.failurePolicy,
+      'must be a BatchFailurePolicy, e.g. new AbortBatchAfter(5)',
+    );
+  const f = options.finalizer;
+  if (f === undefined) return;
+  if (f === null || typeof f !== 'object')
+    throw new InvalidArgumentError(`${what}.finalizer`, f, 'must be { actor, payload, options? }');
+  for (const key of Object.keys(f))
+    if (!ITEM_KEYS.includes(key))
+      throw new InvalidArgumentError(
+        `${what}.finalizer.${key}`,
+        (f as unknown as Record<string, unknown>)[key],
+        unknownKeyRule(key, ITEM_KEYS, 'a field of the finalizer ({ actor, payload, options? })'),
+      );
+  checkActorRef(f.actor, `${what}.finalizer.actor`);
+}
+
+/** True when the batch needs a row: a failure policy or a finalizer. */
+export function hasBatchExtras(options: BatchOptions): boolean {
+  return options.failurePolicy !== undefined || options.finalizer !== undefined;
 }

@@ -38,15 +38,11 @@ import {
   type TaskQSettings,
   type TaskQSettingsInput,
 } from '../settings/taskq-settings.js';
-import {
-  checkActorRef,
-  checkBatchItems,
-  MAX_BATCH_SIZE,
-  MAX_FAST_BATCH_SIZE,
-  type BatchHandle,
-  type BatchOptions,
-  type EnqueueItem,
-} from './batch-items.js';
+import { checkActorRef, type BatchOptions, type EnqueueItem, type FastBatchOptions } from './batch-items.js';
+import { BatchEnqueuer } from './batch-enqueuer.js';
+import { completionOf, type BatchCompletionStatus, type BatchHandle } from './batch-handle.js';
+import { normalizeBatchFilter, type BatchFilter } from './batch-filter.js';
+import type { BatchPage, BatchRow } from '../backend/batch-types.js';
 import { ActorCapacityCache, DEFAULT_CAPACITY_CACHE_TTL_MS } from './capacity-cache.js';
 import { buildEnqueueArgs, type EnqueueOptions } from './enqueue-options.js';
 import { JobHandle } from './job-handle.js';
@@ -218,6 +214,7 @@ export class TaskQ implements AsyncDisposable {
   /** Null with `otelEnabled: false`: nothing is counted. */
   private readonly metrics: ClientMetrics | null;
   private readonly schedules: ScheduleApi;
+  private readonly batches: BatchEnqueuer;
   private closed = false;
 
   /**
@@ -261,6 +258,17 @@ export class TaskQ implements AsyncDisposable {
     this.tracing = options.otelEnabled === false ? null : new EnqueueTracing();
     this.metrics = options.otelEnabled === false ? null : new ClientMetrics();
     this.schedules = new ScheduleApi(backend, this.payloadMaxBytes);
+    this.batches = new BatchEnqueuer({
+      backend,
+      logger: this.logger,
+      capacity: this.capacity,
+      payloadMaxBytes: this.payloadMaxBytes,
+      idempotencyMaxBytes: this.idempotencyMaxBytes,
+      tracing: this.tracing,
+      metrics: this.metrics,
+      handleOf: (row, existing, schema) => new JobHandle(this, row, existing, schema),
+      warnUniqueFor: (ref, args) => this.warnUniqueForWithoutIdentity(ref, args),
+    });
     this.sources = {
       backend,
       logger: this.logger,
@@ -445,57 +453,21 @@ export class TaskQ implements AsyncDisposable {
    * `existing + items > limit` and refuses the whole batch; an idempotency key returns the
    * existing job (of an earlier item too), or, when another actor's job holds it, refuses the
    * whole batch with `IdempotencyKeyConflict`. Each job carries `metadata.batch_id`.
+   *
+   * With `failurePolicy` (e.g. `new AbortBatchAfter(5)`) or `finalizer`, the batch gets a row,
+   * written in the same transaction as its children and its finalizer (yours with `connection`):
+   * its counters follow every child's status change in that change's transaction, the policy
+   * aborts it (cancelling its pending and scheduled children), and it completes when its last child
+   * ends. The finalizer runs at once and is not a child; see `waitForBatch` and docs/batches.md.
    */
   async enqueueBatch(items: readonly EnqueueItem[], options: BatchOptions = {}): Promise<BatchHandle> {
     this.checkOpen();
-    const { batchId, refs } = checkBatchItems('enqueueBatch', items, MAX_BATCH_SIZE, options);
-    const jsons = await payloadJsons(refs, items, this.payloadMaxBytes);
-    const args = this.batchArgs(items, refs, jsons, batchId, await this.batchLimits(refs));
-    for (let i = 0; i < refs.length; i++) this.warnUniqueForWithoutIdentity(refs[i]!, args[i]!);
-    const write = (): Promise<JobRow[]> =>
-      this.refusals(
-        this.backend.enqueueBatch(args, options.connection ? { connection: options.connection } : {}),
-        'batch',
-      );
-    const rows = await this.sendBatch(args, batchId, write);
-    return {
-      batchId,
-      size: items.length,
-      jobHandles: rows.map(
-        (row, i) => new JobHandle(this, row, row.id !== args[i]!.id, refs[i]!.resultSchema),
-      ),
-    };
+    return this.batches.enqueueBatch(items, options);
   }
 
   /** `write`, with a `maxPending` refusal counted (`taskq.backpressure.errors`) on its way out. */
   private refusals<T>(write: Promise<T>, kind: 'single' | 'batch' | 'batch_fast'): Promise<T> {
-    const m = this.metrics;
-    if (m === null) return write;
-    return write.catch((err: unknown) => {
-      m.refused(err, kind);
-      throw err;
-    });
-  }
-
-  /** Runs a batch's write, inside its `send` span when tracing is on. */
-  private sendBatch<T>(args: EnqueueArgs[], batchId: string, write: () => Promise<T>): Promise<T> {
-    if (this.tracing === null) return write();
-    return this.tracing.send(args, this.batchSpanAttributes(batchId, args.length), write, () => undefined);
-  }
-
-  private batchSpanAttributes(batchId: string, size: number): Record<string, string | number> {
-    return { [SPAN_ATTRIBUTES.batchId]: batchId, [SPAN_ATTRIBUTES.batchCount]: size };
-  }
-
-  /** The effective `maxPending` of each actor of a batch (null: none). */
-  private async batchLimits(
-    refs: readonly ActorRef<unknown, unknown>[],
-  ): Promise<Map<string, number | null>> {
-    const limits = new Map<string, number | null>();
-    for (const ref of refs)
-      if (!limits.has(ref.name))
-        limits.set(ref.name, await this.capacity.effectiveMaxPending(ref.name, ref.maxPending));
-    return limits;
+    return this.batches.refusals(write, kind);
   }
 
   /**
@@ -508,37 +480,35 @@ export class TaskQ implements AsyncDisposable {
    * carries `metadata.batch_id` (`options.batchId`, or a new UUIDv7) to find them again with
    * `list`. With `connection`, the jobs commit or roll back with the caller's transaction.
    */
-  async enqueueBatchFast(items: readonly EnqueueItem[], options: BatchOptions = {}): Promise<number> {
+  async enqueueBatchFast(items: readonly EnqueueItem[], options: FastBatchOptions = {}): Promise<number> {
     this.checkOpen();
-    const { batchId, refs } = checkBatchItems('enqueueBatchFast', items, MAX_FAST_BATCH_SIZE, options);
-    const jsons = await payloadJsons(refs, items, this.payloadMaxBytes);
-    const args = this.batchArgs(items, refs, jsons, batchId, await this.batchLimits(refs));
-    const write = (): Promise<number> =>
-      this.refusals(
-        this.backend.enqueueBatchFast(args, options.connection ? { connection: options.connection } : {}),
-        'batch_fast',
-      );
-    const count = await this.sendBatch(args, batchId, write);
-    this.logger.debug({ batchId, count }, 'batch-fast-enqueued');
-    return count;
+    return this.batches.enqueueBatchFast(items, options);
   }
 
-  /** Each item's validated arguments; `limits` are the per-actor `maxPending` (null: none). */
-  private batchArgs(
-    items: readonly EnqueueItem[],
-    refs: readonly ActorRef<unknown, unknown>[],
-    jsons: readonly string[],
-    batchId: string,
-    limits: Map<string, number | null>,
-  ): EnqueueArgs[] {
-    return items.map((item, i) =>
-      buildEnqueueArgs(refs[i]!, jsons[i]!, item.options ?? {}, {
-        maxPending: limits.get(refs[i]!.name) ?? null,
-        idempotencyMaxBytes: this.idempotencyMaxBytes,
-        itemIndex: i,
-        batchId,
-      }),
-    );
+  /** A batch's row (created with a failure policy or a finalizer), or null. */
+  async getBatch(batchId: string): Promise<BatchRow | null> {
+    this.checkOpen();
+    if (!isUuid(batchId)) throw new InvalidArgumentError('batchId', batchId, 'must be a UUID');
+    return this.backend.getBatch(batchId.toLowerCase());
+  }
+
+  /**
+   * One page of batch rows, newest first; pass `nextCursor` back as `cursor` for the next.
+   * @throws InvalidArgumentError for an unknown field, a limit outside 0–1,000 or a foreign cursor
+   */
+  async listBatches(filter: BatchFilter = {}): Promise<BatchPage> {
+    this.checkOpen();
+    return this.backend.listBatches(normalizeBatchFilter(filter));
+  }
+
+  /**
+   * A batch's children by status (one round trip), with or without a batch row; a batch id no job
+   * carries counts zero children.
+   */
+  async batchStatus(batchId: string): Promise<BatchCompletionStatus> {
+    this.checkOpen();
+    if (!isUuid(batchId)) throw new InvalidArgumentError('batchId', batchId, 'must be a UUID');
+    return completionOf((await this.backend.batchCounts(batchId.toLowerCase())).counts);
   }
 
   /** A handle for an existing job, or null. Pass the actor to type the handle's result. */

@@ -240,18 +240,20 @@ function insertedRow(a: EnqueueArgs, r: Raw): JobRow {
  * gate lock to take and no idempotency key is one statement. Otherwise, in one transaction (the
  * batch's own on the pool, the caller's with a connection): the gate locks, one read of what the
  * gates look at, the decision (`resolveBatchGates`: it throws before anything is written), and the
- * insert of the items that remain.
+ * insert of the items that remain. `countedIn`: the batches row the new jobs count toward (their
+ * `batch_id` column), or null.
  */
 export async function enqueueMany(
   ops: PgOps,
   list: readonly EnqueueArgs[],
   target: EnqueueTarget,
   wake: EnqueueWake,
+  countedIn: string | null = null,
 ): Promise<JobRow[]> {
   if (list.length === 0) return [];
   const channel = statementChannel(ops, wake);
   if (!list.some((a) => needsGateLock(a) || a.idempotencyKey !== null)) {
-    const rows = await insertBatch(ops, list, target.ex, channel);
+    const rows = await insertBatch(ops, list, target.ex, channel, countedIn);
     const inserted = insertedRows(list, rows);
     if (wake === 'afterCommit') await announceWake(ops);
     return inserted.map((row, i) => {
@@ -261,7 +263,7 @@ export async function enqueueMany(
   }
   assertBatchKeysOneActor(list);
   const run = (ex: Executor): Promise<{ rows: JobRow[]; inserted: number }> =>
-    gatedBatch(ops, list, ex, channel);
+    gatedBatch(ops, list, ex, channel, countedIn);
   const out = target.ownPool ? await ops.driver.transaction(run) : await run(target.ex);
   if (wake === 'afterCommit' && out.inserted > 0) await announceWake(ops);
   return out.rows;
@@ -273,6 +275,7 @@ async function gatedBatch(
   list: readonly EnqueueArgs[],
   ex: Executor,
   channel: string | null,
+  countedIn: string | null,
 ): Promise<{ rows: JobRow[]; inserted: number }> {
   await lockGates(ops, ex, list);
   const outcomes = resolveBatchGates(list, await readBatchGates(ops, list, ex));
@@ -281,7 +284,7 @@ async function gatedBatch(
   const byPosition = new Map<number, JobRow>();
   let inserted = 0;
   if (insert.length > 0) {
-    const rows = insertedRows(insert, await insertBatch(ops, insert, ex, channel));
+    const rows = insertedRows(insert, await insertBatch(ops, insert, ex, channel, countedIn));
     const missing: number[] = [];
     rows.forEach((row, k) => {
       if (row) {
@@ -364,8 +367,10 @@ async function insertBatch(
   list: readonly EnqueueArgs[],
   ex: Executor,
   channel: string | null,
+  countedIn: string | null,
 ): Promise<Raw[]> {
-  // Column order of the statement: $2–$21 and $23 are arrays, $24–$44 the same columns' values.
+  // Column order of the statement: $2–$21 and $23 are arrays, $24–$44 the same columns' values,
+  // $45 the counted batch.
   const columns: BatchColumn[] = [
     textColumn(list, (a) => a.actor),
     textColumn(list, (a) => a.queue),
@@ -399,6 +404,7 @@ async function insertBatch(
         delay[0],
         ...columns.map((c) => c[1]),
         delay[1],
+        countedIn,
       ],
       ex,
     );

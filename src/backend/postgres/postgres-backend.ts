@@ -1,4 +1,13 @@
 import * as schedules from './pg-schedules.js';
+import * as batches from './pg-batches.js';
+import type {
+  BatchCounts,
+  BatchPage,
+  BatchRow,
+  BatchWrite,
+  BatchWriteResult,
+  NormalizedBatchFilter,
+} from '../batch-types.js';
 import type {
   DueSchedules,
   NextSlot,
@@ -746,6 +755,44 @@ export class PostgresBackend implements Backend {
 
   async observeFleet(request: FleetObservationRequest): Promise<FleetObservation> {
     return observeFleet(this.ops, request);
+  }
+
+  async writeBatch(w: BatchWrite, options: { connection?: ClientLike } = {}): Promise<BatchWriteResult> {
+    const out = options.connection
+      ? await batches.writeBatchIn(this.ops, executorFromClient(options.connection), w)
+      : await this.driver.transaction((tx) => batches.writeBatchIn(this.ops, tx, w));
+    return { batch: out.batch, rows: out.rows, finalizer: out.finalizer };
+  }
+
+  async getBatch(batchId: string): Promise<BatchRow | null> {
+    const [r] = await this.run('getBatch', [batchId]);
+    return r ? batches.toBatchRow(r) : null;
+  }
+
+  async listBatches(filter: NormalizedBatchFilter): Promise<BatchPage> {
+    return batches.listBatchesPage(this.ops, filter);
+  }
+
+  async batchCounts(
+    batchId: string,
+    excludeJobId: string | null = null,
+  ): Promise<{ batch: BatchRow | null; counts: BatchCounts }> {
+    return batches.batchCountsOf(this.ops, batchId, excludeJobId);
+  }
+
+  async completeStaleBatches(limit = 1000, fence?: LeaderFence): Promise<string[]> {
+    return fenced(this.ops, this.announcer, fence, async (ops) =>
+      (await ops.run('completeStaleBatches', [limit])).map((r) => String(r.id)),
+    );
+  }
+
+  async pruneBatches(olderThanMs: number, limit = 10_000, fence?: LeaderFence): Promise<number> {
+    return fenced(
+      this.ops,
+      this.announcer,
+      fence,
+      async (ops) => (await ops.run('pruneBatches', [olderThanMs, limit])).length,
+    );
   }
 
   /** {@link Backend.ping}: `SELECT 1` on the dispatcher pool (waiting for a free connection, if any). */

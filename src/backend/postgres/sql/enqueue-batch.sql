@@ -52,7 +52,7 @@ ins AS (
   INSERT INTO {schema}.jobs AS j (
     id, actor, queue, identity_key, fairness_key, payload, payload_schema_ver, status, priority,
     max_attempts, retry_kind, schedule_to_close, start_to_close, heartbeat_timeout, created_at,
-    scheduled_at, idempotency_key, idempotency_scope, trace_id, span_id, metadata, tags
+    scheduled_at, idempotency_key, idempotency_scope, trace_id, span_id, metadata, tags, batch_id
   )
   SELECT i.id, i.actor, i.queue, i.identity_key, i.fairness_key, i.payload::jsonb, i.payload_schema_ver,
     (CASE WHEN i.run_at > now_.ts THEN 'scheduled' ELSE 'pending' END)::{schema}.job_status,
@@ -65,7 +65,9 @@ ins AS (
     i.start_to_close_ms * interval '1 millisecond', i.heartbeat_timeout_ms * interval '1 millisecond', now_.ts,
     i.run_at, i.idempotency_key, i.idempotency_scope,
     i.trace_id, i.span_id, coalesce(i.metadata::jsonb, now_.metadata),
-    CASE WHEN i.tags = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(i.tags::jsonb)) END
+    CASE WHEN i.tags = '[]' THEN '{}'::text[] ELSE ARRAY(SELECT jsonb_array_elements_text(i.tags::jsonb)) END,
+    -- $45: the batches row every new job of the statement counts toward (migration 0005), or NULL.
+    $45::uuid
   FROM timed i, now_
   -- enqueueBatchUnkeyed (pg-ops.ts) is this statement without the lines marked [keyed], for batches
   -- in which no item has an idempotency key. Item order decides which of two items with the same key
