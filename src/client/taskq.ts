@@ -47,12 +47,7 @@ import { ActorCapacityCache, DEFAULT_CAPACITY_CACHE_TTL_MS } from './capacity-ca
 import { buildEnqueueArgs, type EnqueueOptions } from './enqueue-options.js';
 import { JobHandle } from './job-handle.js';
 import { jobStream, type JobStreamOptions } from './job-stream.js';
-import {
-  DEFAULT_PAYLOAD_MAX_BYTES,
-  PAYLOAD_MAX_BYTES_RANGE,
-  payloadJson,
-  payloadJsons,
-} from './payload-json.js';
+import { DEFAULT_PAYLOAD_MAX_BYTES, PAYLOAD_MAX_BYTES_RANGE, payloadJson } from './payload-json.js';
 import { progressStream, type ProgressStreamOptions } from './progress-stream.js';
 import { watchReclaims, type WatchReclaimsOptions } from './reclaim-watcher.js';
 import type { StreamSources } from './stream-sources.js';
