@@ -54,6 +54,7 @@ export {
 export { BatchHandle, type BatchCompletionStatus } from './client/batch-handle.js';
 export { BatchFailurePolicy, AbortBatchAfter } from './client/batch-policy.js';
 export { MAX_BATCH_PAGE, type BatchFilter } from './client/batch-filter.js';
+export { MIN_SNOOZE_INTERVAL_MS, type WaitForBatchOptions } from './client/wait-for-batch.js';
 export type { BatchCounts, BatchRow, BatchStatus, BatchPage } from './backend/batch-types.js';
 export { JobHandle } from './client/job-handle.js';
 export { RECLAIM_EVENT_VISIBILITY_DELAY_MS, type WatchReclaimsOptions } from './client/reclaim-watcher.js';

@@ -42,6 +42,7 @@ import { checkActorRef, type BatchOptions, type EnqueueItem, type FastBatchOptio
 import { BatchEnqueuer } from './batch-enqueuer.js';
 import { completionOf, type BatchCompletionStatus, type BatchHandle } from './batch-handle.js';
 import { normalizeBatchFilter, type BatchFilter } from './batch-filter.js';
+import { waitForBatchOn, type WaitForBatchOptions } from './wait-for-batch.js';
 import type { BatchPage, BatchRow } from '../backend/batch-types.js';
 import { ActorCapacityCache, DEFAULT_CAPACITY_CACHE_TTL_MS } from './capacity-cache.js';
 import { buildEnqueueArgs, type EnqueueOptions } from './enqueue-options.js';
@@ -504,6 +505,18 @@ export class TaskQ implements AsyncDisposable {
     this.checkOpen();
     if (!isUuid(batchId)) throw new InvalidArgumentError('batchId', batchId, 'must be a UUID');
     return completionOf((await this.backend.batchCounts(batchId.toLowerCase())).counts);
+  }
+
+  /**
+   * Waits for a batch's children to end — typically in its finalizer, where the default snooze mode
+   * throws `Snooze` while children run (the finalizer comes back later without using an attempt).
+   * Outside a handler, pass `snoozeViaException: false` to block instead. See
+   * {@link waitForBatchOn} for the decision table and docs/batches.md for the pattern.
+   * @throws Snooze, BatchAbortedError, EmptyBatchError, InvalidArgumentError
+   */
+  async waitForBatch(batchId: string, options: WaitForBatchOptions = {}): Promise<BatchCompletionStatus> {
+    this.checkOpen();
+    return waitForBatchOn(this.backend, this.logger, batchId, options);
   }
 
   /** A handle for an existing job, or null. Pass the actor to type the handle's result. */
