@@ -52,6 +52,11 @@ export {
   type FastBatchOptions,
 } from './client/batch-items.js';
 export { BatchHandle, type BatchCompletionStatus } from './client/batch-handle.js';
+export {
+  DEFAULT_STREAMING_CHUNK_SIZE,
+  type StreamingBatchOptions,
+  type StreamingBatchProgress,
+} from './client/batch-streaming.js';
 export { BatchFailurePolicy, AbortBatchAfter } from './client/batch-policy.js';
 export { MAX_BATCH_PAGE, type BatchFilter } from './client/batch-filter.js';
 export { MIN_SNOOZE_INTERVAL_MS, type WaitForBatchOptions } from './client/wait-for-batch.js';

@@ -52,7 +52,8 @@ export interface PreparedBatch {
  * and the validation and argument building they share with the streaming enqueue.
  */
 export class BatchEnqueuer {
-  constructor(private readonly d: BatchEnqueuerDeps) {}
+  /** @param d what the enqueues need from the client (the streaming enqueue reads it too) */
+  constructor(readonly d: BatchEnqueuerDeps) {}
 
   /** See `TaskQ.enqueueBatch`. */
   async enqueueBatch(items: readonly EnqueueItem[], options: BatchOptions): Promise<BatchHandle> {
@@ -112,7 +113,8 @@ export class BatchEnqueuer {
 
   /**
    * Validates a batch (count, options, items, payloads) before any I/O and builds each item's
-   * arguments, stamped with the batch id.
+   * arguments, stamped with the batch id. `indexBase`: the global index of `items[0]` (a streaming
+   * enqueue's chunk), used in error messages.
    */
   async prepare(
     what: string,
@@ -120,15 +122,16 @@ export class BatchEnqueuer {
     max: number,
     options: BatchOptions,
     optionKeys?: readonly string[],
+    indexBase = 0,
   ): Promise<PreparedBatch> {
-    const { batchId, refs } = checkBatchItems(what, items, max, options, optionKeys);
-    const jsons = await payloadJsons(refs, items, this.d.payloadMaxBytes);
+    const { batchId, refs } = checkBatchItems(what, items, max, options, optionKeys, indexBase);
+    const jsons = await payloadJsons(refs, items, this.d.payloadMaxBytes, indexBase);
     const limits = await this.limits(refs);
     const args = items.map((item, i) =>
       buildEnqueueArgs(refs[i]!, jsons[i]!, item.options ?? {}, {
         maxPending: limits.get(refs[i]!.name) ?? null,
         idempotencyMaxBytes: this.d.idempotencyMaxBytes,
-        itemIndex: i,
+        itemIndex: indexBase + i,
         batchId,
       }),
     );

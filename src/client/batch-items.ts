@@ -74,7 +74,8 @@ export function checkActorRef(ref: unknown, field: string): asserts ref is Actor
 
 /**
  * The checks every batch enqueue makes before any I/O: the item count, the batch id, the actors.
- * Returns the batch id to use and each item's actor.
+ * Returns the batch id to use and each item's actor. `indexBase` is the global index of `items[0]`
+ * (a streaming enqueue's later chunk), so that errors name the item as the caller counts it.
  */
 export function checkBatchItems(
   what: string,
@@ -82,6 +83,7 @@ export function checkBatchItems(
   max: number,
   options: BatchOptions,
   optionKeys: readonly string[] = BATCH_OPTION_KEYS,
+  indexBase = 0,
 ): { batchId: string; refs: ActorRef<unknown, unknown>[] } {
   if (!Array.isArray(items) || items.length === 0)
     throw new InvalidArgumentError(`${what}.items`, items, 'must be a non-empty array');
@@ -109,7 +111,8 @@ export function checkBatchItems(
       throw new InvalidArgumentError(`${what}.batchId`, options.batchId, 'must be a UUID');
     batchId = options.batchId.toLowerCase();
   }
-  const refs = items.map((item, i) => {
+  const refs = items.map((item, at) => {
+    const i = indexBase + at;
     if (item === null || typeof item !== 'object')
       throw new InvalidArgumentError(`items[${i}]`, item, 'must be { actor, payload, options? }');
     for (const key of Object.keys(item))

@@ -47,18 +47,20 @@ export function payloadJson(
 /**
  * Every item's payload JSON. Actors without a schema serialise synchronously: a batch of 1,000 such
  * items makes no promises. A synchronous failure still waits on nothing, but the promises already
- * made are observed so that their own rejections are not reported as unhandled.
+ * made are observed so that their own rejections are not reported as unhandled. `indexBase` is the
+ * global index of `items[0]`, for error messages.
  */
 export async function payloadJsons(
   refs: readonly ActorRef<unknown, unknown>[],
   items: readonly EnqueueItem[],
   maxBytes: number,
+  indexBase = 0,
 ): Promise<string[]> {
   const out: (string | Promise<string>)[] = [];
   let async = false;
   try {
     for (let i = 0; i < items.length; i++) {
-      const json = payloadJson(refs[i]!, items[i]!.payload, `items[${i}].payload`, maxBytes);
+      const json = payloadJson(refs[i]!, items[i]!.payload, `items[${indexBase + i}].payload`, maxBytes);
       if (typeof json !== 'string') async = true;
       out.push(json);
     }

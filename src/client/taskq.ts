@@ -40,6 +40,7 @@ import {
 } from '../settings/taskq-settings.js';
 import { checkActorRef, type BatchOptions, type EnqueueItem, type FastBatchOptions } from './batch-items.js';
 import { BatchEnqueuer } from './batch-enqueuer.js';
+import { enqueueBatchStreaming, type StreamingBatchOptions } from './batch-streaming.js';
 import { completionOf, type BatchCompletionStatus, type BatchHandle } from './batch-handle.js';
 import { normalizeBatchFilter, type BatchFilter } from './batch-filter.js';
 import { waitForBatchOn, type WaitForBatchOptions } from './wait-for-batch.js';
@@ -459,6 +460,19 @@ export class TaskQ implements AsyncDisposable {
   async enqueueBatch(items: readonly EnqueueItem[], options: BatchOptions = {}): Promise<BatchHandle> {
     this.checkOpen();
     return this.batches.enqueueBatch(items, options);
+  }
+
+  /**
+   * One batch from an iterable or async iterable of any length, written `chunkSize` (≤ 1000) items
+   * at a time, each chunk validated first; `jobHandles` is empty, `size` counts the items written.
+   * See batch-streaming.ts and docs/batches.md. @throws StreamingBatchError once items were written
+   */
+  async enqueueBatchStreaming(
+    items: Iterable<EnqueueItem> | AsyncIterable<EnqueueItem>,
+    options: StreamingBatchOptions = {},
+  ): Promise<BatchHandle> {
+    this.checkOpen();
+    return enqueueBatchStreaming(this.batches, items, options);
   }
 
   /** `write`, with a `maxPending` refusal counted (`taskq.backpressure.errors`) on its way out. */

@@ -32,3 +32,4 @@ export { MissingDependencyError } from './missing-dependency-error.js';
 export { LeadershipLostError } from './leadership-errors.js';
 export { ScheduleExistsError, ScheduleNotFoundError } from './schedule-errors.js';
 export { BatchAbortedError, BatchNotOpenError, EmptyBatchError } from './batch-errors.js';
+export { StreamingBatchError } from './streaming-batch-error.js';
