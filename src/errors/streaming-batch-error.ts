@@ -2,8 +2,8 @@ import { TaskQError } from './taskq-error.js';
 
 /**
  * `enqueueBatchStreaming` stopped after some of its items were written: an item failed validation,
- * a chunk was refused (e.g. `MaxPendingExceededError`), the input iterator threw, or `onProgress`
- * threw. The items before `written` are written (in your transaction with `connection`), none from
+ * a chunk was refused (e.g. `MaxPendingExceededError`), the input iterator threw, `onProgress`
+ * threw, or the failure policy aborted the batch (`BatchAbortedError`). The items before `written` are written (in your transaction with `connection`), none from
  * `written` on; resume from `items[written]` with the same `batchId` only for a batch without a row
  * (a batch with a row was sealed, see `sealed`). The original error is `cause`.
  *
