@@ -141,6 +141,21 @@ const PACKAGE_ERRORS: Case[] = [
     make: () => new taskq.ScheduleNotFoundError(row.id),
     code: 'TASKQ_SCHEDULE_NOT_FOUND',
   },
+  {
+    cls: taskq.BatchNotOpenError,
+    make: () => new taskq.BatchNotOpenError(row.id, 'sealed'),
+    code: 'TASKQ_BATCH_NOT_OPEN',
+  },
+  {
+    cls: taskq.BatchAbortedError,
+    make: () => new taskq.BatchAbortedError(row.id, 3, 3),
+    code: 'TASKQ_BATCH_ABORTED',
+  },
+  {
+    cls: taskq.EmptyBatchError,
+    make: () => new taskq.EmptyBatchError(row.id, 1, 0),
+    code: 'TASKQ_EMPTY_BATCH',
+  },
   { cls: taskq.EmptyFilterError, make: () => new taskq.EmptyFilterError(), code: 'TASKQ_EMPTY_FILTER' },
   {
     cls: taskq.TaskQStateError,

@@ -104,6 +104,7 @@ describe('LeaderElector', () => {
       deadlineFailed: 0,
       resultsExpired: 0,
       staleWorkers: 0,
+      staleBatchesCompleted: [],
     });
     expect(a.elector.isLeader).toBe(false);
     expect(messages(a.lines, 'leader-stepped-down')).toEqual([

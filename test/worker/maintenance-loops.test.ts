@@ -105,7 +105,7 @@ describe('maintenance loops (runOnce)', () => {
        FROM generate_series(1, 10)`,
     );
     const result = await leader.prune.runNow();
-    expect(result).toEqual({ archived: 60_000, attempts: 1000, batches: 13 });
+    expect(result).toEqual({ archived: 60_000, attempts: 1000, batches: 13, batchRowsDeleted: 0 });
     expect((await q(`SELECT count(*)::int AS n FROM $S.jobs WHERE actor = 'bulk'`)).rows[0].n).toBe(10);
     expect((await q(`SELECT count(*)::int AS n FROM $S.jobs_archive`)).rows[0].n).toBe(60_000);
     expect((await q(`SELECT count(*)::int AS n FROM $S.job_attempts_archive`)).rows[0].n).toBe(1000);

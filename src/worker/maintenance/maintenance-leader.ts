@@ -15,9 +15,9 @@ import { ScheduledPromoter } from './scheduled-promoter.js';
  * | --- | --- | --- |
  * | election | heartbeat interval | renew the lease (`lockLease` long) or take a free one; advisory lock alongside |
  * | scheduled-promoter (Sweep 3) | 1 s, or sooner when a job is due | scheduled → pending, wake |
- * | maintenance-sweeps (Sweeps 1, 2) | `sweepInterval` | reclaim expired leases, deadlines, expired results, stale workers |
+ * | maintenance-sweeps (Sweeps 1, 2) | `sweepInterval` | reclaim expired leases, deadlines, expired results, stale workers, stale batches |
  * | stranded-jobs | `strandedJobsInterval` | warn about jobs of unregistered actors |
- * | prune (Sweep 5) | daily `pruneScheduleUtc` / `pruneCronExpr` | terminal jobs → archive |
+ * | prune (Sweep 5) | daily `pruneScheduleUtc` / `pruneCronExpr` | terminal jobs → archive, then childless finished batch rows |
  * | archive-expiry (Sweep 6) | daily `archiveExpiryScheduleUtc` / cron | delete expired archive rows |
  * | cron | 1 s, or at once on taking the lead | fire due cron schedules (docs/cron.md) |
  *

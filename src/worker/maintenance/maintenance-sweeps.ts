@@ -13,6 +13,12 @@ export interface SweepReport {
   deadlineFailed: number;
   resultsExpired: number;
   staleWorkers: number;
+  /**
+   * Ids of active sealed batches the safety net completed: every child was terminal, yet the batch
+   * was still active. The jobs trigger completes a batch as its last child ends, so each is logged
+   * as a warning.
+   */
+  staleBatchesCompleted: string[];
 }
 
 /** Settings the sweep loop reads. */
@@ -26,7 +32,7 @@ export interface SweepSettings {
 
 /**
  * Leader only, every `sweepInterval`: Sweep 1 (reclaim expired leases), Sweep 2 (deadlines), expired
- * results and stale workers. Each statement is bounded; a full batch repeats within the same pass.
+ * results, stale workers and stale batches (the safety net behind the jobs trigger). Each statement is bounded; a full batch repeats within the same pass.
  * Every statement carries the leader's term: once another worker has taken over, the backend refuses
  * it, the pass ends and this worker steps down.
  */
@@ -55,6 +61,7 @@ export class MaintenanceSweeps extends LoopService {
       deadlineFailed: 0,
       resultsExpired: 0,
       staleWorkers: 0,
+      staleBatchesCompleted: [],
     };
     let term: string | null = null;
     const swept = await this.elector.fenced(async (fence) => {
@@ -82,6 +89,11 @@ export class MaintenanceSweeps extends LoopService {
         if (n < SWEEP_BATCH) break;
       }
       report.staleWorkers = await this.backend.cleanupStaleWorkers(this.settings.staleWorkerAfterMs, fence);
+      for (;;) {
+        const ids = await this.backend.completeStaleBatches(SWEEP_BATCH, fence);
+        report.staleBatchesCompleted.push(...ids);
+        if (ids.length < SWEEP_BATCH) break;
+      }
       return fence;
     });
     if (swept !== null) await this.backend.refreshStatistics?.();
@@ -92,6 +104,15 @@ export class MaintenanceSweeps extends LoopService {
       );
     if (report.deadlineFailed > 0)
       this.logger.info({ failed: report.deadlineFailed, term }, 'deadline-sweep-failed-jobs');
+    if (report.staleBatchesCompleted.length > 0)
+      this.logger.warn(
+        {
+          completed: report.staleBatchesCompleted.length,
+          batchIds: report.staleBatchesCompleted.slice(0, 20),
+          term,
+        },
+        'stale-batches-completed',
+      );
     return report;
   }
 }

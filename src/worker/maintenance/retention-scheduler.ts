@@ -76,7 +76,30 @@ abstract class ScheduledMaintenance extends LoopService {
   abstract runNow(): Promise<unknown>;
 }
 
-/** Sweep 5: moves terminal jobs past their retention to the archive, batch by batch. */
+/** What one run of {@link PruneScheduler} did. */
+export interface PruneReport {
+  /** Jobs moved to the archive. */
+  archived: number;
+  /** Their attempts moved along. */
+  attempts: number;
+  /** Statements run (each moves at most `pruneBatchSize` jobs). */
+  batches: number;
+  /** Batch rows deleted: finished past the retention, with no child left in the jobs table. */
+  batchRowsDeleted: number;
+}
+
+/**
+ * How long a finished batch row stays: the longest job retention, so a row outlives every child
+ * the job prune could still keep (the row also waits until no child is left in the jobs table).
+ */
+export function batchRetentionMs(retention: RetentionPolicy): number {
+  return Math.max(retention.succeededMs, retention.failedMs, retention.cancelledMs, retention.abandonedMs);
+}
+
+/**
+ * Sweep 5: moves terminal jobs past their retention to the archive, batch by batch, then deletes
+ * the batch rows left without children.
+ */
 export class PruneScheduler extends ScheduledMaintenance {
   constructor(
     private readonly backend: Backend,
@@ -90,15 +113,22 @@ export class PruneScheduler extends ScheduledMaintenance {
     super('prune', elector, schedule, logger, now);
   }
 
-  async runNow(): Promise<{ archived: number; attempts: number; batches: number } | null> {
-    const total = { archived: 0, attempts: 0, batches: 0 };
+  async runNow(): Promise<PruneReport | null> {
+    const total: PruneReport = { archived: 0, attempts: 0, batches: 0, batchRowsDeleted: 0 };
     const done = await this.elector.fenced(async (fence) => {
       for (;;) {
         const r = await this.backend.pruneJobs(this.retention, this.batchSize, fence);
         total.archived += r.archived;
         total.attempts += r.attempts;
         total.batches++;
-        if (r.archived < this.batchSize) return fence;
+        if (r.archived < this.batchSize) break;
+      }
+      // After the jobs: a batch row goes only once its children have left the jobs table.
+      const retentionMs = batchRetentionMs(this.retention);
+      for (;;) {
+        const n = await this.backend.pruneBatches(retentionMs, this.batchSize, fence);
+        total.batchRowsDeleted += n;
+        if (n < this.batchSize) return fence;
       }
     });
     if (done === null) return null;
