@@ -156,6 +156,11 @@ const PACKAGE_ERRORS: Case[] = [
     make: () => new taskq.EmptyBatchError(row.id, 1, 0),
     code: 'TASKQ_EMPTY_BATCH',
   },
+  {
+    cls: taskq.StreamingBatchError,
+    make: () => new taskq.StreamingBatchError(row.id, 1000, 1234, true, new Error('bad item')),
+    code: 'TASKQ_STREAMING_BATCH_FAILED',
+  },
   { cls: taskq.EmptyFilterError, make: () => new taskq.EmptyFilterError(), code: 'TASKQ_EMPTY_FILTER' },
   {
     cls: taskq.TaskQStateError,
