@@ -140,6 +140,19 @@ describe('enqueueBatchStreaming (Postgres)', () => {
     });
   });
 
+  it('counts an item that deduplicated to an existing job as written, not as a new child', async () => {
+    const key = `k-${randomUUID()}`;
+    const h = await tq.enqueueBatchStreaming(
+      [0, 1, 2].map((n) =>
+        batchItem(child, { n }, { delay: '1h', ...(n > 0 ? { idempotencyKey: key } : {}) }),
+      ),
+      { chunkSize: 2, failurePolicy: new AbortBatchAfter(1) },
+    );
+    expect(h.size).toBe(3);
+    expect(await tq.getBatch(h.batchId)).toMatchObject({ expectedSize: 2, sealed: true });
+    expect(await jobsOf(h.batchId)).toBe(2);
+  });
+
   it('refuses bad options and empty input before anything is written', async () => {
     const batchId = randomUUID();
     const cases: [unknown, unknown, string][] = [
