@@ -131,38 +131,28 @@ export interface JobRow {
   heartbeatDetails: unknown;
 }
 
-/** A claimed job's batch, for outcome writes (see {@link SettlementBase.batchId}). */
-export interface ClaimedBatchChild {
-  /**
-   * The batch row the job counts toward (`jobs.batch_id`), when a backend reports it; absent or
-   * null for other jobs.
-   */
-  batchId?: string | null;
-}
-
 /**
  * What a claim returns for each job: the fields a worker needs to run the attempt (the rest of the
  * row is not read back — fewer columns to format, send and parse per claimed job). A backend may
  * return whole {@link JobRow}s (the in-memory one does); the worker reads only these.
  */
-export type ClaimedJob = ClaimedBatchChild &
-  Pick<
-    JobRow,
-    | 'id'
-    | 'actor'
-    | 'queue'
-    | 'payload'
-    | 'payloadSchemaVer'
-    | 'priority'
-    | 'attempt'
-    | 'startToCloseMs'
-    | 'heartbeatTimeoutMs'
-    | 'progressState'
-    | 'progressSeq'
-    | 'heartbeatDetails'
-    | 'traceId'
-    | 'spanId'
-  >;
+export type ClaimedJob = Pick<
+  JobRow,
+  | 'id'
+  | 'actor'
+  | 'queue'
+  | 'payload'
+  | 'payloadSchemaVer'
+  | 'priority'
+  | 'attempt'
+  | 'startToCloseMs'
+  | 'heartbeatTimeoutMs'
+  | 'progressState'
+  | 'progressSeq'
+  | 'heartbeatDetails'
+  | 'traceId'
+  | 'spanId'
+>;
 
 /** Everything a backend needs to insert one job. Built and validated by the client. */
 export interface EnqueueArgs {

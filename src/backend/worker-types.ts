@@ -52,12 +52,6 @@ export interface ProgressSnapshot {
 interface SettlementBase {
   jobId: string;
   workerId: string;
-  /**
-   * The batch row the job counts toward, from its claim. An outcome write that counts toward
-   * batches locks their rows first, in id order: the counting trigger would otherwise lock them in
-   * the order it meets the jobs, and two writes meeting two batches in opposite orders deadlock.
-   */
-  batchId?: string | null;
   /** When the handler started (in-process clock), for the attempt row. */
   handlerStartedAt: Date | null;
   /** Handler wall time in ms, for the attempt row. */

@@ -41,86 +41,153 @@ CREATE INDEX batches_active_idx ON {schema}.batches (created_at) WHERE status = 
 ALTER TABLE {schema}.jobs ADD COLUMN batch_id uuid;
 CREATE INDEX jobs_batch_id_idx ON {schema}.jobs (batch_id, status) WHERE batch_id IS NOT NULL;
 
--- A child entered or left a terminal status: count it. Entering: its status's counter goes up;
--- `failed` extends the failure streak and `succeeded` ends it (cancelled, crashed and abandoned
--- leave it). At the threshold the batch is aborted: its pending and scheduled children are
--- cancelled here, in the same transaction (running ones finish), and counted in one step (the
--- trigger skips the rows the abort itself changes). A sealed active batch whose every child is
--- terminal is complete. Leaving (an admin retry): the counter goes down and a complete batch is
--- active again. The batches row lock orders concurrent outcomes, so the streak is the order in
--- which the outcomes' transactions counted them.
+-- Counting happens once per statement, not once per row: a statement that ends a thousand
+-- children of one batch would otherwise update its row a thousand times in one transaction, and
+-- each update walks the chain of versions the earlier ones left (quadratic). So the row trigger only
+-- notes each child that entered or left a terminal status, as `<batch id>:<code>;` in a
+-- transaction-local setting (codes below), in the order the statement changed them; the statement
+-- trigger that follows folds those notes into the batch rows, locking them in id order (two
+-- statements meeting the same batches in opposite orders queue up instead of deadlocking).
+--
+-- Codes: S F C X A — entered succeeded, failed, cancelled, crashed, abandoned; s f c x a — left it
+-- (an admin retry).
 CREATE FUNCTION {schema}.batch_child_status_changed() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
   was_terminal boolean := OLD.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned');
   is_terminal  boolean := NEW.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned');
-  b            record;
-  n            integer;
+  code         text;
 BEGIN
   IF was_terminal = is_terminal THEN
     RETURN NULL;
   END IF;
+  -- The abort below counts the children it cancels itself.
   IF current_setting('taskq.batch_aborting', true) = NEW.batch_id::text THEN
     RETURN NULL;
   END IF;
-  UPDATE {schema}.batches SET
-    succeeded = succeeded + (CASE WHEN is_terminal AND NEW.status = 'succeeded' THEN 1 WHEN was_terminal AND OLD.status = 'succeeded' THEN -1 ELSE 0 END),
-    failed    = failed    + (CASE WHEN is_terminal AND NEW.status = 'failed'    THEN 1 WHEN was_terminal AND OLD.status = 'failed'    THEN -1 ELSE 0 END),
-    cancelled = cancelled + (CASE WHEN is_terminal AND NEW.status = 'cancelled' THEN 1 WHEN was_terminal AND OLD.status = 'cancelled' THEN -1 ELSE 0 END),
-    crashed   = crashed   + (CASE WHEN is_terminal AND NEW.status = 'crashed'   THEN 1 WHEN was_terminal AND OLD.status = 'crashed'   THEN -1 ELSE 0 END),
-    abandoned = abandoned + (CASE WHEN is_terminal AND NEW.status = 'abandoned' THEN 1 WHEN was_terminal AND OLD.status = 'abandoned' THEN -1 ELSE 0 END),
-    consecutive_failures = CASE
-      WHEN is_terminal AND NEW.status = 'failed' THEN consecutive_failures + 1
-      WHEN is_terminal AND NEW.status = 'succeeded' THEN 0
-      ELSE consecutive_failures END
-  WHERE id = NEW.batch_id
-  RETURNING * INTO b;
-  IF NOT FOUND THEN
-    RETURN NULL;
-  END IF;
-
-  IF b.status = 'active' AND is_terminal AND NEW.status = 'failed'
-     AND b.failure_threshold IS NOT NULL AND b.consecutive_failures >= b.failure_threshold THEN
-    PERFORM set_config('taskq.batch_aborting', b.id::text, true);
-    WITH target AS (
-      SELECT id, status FROM {schema}.jobs
-      WHERE batch_id = b.id AND status IN ('pending', 'scheduled')
-      FOR UPDATE
-    ),
-    aborted AS (
-      UPDATE {schema}.jobs AS j
-      SET status = 'cancelled', finished_at = clock_timestamp(), cancel_requested_at = clock_timestamp(),
-          error_class = 'BatchAborted', error_message = 'Batch aborted due to consecutive failures'
-      FROM target t
-      WHERE j.id = t.id AND j.status IN ('pending', 'scheduled')
-      RETURNING j.id, t.status::text AS from_status
-    ),
-    ev AS (
-      INSERT INTO {schema}.job_events (job_id, kind, detail)
-      SELECT id, 'state_change',
-        jsonb_build_object('from_state', from_status, 'to_state', 'cancelled', 'reason', 'batch_aborted',
-                           'batch_id', b.id)
-      FROM aborted
-      RETURNING 1
-    )
-    SELECT count(*)::integer INTO n FROM aborted;
-    PERFORM set_config('taskq.batch_aborting', '', true);
-    UPDATE {schema}.batches SET status = 'aborted', completed_at = clock_timestamp(), cancelled = cancelled + n
-    WHERE id = b.id;
-  ELSIF b.status = 'active' AND is_terminal AND b.sealed
-        AND b.succeeded + b.failed + b.cancelled + b.crashed + b.abandoned >= b.expected_size THEN
-    UPDATE {schema}.batches SET status = 'complete', completed_at = clock_timestamp() WHERE id = b.id;
-  ELSIF b.status = 'complete' AND NOT is_terminal THEN
-    UPDATE {schema}.batches SET status = 'active', completed_at = NULL WHERE id = b.id;
-  END IF;
+  code := CASE WHEN is_terminal THEN
+            CASE NEW.status WHEN 'succeeded' THEN 'S' WHEN 'failed' THEN 'F' WHEN 'cancelled' THEN 'C'
+                            WHEN 'crashed' THEN 'X' ELSE 'A' END
+          ELSE
+            CASE OLD.status WHEN 'succeeded' THEN 's' WHEN 'failed' THEN 'f' WHEN 'cancelled' THEN 'c'
+                            WHEN 'crashed' THEN 'x' ELSE 'a' END
+          END;
+  PERFORM set_config('taskq.batch_outcomes',
+    coalesce(current_setting('taskq.batch_outcomes', true), '') || NEW.batch_id::text || ':' || code || ';', true);
   RETURN NULL;
 END
 $$;
 
--- Fires only when a statement sets status on a batch child whose status changes: dispatch of a
--- child calls the function (it returns at once); jobs outside a counted batch never do.
+-- Folds the statement's notes into the batch rows. Entering: the status's counter goes up; `failed`
+-- extends the failure streak and `succeeded` ends it (cancelled, crashed and abandoned leave it).
+-- At the threshold the batch is aborted: its pending and scheduled children are cancelled here, in
+-- the same transaction (running ones finish), and counted in one step. Leaving (an admin retry): the
+-- counter goes down and a complete batch is active again. Then a sealed active batch whose every
+-- child is terminal is complete.
+CREATE FUNCTION {schema}.batch_outcomes_fold() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  notes  text := current_setting('taskq.batch_outcomes', true);
+  item   record;
+  b      record;
+  code   text;
+  n      integer;
+  i      integer;
+  ds integer; df integer; dc integer; dx integer; da integer;
+  streak integer;
+  left_terminal boolean;
+  abort_now boolean;
+BEGIN
+  IF notes IS NULL OR notes = '' THEN
+    RETURN NULL;
+  END IF;
+  PERFORM set_config('taskq.batch_outcomes', '', true);
+  FOR item IN
+    SELECT split_part(x.note, ':', 1)::uuid AS batch_id, string_agg(split_part(x.note, ':', 2), '' ORDER BY x.ord) AS codes
+    FROM unnest(string_to_array(rtrim(notes, ';'), ';')) WITH ORDINALITY AS x(note, ord)
+    GROUP BY 1
+    ORDER BY 1
+  LOOP
+    SELECT * INTO b FROM {schema}.batches WHERE id = item.batch_id FOR UPDATE;
+    CONTINUE WHEN NOT FOUND;
+    ds := 0; df := 0; dc := 0; dx := 0; da := 0;
+    streak := b.consecutive_failures;
+    left_terminal := false;
+    abort_now := false;
+    FOR i IN 1 .. length(item.codes) LOOP
+      code := substr(item.codes, i, 1);
+      CASE code
+        WHEN 'S' THEN ds := ds + 1; streak := 0;
+        WHEN 'F' THEN df := df + 1; streak := streak + 1;
+          IF b.status = 'active' AND b.failure_threshold IS NOT NULL AND streak >= b.failure_threshold THEN
+            abort_now := true;
+          END IF;
+        WHEN 'C' THEN dc := dc + 1;
+        WHEN 'X' THEN dx := dx + 1;
+        WHEN 'A' THEN da := da + 1;
+        WHEN 's' THEN ds := ds - 1; left_terminal := true;
+        WHEN 'f' THEN df := df - 1; left_terminal := true;
+        WHEN 'c' THEN dc := dc - 1; left_terminal := true;
+        WHEN 'x' THEN dx := dx - 1; left_terminal := true;
+        ELSE da := da - 1; left_terminal := true;
+      END CASE;
+    END LOOP;
+    UPDATE {schema}.batches SET
+      succeeded = succeeded + ds, failed = failed + df, cancelled = cancelled + dc,
+      crashed = crashed + dx, abandoned = abandoned + da, consecutive_failures = streak,
+      status = CASE WHEN status = 'complete' AND left_terminal THEN 'active' ELSE status END,
+      completed_at = CASE WHEN status = 'complete' AND left_terminal THEN NULL ELSE completed_at END
+    WHERE id = b.id
+    RETURNING * INTO b;
+    IF abort_now THEN
+      PERFORM set_config('taskq.batch_aborting', b.id::text, true);
+      WITH target AS (
+        SELECT id, status FROM {schema}.jobs
+        WHERE batch_id = b.id AND status IN ('pending', 'scheduled')
+        FOR UPDATE
+      ),
+      aborted AS (
+        UPDATE {schema}.jobs AS j
+        SET status = 'cancelled', finished_at = clock_timestamp(), cancel_requested_at = clock_timestamp(),
+            error_class = 'BatchAborted', error_message = 'Batch aborted due to consecutive failures'
+        FROM target t
+        WHERE j.id = t.id AND j.status IN ('pending', 'scheduled')
+        RETURNING j.id, t.status::text AS from_status
+      ),
+      ev AS (
+        INSERT INTO {schema}.job_events (job_id, kind, detail)
+        SELECT id, 'state_change',
+          jsonb_build_object('from_state', from_status, 'to_state', 'cancelled', 'reason', 'batch_aborted',
+                             'batch_id', b.id)
+        FROM aborted
+        RETURNING 1
+      )
+      SELECT count(*)::integer INTO n FROM aborted;
+      PERFORM set_config('taskq.batch_aborting', '', true);
+      UPDATE {schema}.batches SET status = 'aborted', completed_at = clock_timestamp(), cancelled = cancelled + n
+      WHERE id = b.id;
+    ELSIF b.status = 'active' AND b.sealed
+          AND b.succeeded + b.failed + b.cancelled + b.crashed + b.abandoned >= b.expected_size THEN
+      UPDATE {schema}.batches SET status = 'complete', completed_at = clock_timestamp() WHERE id = b.id;
+    END IF;
+  END LOOP;
+  RETURN NULL;
+END
+$$;
+
+-- The row trigger fires only when a statement sets status on a batch child whose status changes
+-- (dispatch of a child calls it; it returns at once): jobs outside a counted batch never do. The
+-- statement trigger runs once per UPDATE of jobs and returns at once when no note was taken. It has
+-- no column list: with one, a query that updates jobs in two data-modifying CTEs, only one of which
+-- sets status (cancelWhere), left that CTE's notes unfolded (Postgres queues one AFTER STATEMENT
+-- event per table for the whole query).
 CREATE TRIGGER jobs_batch_child_status
 AFTER UPDATE OF status ON {schema}.jobs
 FOR EACH ROW
 WHEN (NEW.batch_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status)
 EXECUTE FUNCTION {schema}.batch_child_status_changed();
+
+CREATE TRIGGER jobs_batch_outcomes_fold
+AFTER UPDATE ON {schema}.jobs
+FOR EACH STATEMENT
+EXECUTE FUNCTION {schema}.batch_outcomes_fold();

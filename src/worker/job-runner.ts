@@ -898,7 +898,6 @@ export class JobRunner {
     // Set on the outcome itself (made for this job alone): a spread copy would allocate per job.
     outcome.progress = tracked.progress;
     outcome.heartbeatDetailsJson = tracked.heartbeatDetailsJson;
-    if (job.row.batchId) outcome.batchId = job.row.batchId;
     // A continuation rather than an `await` in an async function: a busy worker has a few hundred
     // outcomes waiting for their batched write at any time, and what waits with each is only what
     // this closure holds, not a suspended frame.

@@ -79,6 +79,4 @@ export const CLAIM_COLUMNS = [
   // logged about the attempt (docs/logging.md).
   'j.trace_id',
   'j.span_id',
-  // The batch row the job counts toward: its outcome write locks that row first (pg-settle.ts).
-  'j.batch_id',
 ].join(', ');

@@ -50,13 +50,6 @@ export function settleParams(items: readonly Settlement[]): unknown[] {
   ];
 }
 
-/** The distinct batch rows the items count toward, in id order (the order their locks are taken). */
-export function countedBatches(items: readonly Settlement[]): string[] {
-  let ids: Set<string> | null = null;
-  for (const s of items) if (s.batchId) (ids ??= new Set()).add(s.batchId);
-  return ids === null ? [] : [...ids].sort();
-}
-
 /**
  * True when `settleSucceeded` can write the batch: every item a success with no progress snapshot
  * and no heartbeat details (what such an item leaves unchanged is then all `settle` would decide).

@@ -92,7 +92,6 @@ import { DEFAULT_LEADER_LEASE_MS } from '../leader-lease.js';
 import { refreshJobsStatistics } from './pg-statistics.js';
 import {
   allPlainSuccesses,
-  countedBatches,
   settleParams,
   settleResults,
   settleSucceededParams,
@@ -502,18 +501,9 @@ export class PostgresBackend implements Backend {
   async settle(items: readonly Settlement[]): Promise<SettleResult[]> {
     if (items.length === 0) return [];
     // A batch of plain successes (the usual one) goes through a statement with a much smaller plan.
-    const [name, params] = allPlainSuccesses(items)
-      ? (['settleSucceeded', settleSucceededParams(items)] as const)
-      : (['settle', settleParams(items)] as const);
-    const batches = countedBatches(items);
-    // Outcomes that count toward batches lock those rows first, in id order (see Settlement.batchId).
-    const rows =
-      batches.length === 0
-        ? await this.run<SettleRow>(name, params, this.settleDriver)
-        : await this.settleDriver.transaction(async (tx) => {
-            await this.run('lockBatches', [batches], tx);
-            return this.run<SettleRow>(name, params, tx);
-          });
+    const rows = allPlainSuccesses(items)
+      ? await this.run<SettleRow>('settleSucceeded', settleSucceededParams(items), this.settleDriver)
+      : await this.run<SettleRow>('settle', settleParams(items), this.settleDriver);
     const results = settleResults(items, rows);
     this.announceSettled(results);
     return results;

@@ -88,7 +88,6 @@ export function toClaimedJob(r: Raw): ClaimedJob {
     heartbeatDetails: r.heartbeat_details === undefined ? null : json(r.heartbeat_details),
     traceId: strOrNull(r.trace_id),
     spanId: strOrNull(r.span_id),
-    batchId: strOrNull(r.batch_id),
   };
 }
 

@@ -8,9 +8,6 @@ export const insertBatch = "-- A batch row, open (not sealed) and empty: the chi
 export const lockBatch = "-- The row a later chunk of a streaming enqueue adds to, locked so that no outcome is counted\n-- against its size while the chunk grows it.\nSELECT * FROM {schema}.batches WHERE id = $1 FOR UPDATE;";
 
 /** From batches.sql. */
-export const lockBatches = "-- The batch rows an outcome write counts toward, locked in id order before the write ($1 sorted).\nSELECT id FROM {schema}.batches WHERE id = ANY ($1::uuid[]) ORDER BY id FOR UPDATE;";
-
-/** From batches.sql. */
 export const growBatch = "-- Counts $2 new children into the batch and, with $3, seals it. A sealed active batch whose every\n-- child is already terminal completes here (its last outcome was counted before the seal).\nWITH grown AS (\n  SELECT id, expected_size + $2::int AS size, sealed OR $3::boolean AS sealed_now,\n    succeeded + failed + cancelled + crashed + abandoned AS terminal\n  FROM {schema}.batches WHERE id = $1\n)\nUPDATE {schema}.batches AS b\nSET expected_size = g.size, sealed = g.sealed_now,\n    status = CASE WHEN b.status = 'active' AND g.sealed_now AND g.terminal >= g.size THEN 'complete' ELSE b.status END,\n    completed_at = CASE WHEN b.status = 'active' AND g.sealed_now AND g.terminal >= g.size\n                        THEN clock_timestamp() ELSE b.completed_at END\nFROM grown g\nWHERE b.id = g.id\nRETURNING b.*;";
 
 /** From batches.sql. */

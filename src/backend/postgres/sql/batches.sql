@@ -10,10 +10,6 @@ RETURNING *;
 -- against its size while the chunk grows it.
 SELECT * FROM {schema}.batches WHERE id = $1 FOR UPDATE;
 
--- name: lockBatches
--- The batch rows an outcome write counts toward, locked in id order before the write ($1 sorted).
-SELECT id FROM {schema}.batches WHERE id = ANY ($1::uuid[]) ORDER BY id FOR UPDATE;
-
 -- name: growBatch
 -- Counts $2 new children into the batch and, with $3, seals it. A sealed active batch whose every
 -- child is already terminal completes here (its last outcome was counted before the seal).
