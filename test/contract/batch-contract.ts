@@ -419,6 +419,18 @@ export function defineBatchContract(name: string, makeHarness: () => Promise<Bat
         await expectCountersMatch(batchId, ids);
       });
 
+      it('counts a drained child whose cancel was requested; a plain drain changes no counter', async () => {
+        const { batchId, ids } = await batchOf(2);
+        await claim();
+        await h.backend.writeCancelRequest(ids[0]!, 'stop');
+        expect(await h.backend.repend(W1, ids)).toBe(2);
+        expect(await row(batchId)).toMatchObject({
+          status: 'active',
+          counts: { cancelled: 1, pending: 1 },
+        });
+        await expectCountersMatch(batchId, ids);
+      });
+
       it('counts the deadline sweep as failures, which can abort the batch', async () => {
         const batchId = newJobId();
         const dl = { scheduleToCloseIntervalMs: 3_600_000 };
