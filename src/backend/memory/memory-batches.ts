@@ -119,11 +119,24 @@ export class MemoryBatches {
   /** Aborts `b`: cancels its pending and scheduled children and counts them in one step. */
   private abort(b: StoredBatch): string[] {
     const s = this.d.state;
-    const now = s.clock.now();
-    const ids: string[] = [];
+    const children: JobRow[] = [];
     for (const [jobId, batchId] of this.batchOf) {
       const j = batchId === b.id ? s.jobs.get(jobId) : undefined;
-      if (!j || (j.status !== 'pending' && j.status !== 'scheduled')) continue;
+      if (j) children.push(j);
+    }
+    const ids = this.cancelAborted(b, children);
+    b.status = 'aborted';
+    b.completedAt = s.clock.now();
+    return ids;
+  }
+
+  /** Cancels the pending and scheduled jobs of `jobs` for `b`'s abort and counts them. */
+  private cancelAborted(b: StoredBatch, jobs: readonly JobRow[]): string[] {
+    const s = this.d.state;
+    const now = s.clock.now();
+    const ids: string[] = [];
+    for (const j of jobs) {
+      if (j.status !== 'pending' && j.status !== 'scheduled') continue;
       const from = j.status;
       Object.assign(j, {
         status: 'cancelled',
@@ -140,8 +153,6 @@ export class MemoryBatches {
       });
       ids.push(j.id);
     }
-    b.status = 'aborted';
-    b.completedAt = now;
     b.cancelled += ids.length;
     return ids;
   }
@@ -234,14 +245,21 @@ export class MemoryBatches {
         return this.result(batch, rows, finalizer);
       }
       // A later chunk of a committed batch: its size grows at commit, counted against the row as
-      // it is then (outcomes counted meanwhile included).
+      // it is then (outcomes counted meanwhile included). On Postgres the chunk holds the row lock
+      // until then, so an abort that happened meanwhile would have come after the commit and
+      // cancelled the new children too: do that here.
       const preview = { ...batch };
       grow(preview);
+      const abortedBefore = batch.status === 'aborted';
       tx.defer(() => {
         const b = this.rows.get(batchId);
         if (!b) return;
         grow(b);
         store(b);
+        if (!abortedBefore && b.status === 'aborted') {
+          const ids = this.cancelAborted(b, children);
+          if (ids.length > 0) s.emitDone(ids);
+        }
       });
       return this.result(preview, rows, finalizer);
     } finally {
