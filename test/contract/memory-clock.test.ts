@@ -291,4 +291,86 @@ describe('InMemoryBackend under a FakeClock', () => {
     expect(watch.reads).toEqual([]);
     expect(seen).toContain('done');
   });
+
+  it('reads no system clock on the batch paths', async () => {
+    const clock = new FakeClock(Date.UTC(2030, 0, 1));
+    const backend = new InMemoryBackend({ clock });
+    const [aborting, open, rowless] = [args(0).id, args(0).id, args(0).id];
+    const kids = [args(500), args(501), args(502)];
+    const finalizer = args(510);
+    const later = args(511);
+    const loose = args(512, { metadata: {} });
+    loose.metadata.batch_id = rowless;
+    const create = { queue: kids[0]!.queue, failureThreshold: 1, finalizer: null };
+
+    watch = watchSystemClock();
+    await backend.writeBatch({
+      batchId: aborting,
+      create: { ...create, finalizer },
+      children: kids,
+      seal: true,
+    });
+    await backend.writeBatch({ batchId: open, create, children: [], seal: false });
+    const tx = backend.beginTransaction();
+    await backend.writeBatch({ batchId: open, children: [later], seal: true }, { connection: tx });
+    await tx.commit();
+    await backend.enqueue(loose);
+    const [claimed] = await backend.dispatchBatch({
+      workerId: W1,
+      queues: [kids[0]!.queue],
+      actors: ACTORS,
+      limit: 1,
+      leaseMs: 30_000,
+      oversample: 2,
+    });
+    await backend.settle([
+      {
+        workerId: W1,
+        handlerStartedAt: clock.now(),
+        durationMs: 1,
+        jobId: claimed!.id,
+        kind: 'failed',
+        error: { errorClass: 'E', message: 'm', traceback: null },
+        retryDelayMs: null,
+      },
+    ]);
+    expect((await backend.getBatch(aborting))?.status).toBe('aborted');
+    await backend.retryJob(claimed!.id);
+    await backend.cancelWhere(normalizeJobFilter({ actor: 'plain' }, 'cancelWhere'), 'all');
+    await backend.batchCounts(aborting);
+    await backend.batchCounts(rowless, loose.id);
+    const page = await backend.listBatches({
+      queue: null,
+      active: null,
+      batchId: null,
+      limit: 1,
+      cursor: null,
+    });
+    await backend.listBatches({
+      queue: null,
+      active: false,
+      batchId: null,
+      limit: 1,
+      cursor: page.nextCursor,
+    });
+    const leader = await backend.openLeaderSession(W1, 'host', { leaseMs: 60_000 });
+    await leader.tryAcquire();
+    await backend.completeStaleBatches(100, leader.fence!);
+    clock.advance('30d');
+    await leader.tryAcquire();
+    const retention = {
+      succeededMs: 1000,
+      failedMs: 1000,
+      cancelledMs: 1000,
+      abandonedMs: 1000,
+      archiveMs: 1000,
+    };
+    await backend.pruneJobs(retention, 100, leader.fence!);
+    expect(await backend.pruneBatches(1000, 100, leader.fence!)).toBe(2);
+    await leader.close();
+    await backend.close();
+
+    watch.stop();
+    expect(watch.reads).toEqual([]);
+  });
 });

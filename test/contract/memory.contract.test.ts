@@ -1,13 +1,14 @@
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
-import { defineBackendContract, type ContractHarness } from './backend-contract.js';
+import { defineBackendContract } from './backend-contract.js';
 import { defineWorkerBackendContract } from './worker-backend-contract.js';
 import { defineMaintenanceContract } from './maintenance-contract.js';
 import { defineOperatorConfigContract } from './operator-config-contract.js';
 import { defineFleetObservationContract } from './fleet-observation-contract.js';
 import { defineScheduleContract } from './schedule-contract.js';
+import { defineBatchContract, type BatchContractHarness } from './batch-contract.js';
 
-async function harness(): Promise<ContractHarness> {
+async function harness(): Promise<BatchContractHarness> {
   const clock = new FakeClock(Date.now());
   const backend = new InMemoryBackend({ clock });
   return {
@@ -63,6 +64,12 @@ async function harness(): Promise<ContractHarness> {
       clock.moveTo(Date.now());
       backend.clear();
     },
+    async reopenBatch(batchId) {
+      // No write path reaches this state: reach into the store, as SQL does on Postgres.
+      const store = (backend as unknown as { batches: { rows: Map<string, Record<string, unknown>> } })
+        .batches;
+      Object.assign(store.rows.get(batchId)!, { status: 'active', completedAt: null });
+    },
     async close() {},
   };
 }
@@ -73,3 +80,4 @@ defineMaintenanceContract('InMemoryBackend', harness);
 defineOperatorConfigContract('InMemoryBackend', harness);
 defineFleetObservationContract('InMemoryBackend', harness);
 defineScheduleContract('InMemoryBackend', harness);
+defineBatchContract('InMemoryBackend', harness);

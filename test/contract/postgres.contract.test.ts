@@ -1,13 +1,14 @@
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { migratedSchema } from '../helpers/db.js';
-import { defineBackendContract, type ContractHarness } from './backend-contract.js';
+import { defineBackendContract } from './backend-contract.js';
 import { defineWorkerBackendContract } from './worker-backend-contract.js';
 import { defineMaintenanceContract } from './maintenance-contract.js';
 import { defineOperatorConfigContract } from './operator-config-contract.js';
 import { defineFleetObservationContract } from './fleet-observation-contract.js';
 import { defineScheduleContract } from './schedule-contract.js';
+import { defineBatchContract, type BatchContractHarness } from './batch-contract.js';
 
-async function harness(): Promise<ContractHarness> {
+async function harness(): Promise<BatchContractHarness> {
   const db = await migratedSchema('contract');
   const q = `"${db.schema}"`;
   const backend = new PostgresBackend(db.driver, { schema: db.schema });
@@ -85,14 +86,20 @@ async function harness(): Promise<ContractHarness> {
         [ms],
       );
       await db.pool.query(`UPDATE ${q}.cron_fires SET ${back(['fire_at', 'fired_at'])}`, [ms]);
+      await db.pool.query(`UPDATE ${q}.batches SET ${back(['created_at', 'completed_at'])}`, [ms]);
     },
     async reset() {
       await db.pool.query(
         `TRUNCATE ${q}.jobs, ${q}.actor_config, ${q}.queues, ${q}.workers, ${q}.jobs_archive,
            ${q}.reservation_slots, ${q}.rate_limit_buckets, ${q}.rate_limit_window_entries,
-           ${q}.cron_schedules, ${q}.cron_fires CASCADE`,
+           ${q}.cron_schedules, ${q}.cron_fires, ${q}.batches CASCADE`,
       );
       await db.pool.query(`UPDATE ${q}.maintenance_leader SET expires_at = '-infinity', holds_lock = false`);
+    },
+    async reopenBatch(batchId) {
+      await db.pool.query(`UPDATE ${q}.batches SET status = 'active', completed_at = NULL WHERE id = $1`, [
+        batchId,
+      ]);
     },
     async close() {
       await db.drop();
@@ -106,3 +113,4 @@ defineMaintenanceContract('PostgresBackend', harness);
 defineOperatorConfigContract('PostgresBackend', harness);
 defineFleetObservationContract('PostgresBackend', harness);
 defineScheduleContract('PostgresBackend', harness);
+defineBatchContract('PostgresBackend', harness);

@@ -1,4 +1,11 @@
-import type { BatchCounts, BatchPage, BatchRow, BatchWriteResult } from '../batch-types.js';
+import type {
+  BatchCounts,
+  BatchPage,
+  BatchRow,
+  BatchWrite,
+  BatchWriteResult,
+  NormalizedBatchFilter,
+} from '../batch-types.js';
 import { MemorySchedules } from './memory-schedules.js';
 import type {
   DueSchedules,
@@ -65,7 +72,8 @@ import { MemoryLeaderLease } from './memory-leader-lease.js';
 import { DEFAULT_LEADER_LEASE_MS } from '../leader-lease.js';
 import { UNSTARTED_CANCEL_MESSAGE } from './memory-maintenance.js';
 import * as dispatch from './memory-dispatch.js';
-import type { MemoryState } from './memory-state.js';
+import type { MemoryState, StatusChange } from './memory-state.js';
+import { MemoryBatches } from './memory-batches.js';
 import * as cancelProgress from './memory-cancel-progress.js';
 import * as listing from './memory-listing.js';
 import { assertKeysFree, assertNoRepeatedKey } from '../repeated-key.js';
@@ -148,7 +156,14 @@ export class InMemoryBackend implements Backend {
         sub.workerId === owner.toLowerCase() ? sub.handlers.onCancel?.(jobId, owner) : undefined,
       ),
     emitProgress: (ids) => this.emit((sub) => sub.handlers.onProgress?.(announcedIds(ids))),
+    statusChanged: (changes) => this.batches.statusChanged(changes),
   };
+  /** The `batches` rows and their accounting (the trigger's in-memory twin). */
+  private readonly batches = new MemoryBatches({
+    state: this.maintenanceState,
+    gateLocks: this.gateLocks,
+    txRows: this.txRows,
+  });
 
   /**
    * The fleet-wide rate-limit state (the `reservation_slots` and `rate_limit_buckets` of Postgres):
@@ -184,6 +199,7 @@ export class InMemoryBackend implements Backend {
     this.leaderLease.clear();
     this.sharedRateLimits.clear();
     this.schedules.clear();
+    this.batches.clear();
   }
 
   /** Starts a simulated transaction for `enqueueWithConn` (commit/rollback like a real one). */
@@ -424,6 +440,7 @@ export class InMemoryBackend implements Backend {
     let n = 0;
     let wake = false;
     const cancelled: string[] = [];
+    const changes: StatusChange[] = [];
     const now = this.clock.now();
     for (const id of jobIds) {
       const r = this.jobs.get(id);
@@ -451,10 +468,12 @@ export class InMemoryBackend implements Backend {
         reason: 'drained',
         worker_id: workerId,
       });
+      changes.push({ job: r, from: 'running' });
       if (cancel) cancelled.push(r.id);
       else wake = true;
       n++;
     }
+    this.batches.statusChanged(changes);
     if (wake) this.emitWake();
     if (cancelled.length > 0) this.emitDone(cancelled);
     return n;
@@ -746,30 +765,35 @@ export class InMemoryBackend implements Backend {
     if (this.closed) throw new TaskQStateError('the InMemoryBackend is closed');
   }
 
-  // --- batches (work in progress: the in-memory batch accounting is being written) -----------
+  // --- batches (memory-batches.ts) ------------------------------------------------------------
 
-  async writeBatch(): Promise<BatchWriteResult> {
-    throw new Error('InMemoryBackend.writeBatch: not implemented yet');
+  async writeBatch(w: BatchWrite, options: { connection?: ClientLike } = {}): Promise<BatchWriteResult> {
+    return this.batches.write(w, transactionOf(options.connection, 'writeBatch'));
   }
 
-  async getBatch(): Promise<BatchRow | null> {
-    throw new Error('InMemoryBackend.getBatch: not implemented yet');
+  async getBatch(batchId: string): Promise<BatchRow | null> {
+    return this.batches.get(batchId);
   }
 
-  async listBatches(): Promise<BatchPage> {
-    throw new Error('InMemoryBackend.listBatches: not implemented yet');
+  async listBatches(filter: NormalizedBatchFilter): Promise<BatchPage> {
+    return this.batches.list(filter);
   }
 
-  async batchCounts(): Promise<{ batch: BatchRow | null; counts: BatchCounts }> {
-    throw new Error('InMemoryBackend.batchCounts: not implemented yet');
+  async batchCounts(
+    batchId: string,
+    excludeJobId: string | null = null,
+  ): Promise<{ batch: BatchRow | null; counts: BatchCounts }> {
+    return this.batches.counts(batchId, excludeJobId);
   }
 
-  async completeStaleBatches(): Promise<string[]> {
-    throw new Error('InMemoryBackend.completeStaleBatches: not implemented yet');
+  async completeStaleBatches(limit = 1000, fence?: LeaderFence): Promise<string[]> {
+    this.leaderLease.check(fence);
+    return this.batches.completeStale(limit);
   }
 
-  async pruneBatches(): Promise<number> {
-    throw new Error('InMemoryBackend.pruneBatches: not implemented yet');
+  async pruneBatches(olderThanMs: number, limit = 10_000, fence?: LeaderFence): Promise<number> {
+    this.leaderLease.check(fence);
+    return this.batches.prune(olderThanMs, limit);
   }
 
   async close(): Promise<void> {

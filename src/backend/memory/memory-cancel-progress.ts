@@ -11,7 +11,7 @@ import type { BulkCancelResult, JobRow, JobStatus } from '../types.js';
 import { isActiveSingleton } from './memory-enqueue.js';
 import { matchesFilter } from './memory-listing.js';
 import type { CancelCause, CancelFlag, ProgressSnapshot } from '../worker-types.js';
-import type { MemoryState } from './memory-state.js';
+import type { MemoryState, StatusChange } from './memory-state.js';
 
 const owned = (j: JobRow | undefined, workerId: string): j is JobRow =>
   j !== undefined && j.status === 'running' && j.lockedByWorker === workerId.toLowerCase();
@@ -90,6 +90,7 @@ export function markAbandoned(
     worker_id: workerId.toLowerCase(),
     attempt: j.attempt,
   });
+  s.statusChanged([{ job: j, from: 'running' }]);
   s.emitDone([j.id]);
   return true;
 }
@@ -115,6 +116,14 @@ export function flushProgress(
 export function writeCancelRequest(s: MemoryState, jobId: string, reason: string | null): boolean {
   const r = s.jobs.get(jobId.toLowerCase());
   if (!r) return false;
+  const changes: StatusChange[] = [];
+  const done = requestCancel(s, r, reason, changes);
+  s.statusChanged(changes);
+  return done;
+}
+
+/** One job's cancel request; a direct cancel is added to `changes` (the caller reports them). */
+function requestCancel(s: MemoryState, r: JobRow, reason: string | null, changes: StatusChange[]): boolean {
   const now = s.clock.now();
   if (r.status === 'pending' || r.status === 'scheduled') {
     const from: JobStatus = r.status;
@@ -131,6 +140,7 @@ export function writeCancelRequest(s: MemoryState, jobId: string, reason: string
       reason: 'cancel_requested',
       message: reason,
     });
+    changes.push({ job: r, from });
     return true;
   }
   if (r.status === 'running' && r.cancelRequestedAt === null) {
@@ -152,14 +162,16 @@ export function cancelWhere(
 ): BulkCancelResult {
   const cancelledIds: string[] = [];
   const cancelRequestedIds: string[] = [];
+  const changes: StatusChange[] = [];
   for (const r of [...s.jobs.values()]) {
     if (!ACTIVE_STATUSES.has(r.status) || !matchesFilter(r, filter)) continue;
     const wasRunning = r.status === 'running';
     const alreadyRequested = r.cancelRequestedAt !== null;
     if (wasRunning && alreadyRequested) continue;
-    writeCancelRequest(s, r.id, reason);
+    requestCancel(s, r, reason, changes);
     (wasRunning ? cancelRequestedIds : cancelledIds).push(r.id);
   }
+  s.statusChanged(changes);
   if (cancelledIds.length > 0) s.emitDone(cancelledIds);
   return {
     cancelledDirectly: cancelledIds.length,
@@ -212,6 +224,7 @@ export function retryJob(s: MemoryState, jobId: string): boolean {
     resultExpiresAt: null,
   } satisfies Partial<JobRow>);
   s.event(r.id, 'state_change', { from_state: from, to_state: 'pending', reason: 'admin_retry' });
+  s.statusChanged([{ job: r, from }]);
   s.emitWake();
   return true;
 }

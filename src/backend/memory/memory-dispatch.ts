@@ -1,6 +1,6 @@
 import type { JobRow, JobStatus } from '../types.js';
 import type { DispatchRequest, Settlement, SettleResult } from '../worker-types.js';
-import type { MemoryState } from './memory-state.js';
+import type { MemoryState, StatusChange } from './memory-state.js';
 
 const us = (d: Date): number => d.getTime() * 1000;
 const clone = <T>(v: T): T => structuredClone(v);
@@ -126,6 +126,7 @@ export function markStarted(s: MemoryState, workerId: string, jobIds: readonly s
 export function settle(st: MemoryState, items: readonly Settlement[]): SettleResult[] {
   const out: SettleResult[] = [];
   const done: string[] = [];
+  const changes: StatusChange[] = [];
   let wake = false;
   for (const s of items) {
     const r = st.jobs.get(s.jobId);
@@ -158,6 +159,7 @@ export function settle(st: MemoryState, items: readonly Settlement[]): SettleRes
     if (giveBack) r.attempt -= 1; // used no budget, whatever status the job ends in
     if (again) r.scheduledAt = new Date(now.getTime() + (delay ?? 0));
     r.status = status;
+    changes.push({ job: r, from: 'running' });
     r.finishedAt = again ? null : now;
     r.lockedByWorker = null;
     r.lockExpiresAt = null;
@@ -210,6 +212,7 @@ export function settle(st: MemoryState, items: readonly Settlement[]): SettleRes
     if (status === 'pending') wake = true;
     out.push({ jobId: r.id, status, errorClass: status === 'succeeded' ? null : r.errorClass });
   }
+  st.statusChanged(changes);
   if (done.length > 0) st.emitDone(done);
   if (wake) st.emitWake();
   return out;

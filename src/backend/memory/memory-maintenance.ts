@@ -5,7 +5,7 @@
 import type { JobRow } from '../types.js';
 import type { EventRow } from '../types.js';
 import type { ReclaimResult, RetentionPolicy, StrandedActor } from '../worker-types.js';
-import type { MemoryState } from './memory-state.js';
+import type { MemoryState, StatusChange } from './memory-state.js';
 
 export type { MemoryState as MemoryMaintenanceState } from './memory-state.js';
 
@@ -33,6 +33,7 @@ export function reclaimExpiredLocks(
     .sort((a, b) => a.lockExpiresAt!.getTime() - b.lockExpiresAt!.getTime())
     .slice(0, limit);
   const done: string[] = [];
+  const changes: StatusChange[] = [];
   let retried = 0;
   for (const j of expired) {
     // The order of the statement's CASE: a requested cancel wins; an unstarted job gets its attempt
@@ -86,9 +87,11 @@ export function reclaimExpiredLocks(
       attempt,
       ...(started ? {} : { handler_started: false }),
     });
+    changes.push({ job: j, from: 'running' });
     if (again) retried++;
     else done.push(j.id);
   }
+  s.statusChanged(changes);
   if (expired.length > 0) s.emitWake();
   if (done.length > 0) s.emitDone(done);
   return { reclaimed: expired.length, retried };
@@ -105,6 +108,7 @@ export function deadlineSweep(s: MemoryState, limit: number): number {
     )
     .sort((a, b) => a.scheduleToClose!.getTime() - b.scheduleToClose!.getTime())
     .slice(0, limit);
+  const changes: StatusChange[] = [];
   for (const j of due) {
     const from = j.status;
     Object.assign(j, {
@@ -115,7 +119,9 @@ export function deadlineSweep(s: MemoryState, limit: number): number {
       errorTraceback: null,
     } satisfies Partial<JobRow>);
     s.event(j.id, 'state_change', { from_state: from, to_state: 'failed', reason: 'deadline_exceeded' });
+    changes.push({ job: j, from });
   }
+  s.statusChanged(changes);
   if (due.length > 0) s.emitDone(due.map((j) => j.id));
   return due.length;
 }

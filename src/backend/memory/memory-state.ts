@@ -1,5 +1,19 @@
 import type { Clock } from '../../core/clock.js';
-import type { ActorConfigRow, AttemptRow, EventKind, EventRow, JobRow, QueueMode } from '../types.js';
+import type {
+  ActorConfigRow,
+  AttemptRow,
+  EventKind,
+  EventRow,
+  JobRow,
+  JobStatus,
+  QueueMode,
+} from '../types.js';
+
+/** A job whose status an operation changed, and the status it had before. */
+export interface StatusChange {
+  job: JobRow;
+  from: JobStatus;
+}
 
 /** The in-memory backend's state, shared by the modules that implement its operations. */
 export interface MemoryState {
@@ -19,6 +33,11 @@ export interface MemoryState {
   emitDone(ids: string[]): void;
   /** Tells the worker holding `jobId` that its cancel was requested. */
   emitCancel(jobId: string, workerId: string): void;
+  /**
+   * The batch trigger: every operation that changes job statuses reports the changes here, once,
+   * after making them (as Postgres fires the row trigger after the statement's rows are written).
+   */
+  statusChanged(changes: readonly StatusChange[]): void;
   /** Announces jobs whose progress was written (the progress NOTIFY). */
   emitProgress?(ids: string[]): void;
 }
