@@ -433,7 +433,8 @@ export interface Backend {
    * finalizer job and the row first; then the children, through the same gates as
    * {@link enqueueBatch}, each new job counting toward the batch; then, with `seal`, the seal (a
    * sealed batch whose children are all terminal completes at once).
-   * @throws BatchNotOpenError (a later chunk for a missing or sealed batch), and what
+   * @throws BatchNotOpenError (a later chunk for a missing or sealed batch), BatchAbortedError
+   *   (children for a batch its policy aborted: they would run for a batch that is over), and what
    *   {@link enqueueBatch} throws; nothing is written on failure
    */
   writeBatch(write: BatchWrite, options?: { connection?: ClientLike }): Promise<BatchWriteResult>;

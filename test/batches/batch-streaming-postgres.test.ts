@@ -297,16 +297,16 @@ describe('enqueueBatchStreaming (Postgres)', () => {
     } finally {
       await worker.stop();
     }
-    // The third child was written into the aborted batch (the abort came between writes); the stream
-    // saw the aborted row in that write's result and stopped there.
+    // The third child's write found the batch aborted (the abort came between writes) and was
+    // refused: nothing is added to a batch that is over; the stream stopped there.
     expect(err).toBeInstanceOf(StreamingBatchError);
     expect(err.cause).toBeInstanceOf(BatchAbortedError);
-    expect(err).toMatchObject({ written: 3, failedIndex: 3, sealed: true });
+    expect(err).toMatchObject({ written: 2, failedIndex: 2, sealed: true });
     expect(yieldedAfterAbort).toBeLessThanOrEqual(2);
     expect(await row()).toMatchObject({
       status: 'aborted',
       consecutiveFailures: 2,
-      expectedSize: 3,
+      expectedSize: 2,
       sealed: true,
     });
     expect((await row())!.counts).toMatchObject({ failed: 2 });

@@ -15,7 +15,7 @@ import { normalizeJobFilter } from '../../src/backend/job-filter.js';
 import type { ClaimedJob, EnqueueArgs, JobStatus } from '../../src/backend/types.js';
 import type { EnqueueOptions } from '../../src/client/enqueue-options.js';
 import type { Settlement } from '../../src/backend/worker-types.js';
-import { BatchNotOpenError } from '../../src/errors/batch-errors.js';
+import { BatchAbortedError, BatchNotOpenError } from '../../src/errors/batch-errors.js';
 import { MaxPendingExceededError } from '../../src/errors/backpressure-errors.js';
 import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
 import { LeadershipLostError } from '../../src/errors/leadership-errors.js';
@@ -203,6 +203,20 @@ export function defineBatchContract(name: string, makeHarness: () => Promise<Bat
         ).rejects.toMatchObject({ reason: 'missing', batchId: nowhere });
         expect(await h.backend.get(orphan.id)).toBeNull();
         expect(await h.backend.getBatch(nowhere)).toBeNull();
+      });
+
+      it('refuses children for an aborted open batch, writing nothing; sealing it still works', async () => {
+        const { batchId, ids } = await batchOf(1, { threshold: 1, seal: false });
+        await claim(1);
+        await settle1(fail(ids[0]!));
+        expect((await row(batchId)).status).toBe('aborted');
+        const late = childArgs(batchId);
+        await expect(h.backend.writeBatch({ batchId, children: [late], seal: false })).rejects.toBeInstanceOf(
+          BatchAbortedError,
+        );
+        expect(await h.backend.get(late.id)).toBeNull();
+        const sealed = await h.backend.writeBatch({ batchId, children: [], seal: true });
+        expect(sealed.batch).toMatchObject({ status: 'aborted', sealed: true, expectedSize: 1 });
       });
 
       it('writes nothing when a gate refuses: no row, no finalizer, no child', async () => {

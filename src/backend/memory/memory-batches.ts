@@ -5,7 +5,7 @@
  * once per operation (as the trigger fires after each row of a statement), so the counters change
  * with every status change of a counted child, whichever operation makes it.
  */
-import { BatchNotOpenError } from '../../errors/batch-errors.js';
+import { BatchAbortedError, BatchNotOpenError } from '../../errors/batch-errors.js';
 import { decodeBatchCursor, encodeBatchCursor } from '../batch-cursor.js';
 import type {
   BatchCounts,
@@ -204,6 +204,8 @@ export class MemoryBatches {
         const found = own?.get(batchId) ?? this.rows.get(batchId);
         if (!found) throw new BatchNotOpenError(batchId, 'missing');
         if (found.sealed) throw new BatchNotOpenError(batchId, 'sealed');
+        if (found.status === 'aborted' && w.children.length > 0)
+          throw new BatchAbortedError(batchId, found.consecutiveFailures, found.failureThreshold);
         batch = found;
       }
       const { rows, staged: children } = gateBatch(w.children, visible(), now);

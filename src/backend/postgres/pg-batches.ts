@@ -1,5 +1,5 @@
 import type { Executor } from '../../db/driver.js';
-import { BatchNotOpenError } from '../../errors/batch-errors.js';
+import { BatchAbortedError, BatchNotOpenError } from '../../errors/batch-errors.js';
 import { decodeBatchCursor, encodeBatchCursor } from '../batch-cursor.js';
 import type {
   BatchCounts,
@@ -90,6 +90,13 @@ export async function writeBatchIn(
     const [row] = await ops.run('lockBatch', [w.batchId], ex);
     if (!row) throw new BatchNotOpenError(w.batchId, 'missing');
     if (row.sealed) throw new BatchNotOpenError(w.batchId, 'sealed');
+    // Children added after the policy gave up would run for a batch that is over.
+    if (row.status === 'aborted' && w.children.length > 0)
+      throw new BatchAbortedError(
+        w.batchId,
+        int(row.consecutive_failures),
+        row.failure_threshold === null ? null : int(row.failure_threshold),
+      );
   }
   let rows: JobRow[] = [];
   let inserted = 0;
