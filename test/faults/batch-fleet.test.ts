@@ -31,6 +31,7 @@ import {
   type CountersSnapshot,
 } from '../helpers/batch-audit.js';
 import { FAST_RECLAIM_ENV, useProcessFleet } from '../helpers/process-fleet.js';
+import { prng } from '../helpers/prng.js';
 import { waitFor } from '../helpers/wait.js';
 
 const CHILDREN = 10_000;
@@ -46,18 +47,6 @@ const fleet = useProcessFleet(
   { ...FAST_RECLAIM_ENV, TQ_FIXTURE_ACTORS: 'batch', TASKQ_QUEUES: 'batch', TASKQ_MAX_CONCURRENCY: '16' },
   { final_runs: FINAL_RUNS_TABLE },
 );
-
-/** mulberry32: a small seeded PRNG, so a failing run can be replayed. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * Writes one batch of more children than `enqueueBatch` takes in a call: chunks through the
