@@ -3,13 +3,15 @@
  *
  * - {@link countersSnapshot}: the batch row's counters and the jobs table's counts by status, read in
  *   one REPEATABLE READ snapshot, and the differences between them.
- * - {@link installBatchAudit}: a test-only trigger on `jobs`, named to fire after the product's
- *   `jobs_batch_child_status` on the same row, that logs every child entering or leaving a terminal
- *   status together with the batch row as the product's trigger left it. The log's sequence is
- *   taken while the transaction holds the batch row's lock (the product's trigger updated the row
- *   just before), so its order is the order in which outcomes were counted — the order the failure
- *   streak is defined on. {@link replayAudit} recomputes the counters and the streak from that order
- *   alone and reports where the product's row disagrees, and where the abort happened.
+ * - {@link installBatchAudit}: test-only triggers on `jobs`. A row trigger logs every child entering
+ *   or leaving a terminal status, in the order the statement changed them (the order the product
+ *   notes them in). A statement trigger, named to fire after the product's fold
+ *   (`jobs_batch_outcomes_fold`), numbers the statement's log entries while the transaction holds
+ *   the batch rows' locks (the fold took them) and stamps them with the batch row as the fold left
+ *   it. So the numbering is the order in which outcomes were counted — the order the failure streak
+ *   is defined on — and each statement's entries carry the row after them. {@link replayAudit}
+ *   recomputes the counters and the streak from that order alone, compares them with the row after
+ *   each statement, and finds where the abort happened.
  */
 import type pg from 'pg';
 
@@ -73,7 +75,7 @@ export async function countersSnapshot(
 }
 
 /**
- * Creates `<schema>.batch_audit` and the trigger that fills it (see the file comment). Install it
+ * Creates `<schema>.batch_audit` and the triggers that fill it (see the file comment). Install it
  * before the batch's children change status.
  */
 export async function installBatchAudit(pool: pg.Pool, schema: string): Promise<void> {
@@ -81,35 +83,62 @@ export async function installBatchAudit(pool: pg.Pool, schema: string): Promise<
   const terminal = TERMINAL.map((s) => `'${s}'`).join(', ');
   await pool.query(`
     CREATE TABLE ${S}.batch_audit (
-      seq bigserial PRIMARY KEY, batch_id uuid, job_id uuid, old_status text, new_status text,
-      aborting boolean, b_status text, streak int,
+      seq bigserial PRIMARY KEY, txid bigint NOT NULL DEFAULT txid_current(),
+      batch_id uuid, job_id uuid, old_status text, new_status text, aborting boolean,
+      counted int, grp bigint, b_status text, streak int,
       succeeded int, failed int, cancelled int, crashed int, abandoned int)`);
+  await pool.query(`CREATE SEQUENCE ${S}.batch_audit_grp`);
   await pool.query(`
     CREATE FUNCTION ${S}.test_batch_audit() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-      INSERT INTO ${S}.batch_audit (batch_id, job_id, old_status, new_status, aborting, b_status, streak,
-                                    succeeded, failed, cancelled, crashed, abandoned)
-      SELECT b.id, NEW.id, OLD.status::text, NEW.status::text,
-             coalesce(current_setting('taskq.batch_aborting', true) = NEW.batch_id::text, false),
-             b.status, b.consecutive_failures, b.succeeded, b.failed, b.cancelled, b.crashed, b.abandoned
-      FROM ${S}.batches b WHERE b.id = NEW.batch_id;
+      INSERT INTO ${S}.batch_audit (batch_id, job_id, old_status, new_status, aborting)
+      VALUES (NEW.batch_id, NEW.id, OLD.status::text, NEW.status::text,
+              coalesce(current_setting('taskq.batch_aborting', true) = NEW.batch_id::text, false));
       RETURN NULL;
     END $$`);
-  // Row triggers of one event fire in name order: this one after the product's jobs_batch_child_status.
+  await pool.query(`
+    CREATE FUNCTION ${S}.test_batch_audit_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+      r record;
+      g bigint;
+    BEGIN
+      -- Inside the fold's abort (a nested update of jobs) the row is not final yet: the outer
+      -- statement's stamp covers the abort's entries too.
+      IF coalesce(current_setting('taskq.batch_aborting', true), '') <> '' THEN
+        RETURN NULL;
+      END IF;
+      FOR r IN SELECT DISTINCT batch_id FROM ${S}.batch_audit
+               WHERE counted IS NULL AND txid = txid_current() ORDER BY batch_id LOOP
+        g := nextval('${S}.batch_audit_grp');
+        UPDATE ${S}.batch_audit a
+        SET counted = 1, grp = g, b_status = b.status,
+            streak = b.consecutive_failures, succeeded = b.succeeded, failed = b.failed,
+            cancelled = b.cancelled, crashed = b.crashed, abandoned = b.abandoned
+        FROM ${S}.batches b
+        WHERE a.counted IS NULL AND a.txid = txid_current() AND a.batch_id = r.batch_id AND b.id = r.batch_id;
+      END LOOP;
+      RETURN NULL;
+    END $$`);
   await pool.query(`
     CREATE TRIGGER zz_test_batch_audit AFTER UPDATE OF status ON ${S}.jobs FOR EACH ROW
     WHEN (NEW.batch_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status
           AND (OLD.status::text IN (${terminal}) OR NEW.status::text IN (${terminal})))
     EXECUTE FUNCTION ${S}.test_batch_audit()`);
+  // Statement triggers of one event fire in name order: this one after the product's fold.
+  await pool.query(`
+    CREATE TRIGGER zz_test_batch_audit_stamp AFTER UPDATE ON ${S}.jobs FOR EACH STATEMENT
+    EXECUTE FUNCTION ${S}.test_batch_audit_stamp()`);
 }
 
-/** One logged change of a child's status, with the batch row as it stood after it was counted. */
+/** One logged change of a child's status, with the batch row as it stood after its statement. */
 export interface AuditEntry {
   seq: string;
+  /** The statement (and batch) the entry was counted in. */
+  grp: string;
   job_id: string;
   old_status: string;
   new_status: string;
-  /** The change is one of the abort's own cancels (the product's trigger does not count them one by one). */
+  /** The change is one of the abort's own cancels (the product's fold counts them in one step). */
   aborting: boolean;
   b_status: string;
   streak: number;
@@ -124,9 +153,9 @@ export interface AuditEntry {
 export async function readAudit(pool: pg.Pool, schema: string, batchId: string): Promise<AuditEntry[]> {
   return (
     await pool.query<AuditEntry>(
-      `SELECT a.seq::text AS seq, a.job_id::text AS job_id, old_status, new_status, aborting, b_status,
-              streak, succeeded, failed, cancelled, crashed, abandoned
-       FROM "${schema}".batch_audit a WHERE a.batch_id = $1 ORDER BY a.seq`,
+      `SELECT a.seq::text AS seq, a.grp::text AS grp, a.job_id::text AS job_id, old_status, new_status,
+              aborting, b_status, streak, succeeded, failed, cancelled, crashed, abandoned
+       FROM "${schema}".batch_audit a WHERE a.batch_id = $1 AND a.grp IS NOT NULL ORDER BY a.grp, a.seq`,
       [batchId],
     )
   ).rows;
@@ -134,17 +163,21 @@ export async function readAudit(pool: pg.Pool, schema: string, batchId: string):
 
 /** What {@link replayAudit} found. */
 export interface AuditReplay {
-  /** Entries where the row's counters, streak or status differ from the replay (empty: none). */
+  /** Statements where the row's counters, streak or status differ from the replay (empty: none). */
   mismatches: string[];
   /** Outcomes counted (children entering a terminal status, the abort's cancels not included). */
   outcomes: number;
   /** The 1-based outcome at which the replayed streak first reached the threshold, or null. */
   streakReachedAt: number | null;
-  /** The 1-based outcome whose transaction aborted the batch, or null. */
+  /**
+   * The 1-based outcome at which the batch aborted, or null: the outcome where the streak reached
+   * the threshold when the first statement that left the row aborted counted it, else that
+   * statement's last outcome (an abort the streak does not explain).
+   */
   abortedAt: number | null;
   /** The job whose outcome aborted the batch, or null. */
   abortedBy: string | null;
-  /** The row's failure streak right after the aborting outcome, or null. */
+  /** The replayed failure streak at the aborting outcome, or null. */
   streakAtAbort: number | null;
   /** Children the abort cancelled. */
   abortCancels: number;
@@ -155,7 +188,7 @@ export interface AuditReplay {
 /**
  * Replays the audit log: counters and failure streak recomputed from the order of the outcomes
  * alone (failed extends the streak, succeeded resets it, the rest leave it), compared with the row
- * after every outcome; the abort expected exactly at the outcome where the streak first reaches
+ * after every statement; the abort expected exactly at the outcome where the streak first reaches
  * `threshold` (null: never).
  */
 export function replayAudit(entries: readonly AuditEntry[], threshold: number | null): AuditReplay {
@@ -164,9 +197,9 @@ export function replayAudit(entries: readonly AuditEntry[], threshold: number | 
   let streak = 0;
   let longest = 0;
   let outcomes = 0;
-  let pendingCancels = 0;
   let abortCancels = 0;
   let aborted = false;
+  const streakAt = new Map<number, { streak: number; job: string }>();
   const out: AuditReplay = {
     mismatches,
     outcomes: 0,
@@ -177,41 +210,44 @@ export function replayAudit(entries: readonly AuditEntry[], threshold: number | 
     abortCancels: 0,
     longestStreak: 0,
   };
-  for (const e of entries) {
+  let groupStart = 1;
+  for (let i = 0; i < entries.length; i++) {
+    const e = entries[i]!;
+    if (i === 0 || entries[i - 1]!.grp !== e.grp) groupStart = outcomes + 1;
     if (e.aborting) {
       if (e.new_status !== 'cancelled' || isTerminal(e.old_status))
         mismatches.push(`seq ${e.seq}: abort changed ${e.job_id} ${e.old_status} → ${e.new_status}`);
-      pendingCancels++;
-      continue;
+      tally.cancelled++;
+      abortCancels++;
+    } else {
+      if (isTerminal(e.old_status)) tally[e.old_status]--;
+      if (isTerminal(e.new_status)) {
+        outcomes++;
+        tally[e.new_status]++;
+        if (e.new_status === 'failed') streak++;
+        else if (e.new_status === 'succeeded') streak = 0;
+        longest = Math.max(longest, streak);
+        streakAt.set(outcomes, { streak, job: e.job_id });
+        if (out.streakReachedAt === null && threshold !== null && streak >= threshold && !aborted)
+          out.streakReachedAt = outcomes;
+      }
     }
-    if (isTerminal(e.old_status)) tally[e.old_status]--;
-    if (isTerminal(e.new_status)) {
-      outcomes++;
-      tally[e.new_status]++;
-      if (e.new_status === 'failed') streak++;
-      else if (e.new_status === 'succeeded') streak = 0;
-      longest = Math.max(longest, streak);
-      if (out.streakReachedAt === null && threshold !== null && streak >= threshold && !aborted)
-        out.streakReachedAt = outcomes;
-    }
-    if (pendingCancels > 0) {
-      tally.cancelled += pendingCancels;
-      abortCancels += pendingCancels;
-      pendingCancels = 0;
-    }
+    const last = i === entries.length - 1 || entries[i + 1]!.grp !== e.grp;
+    if (!last) continue;
+    // The row after this statement.
     if (aborted && e.b_status !== 'aborted')
-      mismatches.push(`seq ${e.seq}: the batch left 'aborted' (${e.b_status})`);
+      mismatches.push(`statement ${e.grp}: the batch left 'aborted' (${e.b_status})`);
     if (!aborted && e.b_status === 'aborted') {
       aborted = true;
-      out.abortedAt = outcomes;
-      out.abortedBy = e.job_id;
-      out.streakAtAbort = e.streak;
+      const reached = out.streakReachedAt;
+      out.abortedAt = reached !== null && reached >= groupStart && reached <= outcomes ? reached : outcomes;
+      out.abortedBy = streakAt.get(out.abortedAt)?.job ?? null;
+      out.streakAtAbort = streakAt.get(out.abortedAt)?.streak ?? null;
     }
-    const where = `seq ${e.seq} (outcome ${outcomes}, ${e.job_id} ${e.old_status} → ${e.new_status})`;
+    const where = `statement ${e.grp} (outcomes ${groupStart}–${outcomes})`;
     if (e.streak !== streak) mismatches.push(`${where}: row streak ${e.streak}, replayed ${streak}`);
     for (const s of TERMINAL)
       if (e[s] !== tally[s]) mismatches.push(`${where}: row ${s} ${e[s]}, replayed ${tally[s]}`);
   }
-  if (pendingCancels > 0) mismatches.push(`${pendingCancels} abort cancels after the last outcome`);
   return { ...out, outcomes, abortCancels, longestStreak: longest };
 }
