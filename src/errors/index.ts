@@ -31,3 +31,4 @@ export { ConnectionError, type ConnectionFailureReason } from './connection-erro
 export { MissingDependencyError } from './missing-dependency-error.js';
 export { LeadershipLostError } from './leadership-errors.js';
 export { ScheduleExistsError, ScheduleNotFoundError } from './schedule-errors.js';
+export { PartialBatchError, SubJobsUnavailableError, type FailedBatchItem } from './sub-job-errors.js';
