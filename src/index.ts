@@ -17,6 +17,8 @@ export type {
   ErrorClass,
 } from './core/actor.js';
 export type { JobContext } from './core/context.js';
+export type { SubJobEnqueuer, SubJobEnqueueOptions, SubJobBatchOptions } from './worker/sub-jobs.js';
+export { MAX_BUFFERED_SUB_JOBS } from './worker/sub-job-buffer.js';
 export type {
   ProgressUpdate,
   ProgressEvent,

@@ -55,6 +55,7 @@ import type {
   NotificationSubscription,
   Settlement,
   SettleResult,
+  SettleWithChildrenResult,
   WorkerRegistration,
 } from './worker-types.js';
 
@@ -464,4 +465,17 @@ export interface Backend {
 
   /** Releases what the backend owns. */
   close(): Promise<void>;
+
+  // --- sub-jobs ---
+
+  /**
+   * Writes one attempt's outcome together with the jobs its handler enqueued through `ctx.jobs`, in
+   * one transaction: the same ownership-guarded write as {@link settle} for `item`, then `children`
+   * through the code path of {@link enqueueBatch} (every gate applies, in any number of chunks of
+   * 1,000), then the commit, then the announcements {@link settle} makes. The children exist if
+   * and only if the write committed. When this worker no longer owns the job nothing is written,
+   * children included (`noop`). A gate refusing a child (`MaxPendingExceededError`,
+   * `SingletonCollisionError`, `IdempotencyKeyConflict`) throws, and nothing is written.
+   */
+  settleWithChildren(item: Settlement, children: readonly EnqueueArgs[]): Promise<SettleWithChildrenResult>;
 }

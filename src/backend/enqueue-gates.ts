@@ -103,7 +103,7 @@ export function keyConflict(
 export function resolveBatchGates(list: readonly EnqueueArgs[], state: BatchGateState): ItemOutcome[] {
   const out: ItemOutcome[] = [];
   const uniqueLeader = new Map<string, number>();
-  const adding = new Map<string, number>();
+  const adding = new Map<string, number[]>();
   for (let i = 0; i < list.length; i++) {
     const a = list[i]!;
     if (hasUniqueGate(a)) {
@@ -120,13 +120,20 @@ export function resolveBatchGates(list: readonly EnqueueArgs[], state: BatchGate
       }
       uniqueLeader.set(k, i);
     }
-    if (a.maxPending !== null) adding.set(a.actor, (adding.get(a.actor) ?? 0) + 1);
+    if (a.maxPending !== null) {
+      const limits = adding.get(a.actor);
+      if (limits) limits.push(a.maxPending);
+      else adding.set(a.actor, [a.maxPending]);
+    }
     out.push({ kind: 'insert' });
   }
-  for (const [actor, n] of adding) {
-    const limit = list.find((a) => a.actor === actor && a.maxPending !== null)!.maxPending!;
+  // Each item's own limit holds for the items of its actor up to and including it. Items of one
+  // actor usually share one limit (then this is `existing + items > limit`); sub-jobs enqueued with
+  // per-call `maxPending` overrides may not.
+  for (const [actor, limits] of adding) {
     const existing = state.pending.get(actor) ?? 0;
-    if (existing + n > limit) throw new MaxPendingExceededError(actor, existing, limit);
+    for (let k = 0; k < limits.length; k++)
+      if (existing + k + 1 > limits[k]!) throw new MaxPendingExceededError(actor, existing, limits[k]!);
   }
   const keyLeader = new Map<string, number>();
   for (let i = 0; i < list.length; i++) {

@@ -2,7 +2,7 @@ import type { AnnouncedIds } from './announcements.js';
 /**
  * Types of the worker-facing half of the Backend: claiming, renewing, settling and notifications.
  */
-import type { AttemptOutcome, JobStatus } from './types.js';
+import type { AttemptOutcome, JobRow, JobStatus } from './types.js';
 
 /** What a producer asks for when it claims work. */
 export interface DispatchRequest {
@@ -240,4 +240,14 @@ export type CancelCause = 'cancel' | 'shutdown';
 export interface CancelFlag {
   jobId: string;
   phase: 0 | 1 | 2;
+}
+
+/**
+ * What `Backend.settleWithChildren` did: the parent's write, and the row each child resolved to, in
+ * order (an idempotency key or `uniqueFor` hit resolves to the existing job). No children were
+ * written when the parent's write was a no-op (`result.status` `noop`).
+ */
+export interface SettleWithChildrenResult {
+  result: SettleResult;
+  children: JobRow[];
 }

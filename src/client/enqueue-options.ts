@@ -116,11 +116,18 @@ export interface BuildContext {
   itemIndex?: number;
   /** Stamped into metadata.batch_id by batch enqueues. */
   batchId?: string | null;
+  /** What error fields of a single enqueue start with. Default `enqueue` (`ctx.jobs.enqueue` for sub-jobs). */
+  field?: string;
 }
 
-/** The name of option `name` in an error message: `enqueue.<name>`, or `items[i].options.<name>`. */
+/**
+ * The name of option `name` in an error message: `enqueue.<name>` (or `<ctx.field>.<name>`), or
+ * `items[i].options.<name>`.
+ */
 function fieldName(ctx: BuildContext, name: string): string {
-  return ctx.itemIndex === undefined ? `enqueue.${name}` : `items[${ctx.itemIndex}].options.${name}`;
+  return ctx.itemIndex === undefined
+    ? `${ctx.field ?? 'enqueue'}.${name}`
+    : `items[${ctx.itemIndex}].options.${name}`;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { Span } from '@opentelemetry/api';
 
 import type { Logger } from '../obs/logger.js';
 import type { ProgressUpdate } from '../progress/progress-event.js';
+import type { SubJobEnqueuer } from '../worker/sub-jobs.js';
 
 /**
  * What a handler receives besides its payload, built fresh for every attempt by the worker.
@@ -53,4 +54,13 @@ export interface JobContext<P = unknown> {
    * when tracing is off (`otelEnabled: false`).
    */
   readonly span: Span;
+  /**
+   * Enqueues jobs from the handler ("sub-jobs"). By default they are written in the same
+   * transaction as this attempt's success: they exist if and only if it succeeds, and a failed,
+   * retried, snoozed or cancelled attempt leaves none. `{ autonomous: true }` writes at once on the
+   * worker's pool, `{ connection }` at once in your transaction. Only handlers the worker runs in
+   * its own thread have it (thread-isolated actors get `SubJobsUnavailableError`). See
+   * docs/sub-jobs.md.
+   */
+  readonly jobs: SubJobEnqueuer;
 }

@@ -33,3 +33,4 @@ export { LeadershipLostError } from './leadership-errors.js';
 export { ScheduleExistsError, ScheduleNotFoundError } from './schedule-errors.js';
 export { BatchAbortedError, BatchNotOpenError, EmptyBatchError } from './batch-errors.js';
 export { StreamingBatchError } from './streaming-batch-error.js';
+export { PartialBatchError, SubJobsUnavailableError, type FailedBatchItem } from './sub-job-errors.js';

@@ -1,5 +1,7 @@
 import type { Backend } from '../backend/backend.js';
+import type { EnqueueArgs, JobRow } from '../backend/types.js';
 import type { Settlement, SettleResult } from '../backend/worker-types.js';
+import { isTransientError } from '../db/transient-errors.js';
 import type { Logger } from '../obs/logger.js';
 import { interruptibleSleep } from './sleep.js';
 
@@ -8,6 +10,14 @@ interface Pending {
   resolve: (r: SettleResult) => void;
   reject: (err: unknown) => void;
 }
+
+/**
+ * What {@link Completer.settleWithChildren} did: the success and its children were written (or,
+ * with `result.status` `noop`, neither: the job was no longer this worker's), or the children were
+ * refused and nothing was written.
+ */
+export type ChildrenWrite =
+  { kind: 'written'; result: SettleResult; children: JobRow[] } | { kind: 'refused'; error: unknown };
 
 /**
  * Most settlements written by one statement. It moves with the adaptive prefetch's cap
@@ -56,6 +66,8 @@ export class Completer {
   private queue: Pending[] = [];
   /** Writes in flight (each with its retries). */
   private readonly writes = new Set<Promise<void>>();
+  /** Successes written with their sub-jobs, in flight (each alone, apart from the batched writes). */
+  private readonly childWrites = new Set<Promise<unknown>>();
   private scheduled = false;
   private closed = false;
 
@@ -121,11 +133,44 @@ export class Completer {
     }
   }
 
+  /**
+   * Writes a success together with the sub-jobs its handler buffered (`ctx.jobs`), alone, in one
+   * transaction (`Backend.settleWithChildren`). A transient database error is retried like a batched
+   * write (the ownership guard makes a retry after a lost reply a no-op that writes no child twice).
+   * Any other error means the children cannot be written — a gate refused one — and nothing was:
+   * it comes back as `refused`, for the caller to fail the attempt with it.
+   */
+  settleWithChildren(item: Settlement, children: readonly EnqueueArgs[]): Promise<ChildrenWrite> {
+    const write = this.writeWithChildren(item, children).finally(() => this.childWrites.delete(write));
+    this.childWrites.add(write);
+    return write;
+  }
+
+  private async writeWithChildren(
+    item: Settlement,
+    children: readonly EnqueueArgs[],
+  ): Promise<ChildrenWrite> {
+    let delay = this.retryBackoffMs;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const out = await this.backend.settleWithChildren(item, children);
+        return { kind: 'written', result: out.result, children: out.children };
+      } catch (err) {
+        if (!isTransientError(err)) return { kind: 'refused', error: err };
+        if (this.closed && attempt >= 3) throw err;
+        this.logger.warn({ err, jobs: 1, children: children.length, attempt }, 'settle-write-failed');
+        await interruptibleSleep(delay).promise;
+        delay = Math.min(delay * 2, 5000);
+      }
+    }
+  }
+
   /** Waits until every queued outcome is written (or, once closing, given up after a few tries). */
   async drain(): Promise<void> {
     this.closed = true;
-    while (this.queue.length > 0 || this.writes.size > 0 || this.scheduled) {
-      if (this.writes.size > 0) await Promise.race(this.writes);
+    while (this.queue.length > 0 || this.writes.size > 0 || this.scheduled || this.childWrites.size > 0) {
+      if (this.writes.size > 0 || this.childWrites.size > 0)
+        await Promise.race([...this.writes, ...this.childWrites]).catch(() => undefined);
       else await new Promise((r) => setImmediate(r));
     }
   }

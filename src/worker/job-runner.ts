@@ -3,7 +3,7 @@ import type { JobContext } from '../core/context.js';
 import type { Span } from '@opentelemetry/api';
 
 import type { ClaimedJob, JobRow } from '../backend/types.js';
-import type { Settlement, SettleResult } from '../backend/worker-types.js';
+import type { ProgressSnapshot, Settlement, SettleResult } from '../backend/worker-types.js';
 import { TaskQError } from '../errors/taskq-error.js';
 import {
   jobLogFields,
@@ -33,6 +33,9 @@ import { AttemptOutcomes, type AttemptOutcomeSettings } from './attempt-outcomes
 import { OutcomeAftermath } from './outcome-aftermath.js';
 import type { WorkerMetrics } from '../obs/metrics/worker-metrics.js';
 import { StartMarks } from './start-marks.js';
+import type { SubJobEnvironment } from './sub-job-environment.js';
+import type { AttemptSubJobs } from './sub-jobs.js';
+import { settleWithSubJobs } from './sub-job-settlement.js';
 
 export { RESERVATION_DENIAL_MAX_DELAY_MS, denialDelayMs } from './attempt-outcomes.js';
 
@@ -93,6 +96,8 @@ export interface JobRunnerDeps {
   metrics?: WorkerMetrics | null;
   /** Called when the error reporter threw or timed out, with its class name. */
   onReporterFailed?: (reporterType: string) => void;
+  /** What handlers' `ctx.jobs` enqueue with (none: `ctx.jobs` throws `SubJobsUnavailableError`). */
+  subJobs?: SubJobEnvironment | null;
 }
 
 /** After a failed `markStarted` write, the jobs it held wait this long before the next try. */
@@ -124,6 +129,8 @@ interface ActiveJob {
   limits?: AcquiredResource[];
   /** The attempt's `process` span while it is open (tracing on). */
   span?: Span;
+  /** The attempt's `ctx.jobs`, once its handler read it: its buffered children go with the success. */
+  subJobs?: AttemptSubJobs;
 }
 
 /**
@@ -160,6 +167,7 @@ export class JobRunner {
   private readonly releases = new Set<Promise<void>>();
   private readonly markStarted: ((jobIds: string[]) => Promise<string[]>) | null;
   private readonly metrics: WorkerMetrics | null;
+  private readonly subJobs: SubJobEnvironment | null;
   private readonly marks: StartMarks<ActiveJob>;
   /** Null when tracing is off: decided once, so the hot path then never calls a tracer. */
   private readonly tracing: ProcessTracing | null;
@@ -188,6 +196,7 @@ export class JobRunner {
     this.limits = deps.limits ?? null;
     this.markStarted = deps.markStarted ?? null;
     this.metrics = deps.metrics ?? null;
+    this.subJobs = deps.subJobs ?? null;
     this.tracing = deps.settings.otelEnabled === false ? null : new ProcessTracing(deps.workerId);
     this.marks = new StartMarks((batch) => this.recordStarts(batch));
     this.outcomes = new AttemptOutcomes(this.workerId, this.settings, this.logger);
@@ -233,6 +242,7 @@ export class JobRunner {
     );
     this.tracker.end(jobId);
     this.endSpan(job, null);
+    job.subJobs?.discard();
     this.active.delete(jobId);
     this.freeSlot(job);
     this.checkIdle();
@@ -757,6 +767,8 @@ export class JobRunner {
       job.abort,
       this.tracker,
       job.span ?? NON_RECORDING_SPAN,
+      this.subJobs,
+      job,
     );
     if (startToCloseMs === null && heartbeatTimeoutMs === null && !(actor.thread && this.threads))
       return this.runPlain(job, actor, payload, ctx, log, clock);
@@ -806,6 +818,7 @@ export class JobRunner {
     this.freeSlot(job);
     if (!job.settled) return this.finish(job, log, outcome, thrown, actor);
     this.endSpan(job, null);
+    job.subJobs?.discard();
     this.disown(job);
     return Promise.resolve();
   }
@@ -879,6 +892,7 @@ export class JobRunner {
     // waits for its batched write, which is what a busy worker's young generation held on to.
     if (!job.settled) return this.finish(job, log, outcome, thrown, actor);
     this.endSpan(job, null);
+    job.subJobs?.discard();
     this.disown(job);
   }
 
@@ -898,24 +912,54 @@ export class JobRunner {
     // Set on the outcome itself (made for this job alone): a spread copy would allocate per job.
     outcome.progress = tracked.progress;
     outcome.heartbeatDetailsJson = tracked.heartbeatDetailsJson;
+    if (job.subJobs !== undefined) {
+      // The handler used ctx.jobs: its children go with a success, in one transaction of its own.
+      return settleWithSubJobs(
+        this.completer,
+        this.outcomes,
+        job.subJobs,
+        job.row,
+        log,
+        outcome,
+        thrown,
+        actor,
+      ).then(
+        (w) => this.written(job, log, w.outcome, w.thrown, actor, tracked.progress, w.result),
+        (err: unknown) => this.gaveUp(job, log, err),
+      );
+    }
     // A continuation rather than an `await` in an async function: a busy worker has a few hundred
     // outcomes waiting for their batched write at any time, and what waits with each is only what
     // this closure holds, not a suspended frame.
     return this.completer.settle(outcome).then(
-      (result) => {
-        this.endSpan(job, outcome, result);
-        this.metrics?.settled(job.row, outcome, result);
-        // Written: the job is no longer this worker's to renew.
-        this.disownIfCurrent(job);
-        return this.aftermath.afterWrite(job.row, log, outcome, thrown, actor, tracked.progress, result);
-      },
-      (err: unknown) => {
-        log.error({ err }, 'settle-gave-up');
-        this.endSpan(job, null);
-        // Given up: the job is no longer this worker's to renew either.
-        this.disownIfCurrent(job);
-      },
+      (result) => this.written(job, log, outcome, thrown, actor, tracked.progress, result),
+      (err: unknown) => this.gaveUp(job, log, err),
     );
+  }
+
+  /** The outcome is written: the job is let go and the write's aftermath runs. */
+  private written(
+    job: ActiveJob,
+    log: JobScopedLogger,
+    outcome: Settlement,
+    thrown: unknown,
+    actor: AnyActor | null,
+    progress: ProgressSnapshot | null,
+    result: SettleResult,
+  ): Promise<void> | undefined {
+    this.endSpan(job, outcome, result);
+    this.metrics?.settled(job.row, outcome, result);
+    // Written: the job is no longer this worker's to renew.
+    this.disownIfCurrent(job);
+    return this.aftermath.afterWrite(job.row, log, outcome, thrown, actor, progress, result);
+  }
+
+  /** The write was given up (closing): the job is let go unwritten. */
+  private gaveUp(job: ActiveJob, log: JobScopedLogger, err: unknown): void {
+    log.error({ err }, 'settle-gave-up');
+    this.endSpan(job, null);
+    // Given up: the job is no longer this worker's to renew either.
+    this.disownIfCurrent(job);
   }
 
   /**

@@ -23,6 +23,7 @@ import { DrainMonitor } from './drain-monitor.js';
 import { NullErrorReporter, type ErrorReporter } from './error-reporter.js';
 import { Heartbeat } from './heartbeat.js';
 import { JobRunner } from './job-runner.js';
+import { SubJobEnvironment } from './sub-job-environment.js';
 import { NotifyListener } from './notify-listener.js';
 import { MAX_CLAIMS_IN_FLIGHT, Producer } from './producer.js';
 import { ProgressFlusher, ProgressTracker } from './progress-tracker.js';
@@ -134,6 +135,8 @@ export class Worker {
   private ownsBackend = false;
   private runner!: JobRunner;
   private completer!: Completer;
+  /** What handlers' `ctx.jobs` enqueue with (its client and cache are made on first use). */
+  private subJobs: SubJobEnvironment | null = null;
   private producer!: Producer;
   private heartbeat!: Heartbeat;
   private listener: NotifyListener | null = null;
@@ -493,6 +496,15 @@ export class Worker {
       });
     }
     this.tracker = new ProgressTracker(this.workerId, s.progressDataMaxBytes, this.logger, this.publisher);
+    this.subJobs = new SubJobEnvironment(
+      this.backend,
+      {
+        payloadMaxBytes: s.payloadMaxBytes,
+        idempotencyKeyMaxBytes: s.idempotencyKeyMaxBytes,
+        otelEnabled: s.otelEnabled,
+      },
+      this.logger,
+    );
     this.runner = new JobRunner({
       actors: this.actors,
       workerId: this.workerId,
@@ -512,6 +524,7 @@ export class Worker {
       markStarted: (jobIds) => this.backend.markStarted(this.workerId, jobIds),
       metrics: this.workerMetrics,
       onReporterFailed: (type) => this.reporterFailures.set(type, (this.reporterFailures.get(type) ?? 0) + 1),
+      subJobs: this.subJobs,
     });
     this.flusher = new ProgressFlusher(this.backend, this.tracker, s.progressCoalesceIntervalMs, this.logger);
     this.cancels = new CancelController(
@@ -629,6 +642,7 @@ export class Worker {
     await this.limits?.close().catch(() => undefined);
     await this.listener?.stop().catch(() => undefined);
     await this.ownedPublisher?.close().catch(() => undefined);
+    await this.subJobs?.close().catch(() => undefined);
     await this.backend.deregisterWorker(this.workerId).catch(() => undefined);
     await this.closeOwned();
     await this.metricsEndpoint?.close();
@@ -714,6 +728,7 @@ export class Worker {
       }
     }
     await this.completer.drain();
+    await this.subJobs?.close().catch(() => undefined);
     await this.runner.limitsReleased();
     await this.threads?.close();
     await this.maintenance.stop();

@@ -11,6 +11,8 @@ import { plain, sendEmail } from '../helpers/actors.js';
 import { waitFor } from '../helpers/wait.js';
 import type { ContractHarness } from './backend-contract.js';
 import { defineSettleContract } from './settle-contract.js';
+import { defineSubJobEnqueuerContract } from './sub-job-enqueuer-contract.js';
+import { defineSubJobSettleContract } from './sub-job-settle-contract.js';
 import { ACTORS, QUEUES, W1, W2, type WorkerContractContext } from './worker-contract-context.js';
 import { normalizeJobFilter } from '../../src/backend/job-filter.js';
 
@@ -253,6 +255,8 @@ export function defineWorkerBackendContract(name: string, makeHarness: () => Pro
     });
 
     defineSettleContract(context);
+    defineSubJobSettleContract(context);
+    defineSubJobEnqueuerContract(context);
 
     describe('cancelWhere', () => {
       it('cancels pending and scheduled matches at once and flags running ones, in one call', async () => {

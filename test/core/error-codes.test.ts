@@ -161,6 +161,22 @@ const PACKAGE_ERRORS: Case[] = [
     make: () => new taskq.StreamingBatchError(row.id, 1000, 1234, true, new Error('bad item')),
     code: 'TASKQ_STREAMING_BATCH_FAILED',
   },
+  {
+    cls: taskq.PartialBatchError,
+    make: () =>
+      new taskq.PartialBatchError({
+        succeededCount: 1,
+        failedItems: [{ index: 1, error: new Error('refused') }],
+        total: 2,
+        handles: [null, null],
+      }),
+    code: 'TASKQ_PARTIAL_BATCH',
+  },
+  {
+    cls: taskq.SubJobsUnavailableError,
+    make: () => new taskq.SubJobsUnavailableError('ctx.jobs is not available here'),
+    code: 'TASKQ_SUB_JOBS_UNAVAILABLE',
+  },
   { cls: taskq.EmptyFilterError, make: () => new taskq.EmptyFilterError(), code: 'TASKQ_EMPTY_FILTER' },
   {
     cls: taskq.TaskQStateError,

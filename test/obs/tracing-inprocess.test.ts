@@ -69,6 +69,38 @@ describe('tracing in one process', () => {
     expect(childProcess.parentSpanId).toBeNull();
   });
 
+  it('traces ctx.jobs children under the handler: buffered and autonomous, each linked from its attempt', async () => {
+    const child = actor(
+      { name: 'trace_sub_child', queue: 'tsub', payload: z.object({ k: z.string() }) },
+      () => 'ok',
+    );
+    const parent = actor({ name: 'trace_sub_parent', queue: 'tsub' }, async (_p, ctx) => {
+      const buffered = await ctx.jobs.enqueue(child, { k: 'buffered' });
+      const autonomous = await ctx.jobs.enqueue(child, { k: 'autonomous' }, { autonomous: true });
+      return [buffered.jobId, autonomous.jobId];
+    });
+    const worker = await startTestWorker([parent, child], db.schema, { queues: ['tsub'] });
+    try {
+      const job = await tq.enqueue(parent, null);
+      const ids = (await tq.waitForTerminal(job.jobId, 10_000)).result as string[];
+      for (const id of ids) await tq.waitForTerminal(id, 10_000);
+    } finally {
+      await worker.stop();
+    }
+    const all = spans();
+    const parentProcess = all.find((s) => s.name === 'process trace_sub_parent')!;
+    const sends = all.filter(
+      (s) => s.kind === SpanKind.PRODUCER && s.attributes['taskq.job.actor'] === 'trace_sub_child',
+    );
+    expect(sends.length).toBe(2);
+    const processes = all.filter((s) => s.name === 'process trace_sub_child');
+    for (const send of sends) {
+      expect(send.parentSpanId).toBe(parentProcess.spanId);
+      expect(send.traceId).toBe(parentProcess.traceId);
+    }
+    expect(processes.map((p) => p.links[0]?.spanId).sort()).toEqual(sends.map((s) => s.spanId).sort());
+  });
+
   it('covers payload validation: a payload the worker refuses ends the span in ERROR', async () => {
     // Same actor name: the client's schema accepts the payload, the worker's refuses it.
     const loose = actor(

@@ -64,6 +64,7 @@ import type {
   NotificationSubscription,
   Settlement,
   SettleResult,
+  SettleWithChildrenResult,
   WorkerRegistration,
 } from '../worker-types.js';
 import { MemoryTransaction, transactionOf } from './memory-transaction.js';
@@ -799,5 +800,42 @@ export class InMemoryBackend implements Backend {
   async close(): Promise<void> {
     this.closed = true;
     this.subscribers.clear();
+  }
+
+  // --- sub-jobs ---
+
+  /**
+   * {@link Backend.settleWithChildren}: the children are staged in a {@link MemoryTransaction}
+   * through {@link enqueueBatch} (gate locks held until it ends), then the success and the commit
+   * are applied with no `await` between them, so that no other call sees one without the other.
+   */
+  async settleWithChildren(
+    item: Settlement,
+    children: readonly EnqueueArgs[],
+  ): Promise<SettleWithChildrenResult> {
+    const noop = (): SettleWithChildrenResult => ({
+      result: { jobId: item.jobId, status: 'noop', errorClass: null },
+      children: [],
+    });
+    const owned = this.jobs.get(item.jobId);
+    if (!owned || owned.status !== 'running' || owned.lockedByWorker !== item.workerId.toLowerCase())
+      return noop();
+    const tx = new MemoryTransaction();
+    const rows: JobRow[] = [];
+    try {
+      for (let i = 0; i < children.length; i += 1000)
+        rows.push(...(await this.enqueueBatch(children.slice(i, i + 1000), { connection: tx })));
+    } catch (err) {
+      await tx.rollback();
+      throw err;
+    }
+    const [result] = dispatch.settle(this.maintenanceState, [item]);
+    if (result!.status === 'noop') {
+      await tx.rollback();
+      return noop();
+    }
+    // `commit` applies the staged rows before its first await: in the same turn as the success.
+    await tx.commit();
+    return { result: result!, children: rows };
   }
 }

@@ -39,11 +39,13 @@ type Raw = Record<string, unknown>;
  *   it, as an inline one resolves after its NOTIFY: once an enqueue has returned, its wake-up has
  *   left (a caller that then sends a NOTIFY of its own, or reads the channel, sees them in that
  *   order).
+ * - `byCaller`: no NOTIFY and no announce: the caller, whose transaction this is, sends the wake-up
+ *   once it has committed (the success written with its sub-jobs).
  * The backend chooses `inline` when no other enqueue of its own is in flight and `afterCommit`
  * otherwise. An enqueue on the caller's connection always notifies inline: the NOTIFY belongs to
  * the caller's transaction and is delivered only if it commits.
  */
-export type EnqueueWake = 'inline' | 'afterCommit';
+export type EnqueueWake = 'inline' | 'afterCommit' | 'byCaller';
 
 /** The channel the insert statement NOTIFYs: the wake channel inline, none (NULL) after commit. */
 function statementChannel(ops: PgOps, wake: EnqueueWake): string | null {

@@ -80,6 +80,7 @@ import type {
   NotificationSubscription,
   Settlement,
   SettleResult,
+  SettleWithChildrenResult,
   WorkerRegistration,
 } from '../worker-types.js';
 import { cursorForRow, filterConditions, listQuery } from './filter-sql.js';
@@ -90,6 +91,7 @@ import { subscribe } from './pg-sessions.js';
 import { fenced, openLeaderSession, readLeaderLease } from './pg-leader-lease.js';
 import { DEFAULT_LEADER_LEASE_MS } from '../leader-lease.js';
 import { refreshJobsStatistics } from './pg-statistics.js';
+import { settleWithChildren } from './pg-sub-jobs.js';
 import {
   allPlainSuccesses,
   settleParams,
@@ -804,5 +806,21 @@ export class PostgresBackend implements Backend {
   async close(): Promise<void> {
     const drivers = new Set([this.driver, this.claimDriver, this.settleDriver, this.heartbeatDriver]);
     for (const d of drivers) await d.close().catch(() => undefined);
+  }
+
+  // --- sub-jobs ---
+
+  /**
+   * {@link Backend.settleWithChildren}: one transaction on the backend's pool (not the settle
+   * connection, which the completer's batched writes keep busy), see `pg-sub-jobs.ts`.
+   */
+  async settleWithChildren(
+    item: Settlement,
+    children: readonly EnqueueArgs[],
+  ): Promise<SettleWithChildrenResult> {
+    const out = await settleWithChildren(this.ops, item, children);
+    const done = out.result.status !== 'noop' && isTerminal(out.result.status) ? [out.result.jobId] : [];
+    void this.announcer.send({ done, wake: out.children.length > 0 });
+    return out;
   }
 }

@@ -6,6 +6,7 @@
  */
 import { parentPort } from 'node:worker_threads';
 
+import { SubJobsUnavailableError } from '../../errors/sub-job-errors.js';
 import { serializeThrown } from './thread-error-codec.js';
 import type { FromThread, ThreadJobContext, ToThread } from './thread-protocol.js';
 
@@ -36,6 +37,12 @@ port.on('message', (msg: ToThread) => {
     heartbeat: (details) => send({ type: 'heartbeat', details, hasDetails: details !== undefined }),
     progress: async (update) => send({ type: 'progress', update }),
     log: console,
+    get jobs(): never {
+      throw new SubJobsUnavailableError(
+        `ctx.jobs is not available in thread-isolated actors (job ${msg.ctx.jobId}, actor ${msg.ctx.actor}): ` +
+          'enqueue sub-jobs from an in-process actor, or from a TaskQ client of your own (those enqueues are autonomous)',
+      );
+    },
   };
   const loader = msg.loader;
   if (loader && !loaderReady)

@@ -39,6 +39,11 @@ export interface ThreadJobContext extends Readonly<ThreadJobFacts> {
   progress(update: unknown): Promise<void>;
   /** The thread's console. */
   readonly log: Console;
+  /**
+   * Not available in a thread: reading it throws `SubJobsUnavailableError`. Actors and connections
+   * cannot cross the thread boundary; enqueue sub-jobs from an in-process actor.
+   */
+  readonly jobs: never;
 }
 
 /** Parent → thread. */
