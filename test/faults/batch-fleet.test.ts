@@ -18,8 +18,8 @@
 import { describe, expect, it } from 'vitest';
 
 import { BatchHandle } from '../../src/client/batch-handle.js';
-import type { BatchEnqueuer } from '../../src/client/batch-enqueuer.js';
-import { batchItem, MAX_BATCH_SIZE } from '../../src/client/batch-items.js';
+import { AbortBatchAfter } from '../../src/client/batch-policy.js';
+import { batchItem } from '../../src/client/batch-items.js';
 import { newJobId } from '../../src/core/ids.js';
 import { batchChild, batchFinal, FINAL_RUNS_TABLE } from '../fixtures/batch-actors.js';
 import {
@@ -48,30 +48,16 @@ const fleet = useProcessFleet(
   { final_runs: FINAL_RUNS_TABLE },
 );
 
-/**
- * Writes one batch of more children than `enqueueBatch` takes in a call: chunks through the
- * backend's `writeBatch` (as a streaming enqueue does), the row and finalizer with the first, the
- * seal with the last, each chunk validated and built by the client's own batch code.
- */
+/** Writes one batch of more children than `enqueueBatch` takes in a call, with the streaming enqueue. */
 async function writeLargeBatch(batchId: string, plan: { fail: boolean; ms: number }[]): Promise<void> {
-  const enqueuer = (fleet.tq as unknown as { batches: BatchEnqueuer }).batches;
-  const finalizer = await enqueuer.finalizerArgs('enqueueBatch', {
-    finalizer: batchItem(batchFinal, { batchId }),
-  });
-  for (let from = 0; from < plan.length; from += MAX_BATCH_SIZE) {
-    const items = plan
-      .slice(from, from + MAX_BATCH_SIZE)
-      .map((p, k) => batchItem(batchChild, { i: from + k, ...p }));
-    const { args } = await enqueuer.prepare('enqueueBatch', items, MAX_BATCH_SIZE, { batchId });
-    await fleet.tq.backend.writeBatch({
+  await fleet.tq.enqueueBatchStreaming(
+    plan.map((p, i) => batchItem(batchChild, { i, ...p })),
+    {
       batchId,
-      ...(from === 0
-        ? { create: { queue: 'batch', failureThreshold: THRESHOLD, finalizer: finalizer!.args } }
-        : {}),
-      children: args,
-      seal: from + MAX_BATCH_SIZE >= plan.length,
-    });
-  }
+      failurePolicy: new AbortBatchAfter(THRESHOLD),
+      finalizer: batchItem(batchFinal, { batchId }),
+    },
+  );
 }
 
 const q = async <R extends Record<string, unknown>>(sql: string, values: unknown[] = []): Promise<R[]> =>
