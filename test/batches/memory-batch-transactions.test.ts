@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
 import type { EnqueueArgs } from '../../src/backend/types.js';
 import { buildEnqueueArgs } from '../../src/client/enqueue-options.js';
+import { BatchAbortedError } from '../../src/errors/batch-errors.js';
 import { actor } from '../../src/core/actor.js';
 import { newJobId } from '../../src/core/ids.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
@@ -75,18 +76,20 @@ describe('in-memory writeBatch in a transaction, against concurrent outcomes', (
     }
   });
 
-  it('leaves the children of a chunk added to an already aborted batch pending, as Postgres does', async () => {
+  it('refuses a chunk for an already aborted batch, as Postgres does: nothing written', async () => {
     const backend = new InMemoryBackend({ clock: new FakeClock() });
     const { batchId, first } = await openBatch(backend);
     await failOne(backend, first);
     const tx = backend.beginTransaction();
     const late = child(batchId);
-    await backend.writeBatch({ batchId, children: [late], seal: true }, { connection: tx });
-    await tx.commit();
-    expect((await backend.get(late.id))?.status).toBe('pending');
+    await expect(
+      backend.writeBatch({ batchId, children: [late], seal: true }, { connection: tx }),
+    ).rejects.toBeInstanceOf(BatchAbortedError);
+    await tx.rollback();
+    expect(await backend.get(late.id)).toBeNull();
     expect(await backend.getBatch(batchId)).toMatchObject({
       status: 'aborted',
-      counts: { total: 2, pending: 1, failed: 1 },
+      counts: { total: 1, pending: 0, failed: 1 },
     });
   });
 
