@@ -41,13 +41,15 @@ CREATE INDEX batches_active_idx ON {schema}.batches (created_at) WHERE status = 
 ALTER TABLE {schema}.jobs ADD COLUMN batch_id uuid;
 CREATE INDEX jobs_batch_id_idx ON {schema}.jobs (batch_id, status) WHERE batch_id IS NOT NULL;
 
--- Counting happens once per statement, not once per row: a statement that ends a thousand
--- children of one batch would otherwise update its row a thousand times in one transaction, and
--- each update walks the chain of versions the earlier ones left (quadratic). So the row trigger only
--- notes each child that entered or left a terminal status, as `<batch id>:<code>;` in a
--- transaction-local setting (codes below), in the order the statement changed them; the statement
--- trigger that follows folds those notes into the batch rows, locking them in id order (two
--- statements meeting the same batches in opposite orders queue up instead of deadlocking).
+-- Counting happens once per transaction, at its commit, not once per row: a statement that ends a
+-- thousand children of one batch would otherwise update its row a thousand times in one
+-- transaction, and each update walks the chain of versions the earlier ones left (quadratic). So the
+-- row trigger only notes each child that entered or left a terminal status, as
+-- `<batch id>:<code>;` in a transaction-local setting (codes below), in the order the transaction
+-- changed them; a deferred trigger folds those notes into the batch rows when the transaction
+-- commits, locking them in id order (two transactions meeting the same batches in opposite orders
+-- queue up instead of deadlocking). Both fire only for children of a batch with a row: other jobs
+-- cost nothing.
 --
 -- Codes: S F C X A — entered succeeded, failed, cancelled, crashed, abandoned; s f c x a — left it
 -- (an admin retry).
@@ -78,7 +80,8 @@ BEGIN
 END
 $$;
 
--- Folds the statement's notes into the batch rows. Entering: the status's counter goes up; `failed`
+-- Folds the transaction's notes into the batch rows (the first of its deferred events does it all;
+-- the others find no note and return). Entering: the status's counter goes up; `failed`
 -- extends the failure streak and `succeeded` ends it (cancelled, crashed and abandoned leave it).
 -- At the threshold the batch is aborted: its pending and scheduled children are cancelled here, in
 -- the same transaction (running ones finish), and counted in one step. Leaving (an admin retry): the
@@ -175,19 +178,19 @@ BEGIN
 END
 $$;
 
--- The row trigger fires only when a statement sets status on a batch child whose status changes
--- (dispatch of a child calls it; it returns at once): jobs outside a counted batch never do. The
--- statement trigger runs once per UPDATE of jobs and returns at once when no note was taken. It has
--- no column list: with one, a query that updates jobs in two data-modifying CTEs, only one of which
--- sets status (cancelWhere), left that CTE's notes unfolded (Postgres queues one AFTER STATEMENT
--- event per table for the whole query).
+-- Both fire only when a statement sets status on a batch child whose status changes (dispatch of a
+-- child calls them; they return at once): jobs outside a counted batch never do. The fold is a
+-- deferred constraint trigger, so it runs at commit, after every note of the transaction; the
+-- abort's own cancels queue more of its events, which find no note.
 CREATE TRIGGER jobs_batch_child_status
 AFTER UPDATE OF status ON {schema}.jobs
 FOR EACH ROW
 WHEN (NEW.batch_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status)
 EXECUTE FUNCTION {schema}.batch_child_status_changed();
 
-CREATE TRIGGER jobs_batch_outcomes_fold
-AFTER UPDATE ON {schema}.jobs
-FOR EACH STATEMENT
+CREATE CONSTRAINT TRIGGER jobs_batch_outcomes_fold
+AFTER UPDATE OF status ON {schema}.jobs
+DEFERRABLE INITIALLY DEFERRED
+FOR EACH ROW
+WHEN (NEW.batch_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status)
 EXECUTE FUNCTION {schema}.batch_outcomes_fold();

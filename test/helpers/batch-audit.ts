@@ -4,14 +4,14 @@
  * - {@link countersSnapshot}: the batch row's counters and the jobs table's counts by status, read in
  *   one REPEATABLE READ snapshot, and the differences between them.
  * - {@link installBatchAudit}: test-only triggers on `jobs`. A row trigger logs every child entering
- *   or leaving a terminal status, in the order the statement changed them (the order the product
- *   notes them in). A statement trigger, named to fire after the product's fold
- *   (`jobs_batch_outcomes_fold`), numbers the statement's log entries while the transaction holds
- *   the batch rows' locks (the fold took them) and stamps them with the batch row as the fold left
- *   it. So the numbering is the order in which outcomes were counted — the order the failure streak
- *   is defined on — and each statement's entries carry the row after them. {@link replayAudit}
- *   recomputes the counters and the streak from that order alone, compares them with the row after
- *   each statement, and finds where the abort happened.
+ *   or leaving a terminal status, in the order the transaction changed them (the order the product
+ *   notes them in). A deferred trigger, named to fire after the product's deferred fold
+ *   (`jobs_batch_outcomes_fold`), groups the transaction's log entries (per batch) while it holds
+ *   the batch rows' locks (the fold took them, at commit) and stamps them with the batch row as the
+ *   fold left it. So the groups' order is the order in which outcomes were counted — the order the
+ *   failure streak is defined on — and each group's entries carry the row after them.
+ *   {@link replayAudit} recomputes the counters and the streak from that order alone, compares them
+ *   with the row after each group, and finds where the abort happened.
  */
 import type pg from 'pg';
 
@@ -102,11 +102,6 @@ export async function installBatchAudit(pool: pg.Pool, schema: string): Promise<
       r record;
       g bigint;
     BEGIN
-      -- Inside the fold's abort (a nested update of jobs) the row is not final yet: the outer
-      -- statement's stamp covers the abort's entries too.
-      IF coalesce(current_setting('taskq.batch_aborting', true), '') <> '' THEN
-        RETURN NULL;
-      END IF;
       FOR r IN SELECT DISTINCT batch_id FROM ${S}.batch_audit
                WHERE counted IS NULL AND txid = txid_current() ORDER BY batch_id LOOP
         g := nextval('${S}.batch_audit_grp');
@@ -124,16 +119,18 @@ export async function installBatchAudit(pool: pg.Pool, schema: string): Promise<
     WHEN (NEW.batch_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status
           AND (OLD.status::text IN (${terminal}) OR NEW.status::text IN (${terminal})))
     EXECUTE FUNCTION ${S}.test_batch_audit()`);
-  // Statement triggers of one event fire in name order: this one after the product's fold.
+  // Deferred like the product's fold; triggers of one event fire in name order: this one after it.
   await pool.query(`
-    CREATE TRIGGER zz_test_batch_audit_stamp AFTER UPDATE ON ${S}.jobs FOR EACH STATEMENT
+    CREATE CONSTRAINT TRIGGER zz_test_batch_audit_stamp AFTER UPDATE OF status ON ${S}.jobs
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+    WHEN (NEW.batch_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status)
     EXECUTE FUNCTION ${S}.test_batch_audit_stamp()`);
 }
 
-/** One logged change of a child's status, with the batch row as it stood after its statement. */
+/** One logged change of a child's status, with the batch row as it stood after its transaction. */
 export interface AuditEntry {
   seq: string;
-  /** The statement (and batch) the entry was counted in. */
+  /** The transaction (and batch) the entry was counted in. */
   grp: string;
   job_id: string;
   old_status: string;
@@ -171,8 +168,8 @@ export interface AuditReplay {
   streakReachedAt: number | null;
   /**
    * The 1-based outcome at which the batch aborted, or null: the outcome where the streak reached
-   * the threshold when the first statement that left the row aborted counted it, else that
-   * statement's last outcome (an abort the streak does not explain).
+   * the threshold when the first transaction that left the row aborted counted it, else that
+   * transaction's last outcome (an abort the streak does not explain).
    */
   abortedAt: number | null;
   /** The job whose outcome aborted the batch, or null. */
@@ -188,7 +185,7 @@ export interface AuditReplay {
 /**
  * Replays the audit log: counters and failure streak recomputed from the order of the outcomes
  * alone (failed extends the streak, succeeded resets it, the rest leave it), compared with the row
- * after every statement; the abort expected exactly at the outcome where the streak first reaches
+ * after every transaction; the abort expected exactly at the outcome where the streak first reaches
  * `threshold` (null: never).
  */
 export function replayAudit(entries: readonly AuditEntry[], threshold: number | null): AuditReplay {
@@ -234,9 +231,9 @@ export function replayAudit(entries: readonly AuditEntry[], threshold: number | 
     }
     const last = i === entries.length - 1 || entries[i + 1]!.grp !== e.grp;
     if (!last) continue;
-    // The row after this statement.
+    // The row after this transaction.
     if (aborted && e.b_status !== 'aborted')
-      mismatches.push(`statement ${e.grp}: the batch left 'aborted' (${e.b_status})`);
+      mismatches.push(`transaction ${e.grp}: the batch left 'aborted' (${e.b_status})`);
     if (!aborted && e.b_status === 'aborted') {
       aborted = true;
       const reached = out.streakReachedAt;
@@ -244,7 +241,7 @@ export function replayAudit(entries: readonly AuditEntry[], threshold: number | 
       out.abortedBy = streakAt.get(out.abortedAt)?.job ?? null;
       out.streakAtAbort = streakAt.get(out.abortedAt)?.streak ?? null;
     }
-    const where = `statement ${e.grp} (outcomes ${groupStart}–${outcomes})`;
+    const where = `transaction ${e.grp} (outcomes ${groupStart}–${outcomes})`;
     if (e.streak !== streak) mismatches.push(`${where}: row streak ${e.streak}, replayed ${streak}`);
     for (const s of TERMINAL)
       if (e[s] !== tally[s]) mismatches.push(`${where}: row ${s} ${e[s]}, replayed ${tally[s]}`);

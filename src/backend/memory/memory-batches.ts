@@ -1,9 +1,9 @@
 /**
  * The in-memory backend's batches, mirroring the `batches` table, its triggers (the row trigger
- * `batch_child_status_changed` notes each child's change, `batch_outcomes_fold` folds a statement's
- * notes into the rows: migrations/0005_pre_batches.sql) and `postgres/sql/batches.sql`. Every
- * writer of a job's status reports its changes through {@link MemoryBatches.statusChanged}, once
- * per operation (as the fold runs once per statement), so the counters change with every status
+ * `batch_child_status_changed` notes each child's change, `batch_outcomes_fold` folds a transaction's
+ * notes into the rows at commit: migrations/0005_pre_batches.sql) and `postgres/sql/batches.sql`.
+ * Every writer of a job's status reports its changes through {@link MemoryBatches.statusChanged},
+ * once per operation (as the fold runs once per transaction), so the counters change with every status
  * change of a counted child, whichever operation makes it.
  */
 import { BatchAbortedError, BatchNotOpenError } from '../../errors/batch-errors.js';
