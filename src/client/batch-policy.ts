@@ -23,8 +23,9 @@ export abstract class BatchFailurePolicy {
 /**
  * Aborts the batch at `consecutiveFailures` failed children in a row (a succeeded child resets the
  * count; cancelled, crashed and abandoned ones leave it). On abort the batch's pending and
- * scheduled children are cancelled in the same transaction as the failure that tripped it, with
- * the message "Batch aborted due to consecutive failures"; running children finish.
+ * scheduled children, and those claimed but not started, are cancelled in the same transaction as
+ * the failure that tripped it, with the message "Batch aborted due to consecutive failures";
+ * started children finish.
  */
 export class AbortBatchAfter extends BatchFailurePolicy {
   readonly failureThreshold: number;

@@ -83,8 +83,9 @@ $$;
 -- Folds the transaction's notes into the batch rows (the first of its deferred events does it all;
 -- the others find no note and return). Entering: the status's counter goes up; `failed`
 -- extends the failure streak and `succeeded` ends it (cancelled, crashed and abandoned leave it).
--- At the threshold the batch is aborted: its pending and scheduled children are cancelled here, in
--- the same transaction (running ones finish), and counted in one step. Leaving (an admin retry): the
+-- At the threshold the batch is aborted: its pending and scheduled children, and those claimed but
+-- not started, are cancelled here, in the same transaction (started ones finish), and counted in
+-- one step. Leaving (an admin retry): the
 -- counter goes down and a complete batch is active again. Then a sealed active batch whose every
 -- child is terminal is complete.
 CREATE FUNCTION {schema}.batch_outcomes_fold() RETURNS trigger
@@ -144,17 +145,23 @@ BEGIN
     RETURNING * INTO b;
     IF abort_now THEN
       PERFORM set_config('taskq.batch_aborting', b.id::text, true);
+      -- Children claimed into a worker's local queue but not started (running, started_at null) are
+      -- cancelled too, their attempt given back: the worker's markStarted then finds them gone.
       WITH target AS (
         SELECT id, status FROM {schema}.jobs
-        WHERE batch_id = b.id AND status IN ('pending', 'scheduled')
+        WHERE batch_id = b.id
+          AND (status IN ('pending', 'scheduled') OR (status = 'running' AND started_at IS NULL))
         FOR UPDATE
       ),
       aborted AS (
         UPDATE {schema}.jobs AS j
         SET status = 'cancelled', finished_at = clock_timestamp(), cancel_requested_at = clock_timestamp(),
-            error_class = 'BatchAborted', error_message = 'Batch aborted due to consecutive failures'
+            error_class = 'BatchAborted', error_message = 'Batch aborted due to consecutive failures',
+            attempt = CASE WHEN j.status = 'running' THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
+            locked_by_worker = NULL, lock_expires_at = NULL
         FROM target t
-        WHERE j.id = t.id AND j.status IN ('pending', 'scheduled')
+        WHERE j.id = t.id
+          AND (j.status IN ('pending', 'scheduled') OR (j.status = 'running' AND j.started_at IS NULL))
         RETURNING j.id, t.status::text AS from_status
       ),
       ev AS (

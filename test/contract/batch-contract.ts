@@ -67,7 +67,7 @@ export function defineBatchContract(name: string, makeHarness: () => Promise<Bat
       client = new TaskQ(h.backend, { capacityCacheTtl: 0 });
     });
 
-    const claim = (limit = 100, leaseMs = 60_000): Promise<ClaimedJob[]> =>
+    const claim = (limit = 100, leaseMs = 60_000, startNow?: number): Promise<ClaimedJob[]> =>
       h.backend.dispatchBatch({
         workerId: W1,
         queues: ['default'],
@@ -75,6 +75,7 @@ export function defineBatchContract(name: string, makeHarness: () => Promise<Bat
         limit,
         leaseMs,
         oversample: 2,
+        ...(startNow === undefined ? {} : { startNow }),
       });
     const ok = (jobId: string): Settlement => ({
       ...base,
@@ -357,6 +358,28 @@ export function defineBatchContract(name: string, makeHarness: () => Promise<Bat
           consecutiveFailures: 0,
           counts: { pending: 0, succeeded: 1, failed: 2, cancelled: 2 },
         });
+        await expectCountersMatch(batchId, ids);
+      });
+
+      it('cancels children claimed but not started on abort, their attempt given back', async () => {
+        const { batchId, ids } = await batchOf(3, { threshold: 1 });
+        expect((await claim(1)).map((c) => c.id)).toEqual([ids[0]]);
+        // Two more claimed into the local queue: running, not started.
+        expect((await claim(2, 60_000, 0)).map((c) => c.id)).toEqual(ids.slice(1));
+        await settle1(fail(ids[0]!));
+        expect(await row(batchId)).toMatchObject({
+          status: 'aborted',
+          counts: { total: 3, pending: 0, failed: 1, cancelled: 2 },
+        });
+        for (const id of ids.slice(1)) {
+          expect(await h.backend.get(id)).toMatchObject({
+            status: 'cancelled',
+            attempt: 0,
+            lockedByWorker: null,
+            errorClass: 'BatchAborted',
+          });
+        }
+        expect(await h.backend.markStarted(W1, ids.slice(1))).toEqual([]);
         await expectCountersMatch(batchId, ids);
       });
 

@@ -131,13 +131,17 @@ export class MemoryBatches {
     return ids;
   }
 
-  /** Cancels the pending and scheduled jobs of `jobs` for `b`'s abort and counts them. */
+  /**
+   * Cancels the pending and scheduled jobs of `jobs` for `b`'s abort, and those claimed but not
+   * started (their attempt given back), and counts them.
+   */
   private cancelAborted(b: StoredBatch, jobs: readonly JobRow[]): string[] {
     const s = this.d.state;
     const now = s.clock.now();
     const ids: string[] = [];
     for (const j of jobs) {
-      if (j.status !== 'pending' && j.status !== 'scheduled') continue;
+      const unstarted = j.status === 'running' && j.startedAt === null;
+      if (j.status !== 'pending' && j.status !== 'scheduled' && !unstarted) continue;
       const from = j.status;
       Object.assign(j, {
         status: 'cancelled',
@@ -145,6 +149,9 @@ export class MemoryBatches {
         cancelRequestedAt: now,
         errorClass: 'BatchAborted',
         errorMessage: BATCH_ABORTED_MESSAGE,
+        attempt: unstarted ? Math.max(j.attempt - 1, 0) : j.attempt,
+        lockedByWorker: null,
+        lockExpiresAt: null,
       } satisfies Partial<JobRow>);
       s.event(j.id, 'state_change', {
         from_state: from,
