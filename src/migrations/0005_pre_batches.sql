@@ -44,9 +44,10 @@ CREATE INDEX jobs_batch_id_idx ON {schema}.jobs (batch_id, status) WHERE batch_i
 -- Counting happens once per transaction, at its commit, not once per row: a statement that ends a
 -- thousand children of one batch would otherwise update its row a thousand times in one
 -- transaction, and each update walks the chain of versions the earlier ones left (quadratic). So the
--- row trigger only notes each child that entered or left a terminal status, as
--- `<batch id>:<code>;` in a transaction-local setting (codes below), in the order the transaction
--- changed them; a deferred trigger folds those notes into the batch rows when the transaction
+-- row trigger only notes each child that entered or left a terminal status in transaction-local
+-- settings: `taskq.batch_ids` lists the batches met (ids joined by commas) and `taskq.batch_codes_<k>`
+-- holds one code per change of the k-th (codes below, 0-based k), in the order the transaction made
+-- them — short strings, so that noting a thousand children copies little; a deferred trigger folds those notes into the batch rows when the transaction
 -- commits, locking them in id order (two transactions meeting the same batches in opposite orders
 -- queue up instead of deadlocking). Both fire only for children of a batch with a row: other jobs
 -- cost nothing.
@@ -59,6 +60,10 @@ DECLARE
   was_terminal boolean := OLD.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned');
   is_terminal  boolean := NEW.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned');
   code         text;
+  key          text := NEW.batch_id::text;
+  ids          text;
+  at           integer;
+  k            integer;
 BEGIN
   IF was_terminal = is_terminal THEN
     RETURN NULL;
@@ -74,8 +79,17 @@ BEGIN
             CASE OLD.status WHEN 'succeeded' THEN 's' WHEN 'failed' THEN 'f' WHEN 'cancelled' THEN 'c'
                             WHEN 'crashed' THEN 'x' ELSE 'a' END
           END;
-  PERFORM set_config('taskq.batch_outcomes',
-    coalesce(current_setting('taskq.batch_outcomes', true), '') || NEW.batch_id::text || ':' || code || ';', true);
+  ids := coalesce(current_setting('taskq.batch_ids', true), '');
+  at := position(key IN ids);
+  IF at = 0 THEN
+    -- Each id takes 36 characters and a comma.
+    k := (length(ids) + 1) / 37;
+    PERFORM set_config('taskq.batch_ids', CASE WHEN ids = '' THEN key ELSE ids || ',' || key END, true);
+  ELSE
+    k := (at - 1) / 37;
+  END IF;
+  PERFORM set_config('taskq.batch_codes_' || k,
+    coalesce(current_setting('taskq.batch_codes_' || k, true), '') || code, true);
   RETURN NULL;
 END
 $$;
@@ -85,14 +99,14 @@ $$;
 -- extends the failure streak and `succeeded` ends it (cancelled, crashed and abandoned leave it).
 -- At the threshold the batch is aborted: its pending and scheduled children, and those claimed but
 -- not started, are cancelled here, in the same transaction (started ones finish), and counted in
--- one step. Leaving (an admin retry): the
--- counter goes down and a complete batch is active again. Then a sealed active batch whose every
+-- one step. Leaving (an admin retry): the counter goes down and a complete batch is active again. Then a sealed active batch whose every
 -- child is terminal is complete.
 CREATE FUNCTION {schema}.batch_outcomes_fold() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
-  notes  text := current_setting('taskq.batch_outcomes', true);
+  ids    text := current_setting('taskq.batch_ids', true);
   item   record;
+  codes  text;
   b      record;
   code   text;
   n      integer;
@@ -102,24 +116,25 @@ DECLARE
   left_terminal boolean;
   abort_now boolean;
 BEGIN
-  IF notes IS NULL OR notes = '' THEN
+  IF ids IS NULL OR ids = '' THEN
     RETURN NULL;
   END IF;
-  PERFORM set_config('taskq.batch_outcomes', '', true);
+  PERFORM set_config('taskq.batch_ids', '', true);
   FOR item IN
-    SELECT split_part(x.note, ':', 1)::uuid AS batch_id, string_agg(split_part(x.note, ':', 2), '' ORDER BY x.ord) AS codes
-    FROM unnest(string_to_array(rtrim(notes, ';'), ';')) WITH ORDINALITY AS x(note, ord)
-    GROUP BY 1
+    SELECT x.id::uuid AS batch_id, (x.ord - 1)::integer AS k
+    FROM unnest(string_to_array(ids, ',')) WITH ORDINALITY AS x(id, ord)
     ORDER BY 1
   LOOP
+    codes := coalesce(current_setting('taskq.batch_codes_' || item.k, true), '');
+    PERFORM set_config('taskq.batch_codes_' || item.k, '', true);
     SELECT * INTO b FROM {schema}.batches WHERE id = item.batch_id FOR UPDATE;
     CONTINUE WHEN NOT FOUND;
     ds := 0; df := 0; dc := 0; dx := 0; da := 0;
     streak := b.consecutive_failures;
     left_terminal := false;
     abort_now := false;
-    FOR i IN 1 .. length(item.codes) LOOP
-      code := substr(item.codes, i, 1);
+    FOR i IN 1 .. length(codes) LOOP
+      code := substr(codes, i, 1);
       CASE code
         WHEN 'S' THEN ds := ds + 1; streak := 0;
         WHEN 'F' THEN df := df + 1; streak := streak + 1;
@@ -185,19 +200,23 @@ BEGIN
 END
 $$;
 
--- Both fire only when a statement sets status on a batch child whose status changes (dispatch of a
--- child calls them; they return at once): jobs outside a counted batch never do. The fold is a
+-- Both fire only when a batch child enters or leaves a terminal status (a claim, a retry or a
+-- snooze of a child calls neither), and jobs outside a counted batch never do. The fold is a
 -- deferred constraint trigger, so it runs at commit, after every note of the transaction; the
 -- abort's own cancels queue more of its events, which find no note.
 CREATE TRIGGER jobs_batch_child_status
 AFTER UPDATE OF status ON {schema}.jobs
 FOR EACH ROW
-WHEN (NEW.batch_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status)
+WHEN (NEW.batch_id IS NOT NULL
+      AND (OLD.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned'))
+          <> (NEW.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned')))
 EXECUTE FUNCTION {schema}.batch_child_status_changed();
 
 CREATE CONSTRAINT TRIGGER jobs_batch_outcomes_fold
 AFTER UPDATE OF status ON {schema}.jobs
 DEFERRABLE INITIALLY DEFERRED
 FOR EACH ROW
-WHEN (NEW.batch_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status)
+WHEN (NEW.batch_id IS NOT NULL
+      AND (OLD.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned'))
+          <> (NEW.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned')))
 EXECUTE FUNCTION {schema}.batch_outcomes_fold();

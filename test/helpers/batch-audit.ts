@@ -123,7 +123,8 @@ export async function installBatchAudit(pool: pg.Pool, schema: string): Promise<
   await pool.query(`
     CREATE CONSTRAINT TRIGGER zz_test_batch_audit_stamp AFTER UPDATE OF status ON ${S}.jobs
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-    WHEN (NEW.batch_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status)
+    WHEN (NEW.batch_id IS NOT NULL AND OLD.status IS DISTINCT FROM NEW.status
+          AND (OLD.status::text IN (${terminal}) OR NEW.status::text IN (${terminal})))
     EXECUTE FUNCTION ${S}.test_batch_audit_stamp()`);
 }
 
