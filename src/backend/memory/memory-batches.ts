@@ -8,6 +8,7 @@
  */
 import { BatchAbortedError, BatchNotOpenError } from '../../errors/batch-errors.js';
 import { decodeBatchCursor, encodeBatchCursor } from '../batch-cursor.js';
+import { countsOfRow, countsOfStatuses } from '../batch-counts.js';
 import type {
   BatchCounts,
   BatchPage,
@@ -328,16 +329,7 @@ export class MemoryBatches {
     const byStatus: Partial<Record<JobStatus, number>> = {};
     for (const j of this.d.state.jobs.values())
       if (j.metadata.batch_id === id && j.id !== exclude) byStatus[j.status] = (byStatus[j.status] ?? 0) + 1;
-    const n = (st: JobStatus): number => byStatus[st] ?? 0;
-    const counts = {
-      pending: n('pending') + n('scheduled') + n('running'),
-      succeeded: n('succeeded'),
-      failed: n('failed'),
-      cancelled: n('cancelled'),
-      crashed: n('crashed'),
-      abandoned: n('abandoned'),
-    };
-    return { batch: null, counts: { total: Object.values(counts).reduce((a, c) => a + c, 0), ...counts } };
+    return { batch: null, counts: countsOfStatuses(byStatus) };
   }
 
   /** The children of `b` still in the jobs table. */
@@ -393,7 +385,6 @@ const clone = <T>(v: T): T => structuredClone(v);
 
 /** The {@link BatchRow} of a stored batch, as `toBatchRow` maps a `batches` row. */
 function toBatchRow(b: StoredBatch): BatchRow {
-  const terminal = terminalCount(b);
   return {
     id: b.id,
     queue: b.queue,
@@ -404,15 +395,7 @@ function toBatchRow(b: StoredBatch): BatchRow {
     failureThreshold: b.failureThreshold,
     finalizerJobId: b.finalizerJobId,
     originatingActor: null,
-    counts: {
-      total: b.expectedSize,
-      pending: Math.max(0, b.expectedSize - terminal),
-      succeeded: b.succeeded,
-      failed: b.failed,
-      cancelled: b.cancelled,
-      crashed: b.crashed,
-      abandoned: b.abandoned,
-    },
+    counts: countsOfRow(b.expectedSize, b),
     createdAt: new Date(b.createdAt),
     completedAt: b.completedAt === null ? null : new Date(b.completedAt),
     metadata: {},

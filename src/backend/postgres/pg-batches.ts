@@ -1,6 +1,7 @@
 import type { Executor } from '../../db/driver.js';
 import { BatchAbortedError, BatchNotOpenError } from '../../errors/batch-errors.js';
 import { decodeBatchCursor, encodeBatchCursor } from '../batch-cursor.js';
+import { countsOfRow, countsOfStatuses } from '../batch-counts.js';
 import type {
   BatchCounts,
   BatchPage,
@@ -20,13 +21,7 @@ const int = (v: unknown): number => Number(v ?? 0);
 
 /** Maps a `batches` row (the counters included) to a {@link BatchRow}. */
 export function toBatchRow(r: Raw): BatchRow {
-  const succeeded = int(r.succeeded);
-  const failed = int(r.failed);
-  const cancelled = int(r.cancelled);
-  const crashed = int(r.crashed);
-  const abandoned = int(r.abandoned);
   const expectedSize = int(r.expected_size);
-  const terminal = succeeded + failed + cancelled + crashed + abandoned;
   return {
     id: String(r.id),
     queue: String(r.queue),
@@ -37,34 +32,17 @@ export function toBatchRow(r: Raw): BatchRow {
     failureThreshold: r.failure_threshold === null ? null : int(r.failure_threshold),
     finalizerJobId: r.finalizer_job_id === null ? null : String(r.finalizer_job_id),
     originatingActor: r.originating_actor === null ? null : String(r.originating_actor),
-    counts: {
-      total: expectedSize,
-      pending: Math.max(0, expectedSize - terminal),
-      succeeded,
-      failed,
-      cancelled,
-      crashed,
-      abandoned,
-    },
+    counts: countsOfRow(expectedSize, {
+      succeeded: int(r.succeeded),
+      failed: int(r.failed),
+      cancelled: int(r.cancelled),
+      crashed: int(r.crashed),
+      abandoned: int(r.abandoned),
+    }),
     createdAt: new Date(r.created_at as string | Date),
     completedAt: r.completed_at === null ? null : new Date(r.completed_at as string | Date),
     metadata: (r.metadata ?? {}) as Record<string, unknown>,
   };
-}
-
-/** Children counted by status from the jobs table (a batch without a row). */
-export function countsOfStatuses(byStatus: Record<string, number>): BatchCounts {
-  const n = (s: string): number => Number(byStatus[s] ?? 0);
-  const counts = {
-    pending: n('pending') + n('scheduled') + n('running'),
-    succeeded: n('succeeded'),
-    failed: n('failed'),
-    cancelled: n('cancelled'),
-    crashed: n('crashed'),
-    abandoned: n('abandoned'),
-  };
-  const total = Object.values(counts).reduce((a, b) => a + b, 0);
-  return { total, ...counts };
 }
 
 /**
