@@ -39,6 +39,7 @@ import { RateLimitRegistry } from '../ratelimit/registry.js';
 import { RateLimitGate, type QueueCap } from './rate-limit-gate.js';
 import { RateLimitSweeper } from './rate-limit-sweeper.js';
 import type { Redis } from 'ioredis';
+import type { PgCredentialProvider, RedisCredentialProvider } from '../credentials/credential-types.js';
 import { Watchdog } from './watchdog/watchdog.js';
 import type { HealthServer } from '../obs/health/health-server.js';
 import { openWorkerHealth } from '../obs/health/open-worker-health.js';
@@ -93,6 +94,13 @@ export interface WorkerOptions {
   schedules?: readonly CronDeclaration[];
   /** Payload factories by name, for schedules created at run time with `payloadFactory: '<name>'`. */
   payloadFactories?: Readonly<Record<string, PayloadFactory>>;
+  /**
+   * Fetches the Postgres password (and optionally the user) for every connection the worker opens
+   * from `pgDsn`, instead of a password in the DSN; see docs/credentials.md.
+   */
+  pgCredentialProvider?: PgCredentialProvider;
+  /** Fetches the Redis ACL credential for the Redis clients the worker builds from `redisUrl`; see docs/credentials.md. */
+  redisCredentialProvider?: RedisCredentialProvider;
 }
 
 function isResolved(s: WorkerSettings | WorkerSettingsInput | undefined): s is WorkerSettings {
