@@ -8,6 +8,10 @@ import {
   TASKQ_SESSION_SETTINGS,
   WORKER_SESSION_SETTINGS,
 } from '../db/session-settings.js';
+import type { PgCredentialProvider } from '../credentials/credential-types.js';
+import { pgCredentialConfig } from '../credentials/pg-credential-config.js';
+import { PgDriverReload } from '../credentials/pg-driver-reload.js';
+import type { ReloadableResource } from '../credentials/reloadable-resource.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
 import { validateSchemaName } from '../core/schema-name.js';
@@ -128,6 +132,76 @@ export async function openClientBackend(o: ClientBackendOptions): Promise<Backen
   return new PostgresBackend(driver, { schema, ...(o.logger ? { logger: o.logger } : {}) });
 }
 
+/** Options of {@link openCredentialedWorkerBackend}. */
+export interface CredentialedWorkerBackendOptions extends Omit<WorkerBackendOptions, 'driver'> {
+  /** Authenticates every pool and dedicated connection of the worker. */
+  pgCredentialProvider: PgCredentialProvider;
+}
+
+/** A worker backend whose pools a credential reload rebuilds. */
+export interface CredentialedWorkerBackend {
+  /** The backend (the worker owns it). */
+  backend: Backend;
+  /** One reloadable per pool: dispatcher, heartbeat, claim, settle. */
+  reloadables: ReloadableResource[];
+}
+
+/** One pool of a worker: its application name, size, statement timeout and session settings. */
+interface WorkerPool {
+  name: string;
+  size: number;
+  timeoutMs: number;
+  settings: Readonly<Record<string, string>>;
+}
+
+/** The four pools of a worker: dispatcher (also the dedicated connections), heartbeat, claim, settle. */
+function workerPools(
+  o: Omit<WorkerBackendOptions, 'driver'>,
+): [WorkerPool, WorkerPool, WorkerPool, WorkerPool] {
+  const s = o.settings;
+  return [
+    {
+      name: 'taskq-worker',
+      size: s.dispatcherPoolSize,
+      timeoutMs: s.dispatcherCommandTimeoutMs,
+      settings: WORKER_SESSION_SETTINGS,
+    },
+    {
+      name: 'taskq-heartbeat',
+      size: s.heartbeatPoolSize,
+      timeoutMs: s.heartbeatCommandTimeoutMs,
+      settings: WORKER_SESSION_SETTINGS,
+    },
+    {
+      name: 'taskq-claim',
+      size: o.claimConnections,
+      timeoutMs: s.dispatcherCommandTimeoutMs,
+      settings: PINNED_PLAN_SESSION_SETTINGS,
+    },
+    {
+      name: 'taskq-settle',
+      size: o.settleConnections,
+      timeoutMs: s.dispatcherCommandTimeoutMs,
+      settings: PINNED_PLAN_SESSION_SETTINGS,
+    },
+  ];
+}
+
+function workerBackend(
+  o: Omit<WorkerBackendOptions, 'driver'>,
+  [main, heartbeat, claim, settle]: [PgDriver, PgDriver, PgDriver, PgDriver],
+): Backend {
+  return new PostgresBackend(main, {
+    schema: o.settings.schema,
+    ...(o.logger ? { logger: o.logger } : {}),
+    heartbeatDriver: heartbeat,
+    claimDriver: claim,
+    claimConnections: o.claimConnections,
+    settleDriver: settle,
+    settleConnections: o.settleConnections,
+  });
+}
+
 /**
  * The backend of a worker. From a DSN: four pools — the dispatcher's, the heartbeat's (so liveness
  * writes never queue behind dispatch), and one connection per claim and per outcome write in
@@ -136,42 +210,56 @@ export async function openClientBackend(o: ClientBackendOptions): Promise<Backen
  */
 export function openWorkerBackend(o: WorkerBackendOptions): Backend {
   const s = o.settings;
-  const logger = o.logger ? { logger: o.logger } : {};
-  if (o.driver) return new PostgresBackend(o.driver, { schema: s.schema, ...logger });
+  if (o.driver)
+    return new PostgresBackend(o.driver, { schema: s.schema, ...(o.logger ? { logger: o.logger } : {}) });
   const dsn = checkDsn(o.dsn, 'pgDsn');
-  const pool = (name: string, size: number, timeoutMs: number, settings: Record<string, string>) =>
-    new PgDriver({
-      connection: dsn,
-      maxPoolSize: size,
-      applicationName: name,
-      statementTimeoutMs: timeoutMs,
-      sessionSettings: settings,
-    });
-  return new PostgresBackend(
-    pool('taskq-worker', s.dispatcherPoolSize, s.dispatcherCommandTimeoutMs, WORKER_SESSION_SETTINGS),
-    {
-      schema: s.schema,
-      ...logger,
-      heartbeatDriver: pool(
-        'taskq-heartbeat',
-        s.heartbeatPoolSize,
-        s.heartbeatCommandTimeoutMs,
-        WORKER_SESSION_SETTINGS,
-      ),
-      claimDriver: pool(
-        'taskq-claim',
-        o.claimConnections,
-        s.dispatcherCommandTimeoutMs,
-        PINNED_PLAN_SESSION_SETTINGS,
-      ),
-      claimConnections: o.claimConnections,
-      settleDriver: pool(
-        'taskq-settle',
-        o.settleConnections,
-        s.dispatcherCommandTimeoutMs,
-        PINNED_PLAN_SESSION_SETTINGS,
-      ),
-      settleConnections: o.settleConnections,
-    },
-  );
+  const drivers = workerPools(o).map(
+    (p) =>
+      new PgDriver({
+        connection: dsn,
+        maxPoolSize: p.size,
+        applicationName: p.name,
+        statementTimeoutMs: p.timeoutMs,
+        sessionSettings: p.settings,
+      }),
+  ) as [PgDriver, PgDriver, PgDriver, PgDriver];
+  return workerBackend(o, drivers);
+}
+
+/**
+ * The backend of a worker whose connections authenticate through a credential provider: the same
+ * four pools as {@link openWorkerBackend}, each built from the provider (one fetch per pool, which
+ * pins the user and fails fast on a broken provider; then one per physical connection), and each a
+ * {@link ReloadableResource} the worker's credential reload rebuilds. The LISTEN and leader
+ * connections are opened from the dispatcher pool's config, so each (re)connect authenticates
+ * afresh; a reload does not close them (see docs/credentials.md).
+ */
+export async function openCredentialedWorkerBackend(
+  o: CredentialedWorkerBackendOptions,
+): Promise<CredentialedWorkerBackend> {
+  const dsn = checkDsn(o.dsn, 'pgDsn');
+  const provider = o.pgCredentialProvider;
+  const pools = workerPools(o);
+  const drivers: PgDriver[] = [];
+  const reloadables: ReloadableResource[] = [];
+  try {
+    for (const p of pools) {
+      const driver = new PgDriver({
+        connection: await pgCredentialConfig(dsn, provider, 'pool'),
+        maxPoolSize: p.size,
+        applicationName: p.name,
+        statementTimeoutMs: p.timeoutMs,
+        sessionSettings: p.settings,
+      });
+      drivers.push(driver);
+      reloadables.push(new PgDriverReload(driver, dsn, provider, p.name, o.logger));
+    }
+  } catch (err) {
+    for (const d of drivers) await d.close().catch(() => undefined);
+    throw err;
+  }
+  return {
+    backend: workerBackend(o, drivers as [PgDriver, PgDriver, PgDriver, PgDriver]),
+    reloadables,
+  };
 }

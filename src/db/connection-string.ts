@@ -94,6 +94,35 @@ export function pgConnectionSettings(value: string, field: string): PgConnection
   return parsed.form === 'url' ? { connectionString: parsed.text } : parsed.settings;
 }
 
+/**
+ * Every setting a connection string holds, in node-postgres's names, for both forms: what a
+ * `pg.Pool` needs when TaskQ sets the user or password itself (node-postgres lets a
+ * `connectionString` override the explicit fields, so the string must not be passed along).
+ * Empty values (a URL without port or password) are left out.
+ * @throws InvalidArgumentError as {@link validateConnectionString} does
+ */
+export function pgConnectionFields(value: string, field: string): PgConnectionSettings {
+  const parsed = parse(value, field);
+  if (parsed.form === 'key-value') return { ...parsed.settings };
+  const settings: Record<string, unknown> = { ...parsePgUrl(parsed.text) };
+  for (const [key, val] of Object.entries(settings)) {
+    if (val === '' || val === null || val === undefined) delete settings[key];
+  }
+  return settings;
+}
+
+/**
+ * The pairs of a libpq key=value connection string, in order, values unquoted; `null` for a URL.
+ * @throws InvalidArgumentError as {@link validateConnectionString} does
+ */
+export function connectionStringPairs(value: string, field: string): Map<string, string> | null {
+  const text = parse(value, field).text;
+  if (URL_SCHEME.test(text)) return null;
+  return parseKeyValuePairs(text, (rule) => {
+    throw new InvalidArgumentError(field, maskConnectionString(value), rule);
+  });
+}
+
 /** `text` with the password (URL user info or `password=` pair) replaced by `***`, for messages and logs. */
 export function maskConnectionString(text: string): string {
   return redactSecrets(text);

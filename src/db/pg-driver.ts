@@ -4,6 +4,7 @@ import { maskConnectionString, pgConnectionSettings } from './connection-string.
 import { connectionErrorOf } from './connection-failure.js';
 import type { DedicatedConnection, Driver, Executor, QueryResult } from './driver.js';
 import { copyFromClient } from './pg-copy.js';
+import { TaskQStateError } from '../errors/client-errors.js';
 
 /**
  * How to reach a Postgres server: a connection string (a `postgres://` URL or libpq key=value
@@ -97,46 +98,150 @@ class PgDedicatedConnection implements DedicatedConnection {
   }
 }
 
+/** The connection options of a pool TaskQ builds: everything of {@link PgDriverOptions} but the source. */
+type BuildOptions = Pick<
+  PgDriverOptions,
+  'maxPoolSize' | 'applicationName' | 'statementTimeoutMs' | 'sessionSettings'
+>;
+
+/**
+ * The node-postgres config of a pool or client TaskQ builds over `connection`: the application
+ * name, statement timeout and session settings applied.
+ */
+export function pgClientConfig(connection: PgConnectionConfig, options: BuildOptions = {}): pg.ClientConfig {
+  const config = { ...toConfig(connection) };
+  if (options.applicationName && !config.application_name) config.application_name = options.applicationName;
+  if (options.statementTimeoutMs !== undefined) {
+    config.statement_timeout = options.statementTimeoutMs;
+    // The client gives up a second later, in case the server cannot even answer.
+    config.query_timeout = options.statementTimeoutMs + 1000;
+  }
+  const settings = Object.entries(options.sessionSettings ?? {});
+  if (settings.length > 0) {
+    const extra = settings.map(([k, v]) => `-c ${k}=${v}`).join(' ');
+    config.options = config.options ? `${config.options} ${extra}` : extra;
+  }
+  return config;
+}
+
+/**
+ * Ends `pool` once nobody needs it: first every caller already queued for one of its connections is
+ * served (`pool.end()` would strand them), then `end()` waits for the checked-out clients to be
+ * released and closes every connection.
+ */
+export async function drainPool(pool: pg.Pool): Promise<void> {
+  while (pool.waitingCount > 0) {
+    // Waiters leave the queue as clients are released or connections fail; no event covers both.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await pool.end();
+}
+
+/** A rejection when `signal` aborts (its reason), never settling otherwise. */
+function abortion(signal: AbortSignal | undefined): Promise<never> | null {
+  if (!signal) return null;
+  return new Promise<never>((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}
+
 /** node-postgres driver: a pool for statements, plain clients for dedicated connections. */
 export class PgDriver implements Driver {
   readonly kind = 'pg' as const;
-  readonly pool: pg.Pool;
+  private current: pg.Pool;
   private readonly owned: boolean;
-  private readonly config: pg.ClientConfig | null;
+  private config: pg.ClientConfig | null;
+  private readonly buildOptions: BuildOptions;
+  /** Old pools ending after a swap; `close()` waits for them. */
+  private readonly draining = new Set<Promise<void>>();
   /** The server, as connection errors name it. */
   private readonly target: string;
 
   constructor(options: PgDriverOptions) {
+    this.buildOptions = {
+      ...(options.maxPoolSize !== undefined ? { maxPoolSize: options.maxPoolSize } : {}),
+      ...(options.applicationName !== undefined ? { applicationName: options.applicationName } : {}),
+      ...(options.statementTimeoutMs !== undefined ? { statementTimeoutMs: options.statementTimeoutMs } : {}),
+      ...(options.sessionSettings !== undefined ? { sessionSettings: options.sessionSettings } : {}),
+    };
     if (options.pool) {
-      this.pool = options.pool;
+      this.current = options.pool;
       this.owned = options.ownPool ?? false;
       this.config = null;
       this.target = describeTarget((options.pool as { options?: pg.ClientConfig }).options);
     } else if (options.connection !== undefined) {
-      this.config = { ...toConfig(options.connection) };
+      this.config = pgClientConfig(options.connection, this.buildOptions);
       this.target =
         typeof options.connection === 'string'
           ? maskConnectionString(options.connection.trim())
           : describeTarget(this.config);
-      if (options.applicationName && !this.config.application_name)
-        this.config.application_name = options.applicationName;
-      if (options.statementTimeoutMs !== undefined) {
-        this.config.statement_timeout = options.statementTimeoutMs;
-        // The client gives up a second later, in case the server cannot even answer.
-        this.config.query_timeout = options.statementTimeoutMs + 1000;
-      }
-      const settings = Object.entries(options.sessionSettings ?? {});
-      if (settings.length > 0) {
-        const extra = settings.map(([k, v]) => `-c ${k}=${v}`).join(' ');
-        this.config.options = this.config.options ? `${this.config.options} ${extra}` : extra;
-      }
-      this.pool = new pg.Pool({ ...this.config, max: options.maxPoolSize ?? 5 });
-      // An idle client that errors (server restart) must not crash the process; the pool drops it.
-      this.pool.on('error', () => undefined);
+      this.current = this.newPool(this.config);
       this.owned = true;
     } else {
       throw new TypeError('PgDriver needs a pool or a connection');
     }
+  }
+
+  /** The pool statements run on now (a credential reload replaces it). */
+  get pool(): pg.Pool {
+    return this.current;
+  }
+
+  private newPool(config: pg.ClientConfig): pg.Pool {
+    const pool = new pg.Pool({ ...config, max: this.buildOptions.maxPoolSize ?? 5 });
+    // An idle client that errors (server restart) must not crash the process; the pool drops it.
+    pool.on('error', () => undefined);
+    return pool;
+  }
+
+  /**
+   * Rebuilds the pool over `connection` (a config carrying fresh credentials) with this driver's
+   * size, timeouts and session settings; see {@link PgDriver.replacePool}.
+   */
+  async rebuild(connection: PgConnectionConfig, signal?: AbortSignal): Promise<{ drained: Promise<void> }> {
+    const config = pgClientConfig(connection, this.buildOptions);
+    return this.replacePool(this.newPool(config), { config, signal });
+  }
+
+  /**
+   * Swaps `pool` in for the current one, atomically for every caller: statements that start after
+   * the swap use it, those running finish on the old pool. The new pool must connect once first (a
+   * wrong credential fails here, leaving the old pool serving and ending the new one). `config`, when
+   * given, is what later dedicated connections are opened with. The old pool then drains in the
+   * background (`drained`): queued callers are served, checked-out clients released, connections
+   * closed. Only a pool the driver owns can be replaced.
+   * @throws TaskQStateError for a caller-owned pool; the connect error, or `signal`'s reason
+   */
+  async replacePool(
+    pool: pg.Pool,
+    options: { config?: pg.ClientConfig; signal?: AbortSignal | undefined } = {},
+  ): Promise<{ drained: Promise<void> }> {
+    if (!this.owned) {
+      await pool.end().catch(() => undefined);
+      throw new TaskQStateError(
+        'this driver runs on a caller-owned pool: TaskQ never replaces or closes it; rotate that pool yourself',
+      );
+    }
+    try {
+      const connecting = pool.connect();
+      const aborted = abortion(options.signal);
+      const client = await (aborted ? Promise.race([connecting, aborted]) : connecting).catch((err) => {
+        // A connection that arrives after the abort goes back to the pool, which is then ended.
+        void connecting.then((c) => c.release()).catch(() => undefined);
+        throw err;
+      });
+      client.release();
+    } catch (err) {
+      void pool.end().catch(() => undefined);
+      throw connectionErrorOf(err, this.target) ?? err;
+    }
+    const old = this.current;
+    this.current = pool;
+    if (options.config) this.config = options.config;
+    const drained = drainPool(old).finally(() => this.draining.delete(drained));
+    this.draining.add(drained);
+    return { drained };
   }
 
   async query<R>(text: string, values?: readonly unknown[], name?: string): Promise<QueryResult<R>> {
@@ -221,6 +326,7 @@ export class PgDriver implements Driver {
   }
 
   async close(): Promise<void> {
-    if (this.owned) await this.pool.end();
+    if (this.owned) await this.current.end();
+    await Promise.allSettled([...this.draining]);
   }
 }
