@@ -154,3 +154,21 @@ export {
   type UpdateScheduleOptions,
 } from './client/schedules.js';
 export { CRON_FIRE_HISTORY, type ScheduleRecord, type ScheduleFireRecord } from './backend/schedule-types.js';
+
+// Credentials: providers, factories and DSN helpers (docs/credentials.md).
+export type {
+  PgCredential,
+  PgCredentialProvider,
+  RedisCredential,
+  RedisCredentialProvider,
+} from './credentials/credential-types.js';
+export type { ReloadableResource } from './credentials/reloadable-resource.js';
+export {
+  makePgPoolFactory,
+  makeDedicatedConnFactory,
+  type PgPoolFactory,
+  type PgConnFactory,
+  type PgPoolFactoryOptions,
+  type PgConnectionOptions,
+} from './credentials/pg-pool-factory.js';
+export { enrichPgDsn, ensureSslmodeRequire } from './credentials/pg-dsn.js';

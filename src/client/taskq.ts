@@ -17,6 +17,14 @@ import type { BulkCancelResult, CancelResult, EnqueueArgs, EventRow, JobRow } fr
 import type { Clock } from '../core/clock.js';
 import { SystemClock } from '../core/clock.js';
 import type { Driver } from '../db/driver.js';
+import { validateConnectionString } from '../db/connection-string.js';
+import { PgDriver } from '../db/pg-driver.js';
+import { TASKQ_SESSION_SETTINGS } from '../db/session-settings.js';
+import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
+import type { PgCredentialProvider } from '../credentials/credential-types.js';
+import { makePgPoolFactory } from '../credentials/pg-pool-factory.js';
+import { PoolFactoryReload } from '../credentials/pool-factory-reload.js';
+import type { ReloadableResource } from '../credentials/reloadable-resource.js';
 import { toMs, type Duration } from '../core/duration.js';
 import { EmptyFilterError, TaskQStateError } from '../errors/client-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
@@ -78,6 +86,11 @@ export interface TaskQClientOptions {
   /** `close()` also closes the backend. Default false: the backend is yours. */
   ownsBackend?: boolean;
   /**
+   * What {@link TaskQ.reloadCredentials} rebuilds, in order (a factory-built pool, an owned Redis
+   * client). Default: nothing (`TaskQ.open` fills it for a pool factory or credential provider).
+   */
+  reloadables?: readonly ReloadableResource[];
+  /**
    * A `send <queue>` span (OpenTelemetry, through the global tracer provider) around every enqueue,
    * its ids stored on the job (docs/tracing.md). Default true; false calls no tracer at all.
    */
@@ -90,8 +103,17 @@ export interface TaskQOptions {
   dsn?: string;
   /** Your own `pg.Pool`; TaskQ never closes it. */
   pool?: pg.Pool;
-  /** Builds a pool (e.g. with rotating credentials); the pool is TaskQ-owned. */
+  /**
+   * Builds a pool (e.g. `makePgPoolFactory`); the pool is TaskQ-owned, and
+   * {@link TaskQ.reloadCredentials} calls the factory again to replace it.
+   */
   poolFactory?: () => Promise<pg.Pool>;
+  /**
+   * Authenticates the pool built from `dsn` through this provider instead of a password in the
+   * DSN: sugar for `poolFactory: makePgPoolFactory(dsn, provider, { maxSize: maxPoolSize })`.
+   * Needs `dsn`; excludes `pool` and `poolFactory`. See docs/credentials.md.
+   */
+  pgCredentialProvider?: PgCredentialProvider;
   /** A ready driver (advanced: the embedded PGlite driver). Owned by TaskQ. */
   driver?: Driver;
   /** Schema holding TaskQ's tables. Default `taskq`. */
@@ -126,12 +148,14 @@ const CLIENT_OPTION_KEYS: readonly string[] = [
   'liveProgress',
   'ownsBackend',
   'otelEnabled',
+  'reloadables',
 ];
 
 const OPEN_OPTION_KEYS: readonly string[] = [
   'dsn',
   'pool',
   'poolFactory',
+  'pgCredentialProvider',
   'driver',
   'schema',
   'maxPoolSize',
@@ -143,6 +167,40 @@ const OPEN_OPTION_KEYS: readonly string[] = [
   'redis',
   'otelEnabled',
 ];
+
+/**
+ * The connection source `openClientBackend` takes: `pgCredentialProvider` becomes the pool factory
+ * it is sugar for, after checking it comes with `dsn` and without `pool` / `poolFactory`.
+ */
+function clientPoolSource(o: TaskQOptions): Omit<TaskQOptions, 'pgCredentialProvider'> {
+  const { pgCredentialProvider: provider, ...rest } = o;
+  if (provider === undefined || provider === null) return rest;
+  const field = 'TaskQ.open.pgCredentialProvider';
+  if (typeof provider !== 'object' || typeof provider.getPgCredential !== 'function')
+    throw new InvalidArgumentError(field, provider, 'must have a getPgCredential() method');
+  if (rest.pool !== undefined || rest.poolFactory !== undefined || rest.driver !== undefined)
+    throw new InvalidArgumentError(
+      field,
+      '(a provider)',
+      'authenticates the pool TaskQ builds from dsn: give it with dsn, not with pool, poolFactory or driver',
+    );
+  if (rest.dsn === undefined || rest.dsn === null)
+    throw new InvalidArgumentError(
+      field,
+      '(a provider)',
+      'needs dsn (the server to connect to, without a password)',
+    );
+  const dsn = validateConnectionString(rest.dsn, 'TaskQ.open.dsn');
+  const { dsn: _dsn, ...others } = rest;
+  return {
+    ...others,
+    poolFactory: makePgPoolFactory(dsn, provider, {
+      maxSize: rest.maxPoolSize ?? 5,
+      applicationName: 'taskq',
+      sessionSettings: TASKQ_SESSION_SETTINGS,
+    }),
+  };
+}
 
 /** Options of {@link TaskQ.cancelWhere}. */
 export interface CancelWhereOptions {
@@ -213,6 +271,7 @@ export class TaskQ implements AsyncDisposable {
   private readonly schedules: ScheduleApi;
   private readonly batches: BatchEnqueuer;
   private closed = false;
+  private readonly reloadables: readonly ReloadableResource[];
 
   /**
    * A client over `backend` (for example `new InMemoryBackend()` from `taskq/testing`). The backend
@@ -250,6 +309,7 @@ export class TaskQ implements AsyncDisposable {
     this.notifications = new JobNotificationFanout(backend, this.logger);
     this.liveProgress = options.liveProgress ?? null;
     this.ownsBackend = options.ownsBackend ?? false;
+    this.reloadables = [...(options.reloadables ?? [])];
     if (options.otelEnabled !== undefined && typeof options.otelEnabled !== 'boolean')
       throw new InvalidArgumentError('TaskQ.otelEnabled', options.otelEnabled, 'must be a boolean');
     this.tracing = options.otelEnabled === false ? null : new EnqueueTracing();
@@ -301,8 +361,13 @@ export class TaskQ implements AsyncDisposable {
     if (options.otelEnabled !== undefined && typeof options.otelEnabled !== 'boolean')
       throw new InvalidArgumentError('TaskQ.open.otelEnabled', options.otelEnabled, 'must be a boolean');
     const redis = TaskQ.redisOf(options);
-    const backend = await openClientBackend({ ...options, field: 'TaskQ.open', logger });
+    const source = clientPoolSource(options);
+    const backend = await openClientBackend({ ...source, field: 'TaskQ.open', logger });
+    const reloadables: ReloadableResource[] = [];
+    if (source.poolFactory && backend instanceof PostgresBackend && backend.driver instanceof PgDriver)
+      reloadables.push(new PoolFactoryReload(backend.driver, source.poolFactory, logger));
     return new TaskQ(backend, {
+      reloadables,
       logger,
       ...(capacityCacheTtl === undefined ? {} : { capacityCacheTtl }),
       ...(options.idempotencyKeyMaxBytes === undefined
@@ -747,6 +812,31 @@ export class TaskQ implements AsyncDisposable {
    * closes what TaskQ owns: the backend it built (or was given with `ownsBackend`) and the Redis
    * client it built — never your pool or Redis client. Safe to call twice.
    */
+  /**
+   * Rebuilds the connections this client built from a factory or credential provider, live: the
+   * pool factory is called again (a fresh credential; the only way to change a pool's user), the new
+   * pool must connect once, it is swapped in for every call that starts afterwards, and the old pool
+   * closes once its running statements finish (waited for at most 10 s, then left to close on its
+   * own). Not needed for ordinary token expiry: the factories fetch a credential per new connection.
+   * @throws TaskQStateError when the client is closed, or has nothing to reload (a `dsn` without a
+   *   provider, or your own `pool`, which TaskQ never replaces); the factory's or the connect error,
+   *   with the current pool left serving
+   */
+  async reloadCredentials(): Promise<void> {
+    this.checkOpen();
+    if (this.reloadables.length === 0)
+      throw new TaskQStateError(
+        'reloadCredentials() rebuilds pools TaskQ builds from a pool factory: open the client with ' +
+          'TaskQ.open({ poolFactory }) or TaskQ.open({ dsn, pgCredentialProvider }); a pool passed as ' +
+          '`pool` is yours, rotate it yourself',
+      );
+    const errors: unknown[] = [];
+    // A client reload has no time bound of its own: the signal only ends it when the client closes.
+    for (const r of this.reloadables) await r.reload(this.closing.signal).catch((err) => errors.push(err));
+    if (errors.length === 1) throw errors[0];
+    if (errors.length > 1) throw new AggregateError(errors, 'several resources failed to reload');
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
