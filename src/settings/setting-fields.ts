@@ -4,6 +4,7 @@ import { CONNECTION_STRING_RULE, validateConnectionString } from '../db/connecti
 import { formatMs, MAX_DURATION_MS, MAX_TIMER_MS } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { isUuid } from '../core/ids.js';
+import { PROVIDER_REFERENCE_RULE, providerReferenceProblem } from '../credentials/provider-reference.js';
 import { DEFAULT_SCHEMA, validateSchemaName } from '../core/schema-name.js';
 import type { SettingProblem } from './settings-error.js';
 import type { WorkerSettings } from './worker-settings.js';
@@ -187,6 +188,24 @@ export const WORKER_SETTING_FIELDS = [
     nullable: true,
     rule: REDIS_RULE,
     check: matching(/^rediss?:\/\//i, REDIS_RULE),
+  },
+  {
+    key: 'pgCredentialProvider',
+    env: 'TASKQ_PG_CREDENTIAL_PROVIDER',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    rule: PROVIDER_REFERENCE_RULE,
+    check: (v) => providerReferenceProblem(v),
+  },
+  {
+    key: 'redisCredentialProvider',
+    env: 'TASKQ_REDIS_CREDENTIAL_PROVIDER',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    rule: PROVIDER_REFERENCE_RULE,
+    check: (v) => providerReferenceProblem(v),
   },
   { key: 'queues', env: 'TASKQ_QUEUES', kind: 'queueList', default: ['default'] },
   { key: 'maxConcurrency', env: 'TASKQ_MAX_CONCURRENCY', kind: 'integer', default: 8, min: 1 },
@@ -798,8 +817,6 @@ const CREDENTIALS = 'credential providers arrive in a later release';
  * deleting its line here and adding the field to the table.
  */
 export const NOT_AVAILABLE_ENV_VARS: readonly NotAvailableEnvVar[] = [
-  { env: 'TASKQ_PG_CREDENTIAL_PROVIDER', setting: 'pgCredentialProvider', notAvailable: CREDENTIALS },
-  { env: 'TASKQ_REDIS_CREDENTIAL_PROVIDER', setting: 'redisCredentialProvider', notAvailable: CREDENTIALS },
   {
     env: 'TASKQ_RELOAD_INTERVAL',
     setting: 'reloadInterval',

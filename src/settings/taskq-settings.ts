@@ -13,6 +13,17 @@ export interface TaskQSettings {
   schema: string;
   /** `TASKQ_REDIS_URL`: Redis for live progress (and, on workers, rate limits); `redis://` or `rediss://`. Default: none. */
   redisUrl: string | null;
+  /**
+   * `TASKQ_PG_CREDENTIAL_PROVIDER`: `<module>:<export>` of a Postgres credential provider (an
+   * instance, a zero-argument factory or a class); every Postgres connection then authenticates
+   * through it (docs/credentials.md). The CLI flag `--pg-credential-provider` wins. Default: none.
+   */
+  pgCredentialProvider: string | null;
+  /**
+   * `TASKQ_REDIS_CREDENTIAL_PROVIDER`: `<module>:<export>` of a Redis credential provider, same
+   * shapes; needs `redisUrl`. The CLI flag `--redis-credential-provider` wins. Default: none.
+   */
+  redisCredentialProvider: string | null;
   /** `TASKQ_IDEMPOTENCY_KEY_MAX_BYTES`: bound on idempotency keys and scopes, UTF-8 bytes (1–2048). Default 1024. */
   idempotencyKeyMaxBytes: number;
   /** `TASKQ_PAYLOAD_MAX_BYTES`: bound on a payload's JSON, UTF-8 bytes (1 KiB–64 MiB). Default 1 MiB. */
@@ -29,6 +40,8 @@ const TASKQ_KEYS: readonly (keyof TaskQSettings)[] = [
   'pgDsn',
   'schema',
   'redisUrl',
+  'pgCredentialProvider',
+  'redisCredentialProvider',
   'idempotencyKeyMaxBytes',
   'payloadMaxBytes',
   'healthToken',

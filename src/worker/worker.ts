@@ -4,7 +4,8 @@ import { hostname } from 'node:os';
 
 import type { AnyActor } from '../core/actor.js';
 import type { Backend } from '../backend/backend.js';
-import { openWorkerBackend } from '../backend/open-backend.js';
+import { openCredentialedWorkerBackend, openWorkerBackend } from '../backend/open-backend.js';
+import type { ReloadableResource } from '../credentials/reloadable-resource.js';
 import type { Driver } from '../db/driver.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { newJobId } from '../core/ids.js';
@@ -141,6 +142,8 @@ export class Worker {
   private backend!: Backend;
   /** The backend was built here (from `pgDsn`): the worker closes it. */
   private ownsBackend = false;
+  /** What a credential reload rebuilds: the pools built through `pgCredentialProvider`, … */
+  private readonly reloadables: ReloadableResource[] = [];
   private runner!: JobRunner;
   private completer!: Completer;
   /** What handlers' `ctx.jobs` enqueue with (its client and cache are made on first use). */
@@ -262,23 +265,42 @@ export class Worker {
     return this.listener;
   }
 
-  /** The given backend, or one built from the driver or `pgDsn` (then owned by the worker). */
-  private buildBackend(): void {
+  /**
+   * The given backend, or one built from the driver or `pgDsn` (then owned by the worker). With
+   * `pgCredentialProvider`, every pool authenticates through it and is added to the reloadables.
+   */
+  private async buildBackend(): Promise<void> {
     const s = this.settings;
+    if (this.options.pgCredentialProvider && (this.options.backend || this.options.driver))
+      throw new InvalidArgumentError(
+        'pgCredentialProvider',
+        '(a provider)',
+        'authenticates the pools the worker builds from pgDsn: give it without backend or driver',
+      );
     if (this.options.backend) {
       this.backend = this.options.backend;
       return;
     }
     if (!this.options.driver && !(s.pgDsnDirect ?? s.pgDsn))
       throw new InvalidArgumentError('pgDsn', null, 'a worker needs TASKQ_PG_DSN (or a backend/driver)');
-    this.backend = openWorkerBackend({
+    const pools = {
       dsn: s.pgDsnDirect ?? s.pgDsn,
-      ...(this.options.driver ? { driver: this.options.driver } : {}),
       settings: s,
       claimConnections: MAX_CLAIMS_IN_FLIGHT,
       settleConnections: MAX_SETTLE_WRITES_IN_FLIGHT,
       logger: this.logger,
-    });
+    };
+    const provider = this.options.pgCredentialProvider;
+    if (provider && !this.options.driver) {
+      const built = await openCredentialedWorkerBackend({ ...pools, pgCredentialProvider: provider });
+      this.backend = built.backend;
+      this.reloadables.push(...built.reloadables);
+    } else {
+      this.backend = openWorkerBackend({
+        ...pools,
+        ...(this.options.driver ? { driver: this.options.driver } : {}),
+      });
+    }
     this.ownsBackend = !this.options.driver;
   }
 
@@ -295,7 +317,7 @@ export class Worker {
       this.startWatchdog();
       await this.startHealth();
       await this.startMetrics();
-      this.buildBackend();
+      await this.buildBackend();
       this.startFleetGauges();
       await this.backend.verifySchema();
       const drifts = await this.backend.syncActorConfig(

@@ -130,6 +130,8 @@ describe('loadWorkerSettings defaults', () => {
       idempotencyKeyMaxBytes: 1024,
       payloadMaxBytes: 1024 * 1024,
       healthToken: null,
+      pgCredentialProvider: null,
+      redisCredentialProvider: null,
     } satisfies WorkerSettings);
   });
 
