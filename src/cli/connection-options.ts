@@ -1,8 +1,15 @@
+import {
+  resolveCredentialProvider,
+  type ProviderKind,
+  type ProviderOf,
+} from '../credentials/provider-reference.js';
 import { validateConnectionString } from '../db/connection-string.js';
+import { CredentialProviderReferenceError } from '../errors/credential-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { validateSchemaName } from '../core/schema-name.js';
 import { notAvailableEnvProblems } from '../settings/setting-fields.js';
 import { SettingNotAvailableError } from '../settings/settings-error.js';
+import { importUserModule } from './import-user-module.js';
 import { CliExit, type CliIo } from './io.js';
 
 /** `--dsn` / `--schema` resolved over `TASKQ_PG_DSN` / `TASKQ_SCHEMA_NAME` (flags win). */
@@ -56,5 +63,38 @@ export function resolveConnection(
     };
   } catch (err) {
     throw new CliExit(2, (err as Error).message);
+  }
+}
+
+/** The credential provider flags of the commands that connect. */
+export interface CredentialFlags {
+  pgCredentialProvider?: string;
+  redisCredentialProvider?: string;
+}
+
+/**
+ * The Postgres (or Redis) credential provider of a command: `--pg-credential-provider` over
+ * `TASKQ_PG_CREDENTIAL_PROVIDER` (the Redis ones likewise), imported from the working directory
+ * (TypeScript through the project's tsx). Null when neither is set.
+ * @throws CliExit (1) naming the flag or variable, the reference and what is wrong with it
+ */
+export async function cliCredentialProvider<K extends ProviderKind>(
+  flags: CredentialFlags,
+  io: CliIo,
+  kind: K,
+): Promise<ProviderOf<K> | null> {
+  const flag = kind === 'pg' ? '--pg-credential-provider' : '--redis-credential-provider';
+  const env = kind === 'pg' ? 'TASKQ_PG_CREDENTIAL_PROVIDER' : 'TASKQ_REDIS_CREDENTIAL_PROVIDER';
+  const given = kind === 'pg' ? flags.pgCredentialProvider : flags.redisCredentialProvider;
+  const fromEnv = io.env[env]?.trim() ? io.env[env] : undefined;
+  const reference = given ?? fromEnv;
+  if (reference === undefined) return null;
+  try {
+    return await resolveCredentialProvider(reference.trim(), kind, given !== undefined ? flag : env, {
+      importFile: (file, module) => importUserModule(file, module),
+    });
+  } catch (err) {
+    if (err instanceof CredentialProviderReferenceError) throw new CliExit(1, err.message);
+    throw err;
   }
 }

@@ -3,7 +3,13 @@ import { Command } from 'commander';
 import { PgDriver } from '../db/pg-driver.js';
 import { Migrator, type MigrationPhase } from '../migrations/migrator.js';
 import type { Logger } from '../obs/logger.js';
-import { resolveConnection, type ConnectionFlags } from './connection-options.js';
+import { pgCredentialConfig } from '../credentials/pg-credential-config.js';
+import {
+  cliCredentialProvider,
+  resolveConnection,
+  type ConnectionFlags,
+  type CredentialFlags,
+} from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 
 function phaseOf(value: string | undefined): MigrationPhase | undefined {
@@ -30,13 +36,14 @@ function cliLogger(io: CliIo): Logger {
 }
 
 async function withMigrator<T>(
-  flags: ConnectionFlags,
+  flags: ConnectionFlags & CredentialFlags,
   io: CliIo,
   fn: (m: Migrator) => Promise<T>,
 ): Promise<T> {
   const { dsn, schema } = resolveConnection(flags, io);
+  const provider = await cliCredentialProvider(flags, io, 'pg');
   const driver = new PgDriver({
-    connection: dsn as string,
+    connection: provider ? await pgCredentialConfig(dsn as string, provider, 'pool') : (dsn as string),
     maxPoolSize: 2,
     applicationName: 'taskq-migrate',
   });
@@ -59,7 +66,11 @@ export function migrateCommand(io: CliIo): Command {
     )
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
     .option('--schema <schema>', 'schema to migrate (default: $TASKQ_SCHEMA_NAME or taskq)')
-    .action(async (flags: ConnectionFlags & { phase?: string }) => {
+    .option(
+      '--pg-credential-provider <module:export>',
+      'Postgres credential provider (default: $TASKQ_PG_CREDENTIAL_PROVIDER); see docs/credentials.md',
+    )
+    .action(async (flags: ConnectionFlags & CredentialFlags & { phase?: string }) => {
       const phase = phaseOf(flags.phase);
       await withMigrator(flags, io, async (m) => {
         const { applied } = await m.up({ phase });
@@ -72,7 +83,11 @@ export function migrateCommand(io: CliIo): Command {
     .description('list migrations and whether each is applied')
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
     .option('--schema <schema>', 'schema to inspect (default: $TASKQ_SCHEMA_NAME or taskq)')
-    .action(async (flags: ConnectionFlags) => {
+    .option(
+      '--pg-credential-provider <module:export>',
+      'Postgres credential provider (default: $TASKQ_PG_CREDENTIAL_PROVIDER); see docs/credentials.md',
+    )
+    .action(async (flags: ConnectionFlags & CredentialFlags) => {
       await withMigrator(flags, io, async (m) => {
         const rows = await m.status();
         for (const r of rows) {

@@ -18,6 +18,7 @@ import { EXIT_CODES, runWorker, type RunWorkerOptions } from '../worker/run-work
 import { MissingProvider } from '../errors/missing-provider-error.js';
 import { RateLimitRegistry } from '../ratelimit/registry.js';
 import { importUserModule, type ImportUserModuleOptions } from './import-user-module.js';
+import { cliCredentialProvider } from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 
 /** Flags of `taskq worker` as commander hands them over (all text). */
@@ -28,6 +29,8 @@ export interface WorkerFlags {
   untilIdle?: boolean;
   dsn?: string;
   schema?: string;
+  pgCredentialProvider?: string;
+  redisCredentialProvider?: string;
 }
 
 /** Which flag set which override, so a settings problem names the flag the user typed. */
@@ -318,6 +321,14 @@ export function workerCommand(io: CliIo): Command {
     .option('--until-idle', 'stop once the queues stay empty (exit 4 after $TASKQ_IDLE_MAX_RUNTIME)')
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
     .option('--schema <schema>', 'schema holding the TaskQ tables (default: $TASKQ_SCHEMA_NAME or taskq)')
+    .option(
+      '--pg-credential-provider <module:export>',
+      'Postgres credential provider: an instance, factory or class a module exports (default: $TASKQ_PG_CREDENTIAL_PROVIDER)',
+    )
+    .option(
+      '--redis-credential-provider <module:export>',
+      'Redis credential provider, same shapes; needs TASKQ_REDIS_URL (default: $TASKQ_REDIS_CREDENTIAL_PROVIDER)',
+    )
     .action(async (flags: WorkerFlags) => {
       if (flags.module === undefined || flags.module.trim() === '') {
         throw new CliExit(2, 'no actors: pass --module <path to the module exporting your actors>');
@@ -336,7 +347,17 @@ export function workerCommand(io: CliIo): Command {
         io,
       );
       warnUnclaimedQueues(actors, settings.queues, io);
+      // Imported here, so a bad reference ends the command (exit 1) with what is wrong with it.
+      const pgCredentialProvider = await cliCredentialProvider(flags, io, 'pg');
+      const redisCredentialProvider = await cliCredentialProvider(flags, io, 'redis');
+      if (redisCredentialProvider && settings.redisUrl === null)
+        throw new CliExit(
+          2,
+          'a Redis credential provider needs TASKQ_REDIS_URL: it authenticates the Redis connections TaskQ opens there',
+        );
       await runWorkerCommand({
+        ...(pgCredentialProvider ? { pgCredentialProvider } : {}),
+        ...(redisCredentialProvider ? { redisCredentialProvider } : {}),
         actors,
         schedules,
         payloadFactories,

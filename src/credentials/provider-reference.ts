@@ -50,7 +50,10 @@ export interface ResolveProviderOptions {
 
 const METHOD = { pg: 'getPgCredential', redis: 'getRedisCredential' } as const;
 
-type ProviderOf<K extends ProviderKind> = K extends 'pg' ? PgCredentialProvider : RedisCredentialProvider;
+/** The provider type of a kind. */
+export type ProviderOf<K extends ProviderKind> = K extends 'pg'
+  ? PgCredentialProvider
+  : RedisCredentialProvider;
 
 const isPath = (m: string): boolean => m.startsWith('.') || isAbsolute(m) || m.startsWith('file:');
 

@@ -1,4 +1,5 @@
 import { loadWorkerSettings, type WorkerSettingsInput } from '../settings/load-worker-settings.js';
+import { resolveCredentialProvider } from '../credentials/provider-reference.js';
 import { createLogger } from '../obs/logger.js';
 import { Worker, type StopReason, type WorkerOptions } from './worker.js';
 
@@ -40,7 +41,29 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
   });
   const logger = options.logger ?? createLogger({ level: settings.logLevel, format: settings.logFormat });
   for (const w of warnings) logger.warn({ warning: w }, 'settings-warning');
-  const worker = new Worker({ ...options, settings, logger });
+  // A provider named in the settings (TASKQ_PG_CREDENTIAL_PROVIDER) is imported here, once; one given
+  // as an object in the options wins.
+  const pgCredentialProvider =
+    options.pgCredentialProvider ??
+    (settings.pgCredentialProvider === null
+      ? undefined
+      : await resolveCredentialProvider(settings.pgCredentialProvider, 'pg', 'pgCredentialProvider'));
+  const redisCredentialProvider =
+    options.redisCredentialProvider ??
+    (settings.redisCredentialProvider === null
+      ? undefined
+      : await resolveCredentialProvider(
+          settings.redisCredentialProvider,
+          'redis',
+          'redisCredentialProvider',
+        ));
+  const worker = new Worker({
+    ...options,
+    settings,
+    logger,
+    ...(pgCredentialProvider ? { pgCredentialProvider } : {}),
+    ...(redisCredentialProvider ? { redisCredentialProvider } : {}),
+  });
   let signals = 0;
   const onSignal = (sig: NodeJS.Signals): void => {
     signals++;
