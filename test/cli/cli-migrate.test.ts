@@ -56,11 +56,11 @@ describe('taskq migrate', () => {
     expect(await runCli(['migrate', 'sideways'], unknown)).toBe(2);
   });
 
-  it('refuses a variable TaskQ does not implement yet (a credential provider) instead of ignoring it', async () => {
+  it('imports the credential provider TASKQ_PG_CREDENTIAL_PROVIDER names, exiting 1 when it cannot', async () => {
     const cli = io({ TASKQ_PG_DSN: TEST_DSN, TASKQ_PG_CREDENTIAL_PROVIDER: 'myapp.auth:make_provider' });
-    expect(await runCli(['migrate', 'status'], cli)).toBe(2);
+    expect(await runCli(['migrate', 'status'], cli)).toBe(1);
     expect(cli.stderr.join('\n')).toMatch(
-      /TASKQ_PG_CREDENTIAL_PROVIDER = "myapp.auth:make_provider": pgCredentialProvider \(TASKQ_PG_CREDENTIAL_PROVIDER\) is not available yet: credential providers arrive in a later release/,
+      /TASKQ_PG_CREDENTIAL_PROVIDER = "myapp.auth:make_provider": module "myapp.auth" not found/,
     );
   });
 
