@@ -557,6 +557,21 @@ export const WORKER_SETTING_FIELDS = [
     nullable: true,
     gt: 0,
   },
+  {
+    key: 'reloadIntervalMs',
+    env: 'TASKQ_RELOAD_INTERVAL',
+    kind: 'duration',
+    default: null,
+    nullable: true,
+    gt: 0,
+  },
+  {
+    key: 'reloadFactoryTimeoutMs',
+    env: 'TASKQ_RELOAD_FACTORY_TIMEOUT',
+    kind: 'duration',
+    default: 30 * SECOND,
+    gt: 0,
+  },
   { key: 'watchdogEnabled', env: 'TASKQ_WATCHDOG_ENABLED', kind: 'boolean', default: true },
   {
     key: 'watchdogLoopLagBudgetMs',
@@ -817,16 +832,6 @@ const CREDENTIALS = 'credential providers arrive in a later release';
  * deleting its line here and adding the field to the table.
  */
 export const NOT_AVAILABLE_ENV_VARS: readonly NotAvailableEnvVar[] = [
-  {
-    env: 'TASKQ_RELOAD_INTERVAL',
-    setting: 'reloadInterval',
-    notAvailable: `credential hot-reload: ${CREDENTIALS}`,
-  },
-  {
-    env: 'TASKQ_RELOAD_FACTORY_TIMEOUT',
-    setting: 'reloadFactoryTimeout',
-    notAvailable: `credential hot-reload: ${CREDENTIALS}`,
-  },
   {
     env: 'TASKQ_POOL_MAX_INACTIVE_LIFETIME',
     setting: 'poolMaxInactiveLifetime',
