@@ -5,7 +5,6 @@ import { hostname } from 'node:os';
 import type { AnyActor } from '../core/actor.js';
 import type { Backend } from '../backend/backend.js';
 import { openCredentialedWorkerBackend, openWorkerBackend } from '../backend/open-backend.js';
-import type { ReloadableResource } from '../credentials/reloadable-resource.js';
 import type { Driver } from '../db/driver.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { newJobId } from '../core/ids.js';
@@ -145,8 +144,6 @@ export class Worker {
   private backend!: Backend;
   /** The backend was built here (from `pgDsn`): the worker closes it. */
   private ownsBackend = false;
-  /** What a credential reload rebuilds: the pools built through `pgCredentialProvider`, … */
-  private readonly reloadables: ReloadableResource[] = [];
   private runner!: JobRunner;
   private completer!: Completer;
   /** What handlers' `ctx.jobs` enqueue with (its client and cache are made on first use). */

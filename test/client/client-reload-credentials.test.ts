@@ -52,7 +52,7 @@ describe('TaskQ.reloadCredentials', () => {
       expect(poolOf(tq)).not.toBe(old);
       expect(old.ended).toBe(true);
       expect(calls).toBe(2);
-      expect(await (await tq.get(first.jobId)).status()).toBe('pending');
+      expect((await tq.getRow(first.jobId))?.status).toBe('pending');
       await tq.enqueue(plain, { n: 5 });
     } finally {
       await tq.close();

@@ -1,8 +1,8 @@
 /**
- * A worker built with a credential provider: each of its pools is a reloadable resource whose
- * `reload` swaps in a new pool while jobs keep running, and a hung provider fails the reload when
- * its signal aborts, with the old pools still serving. Reloads are called directly here; the
- * coordinator (SIGHUP, interval, timeout) drives the same `reload`.
+ * A worker built with a credential provider: each of its pools is a reloadable resource;
+ * `worker.reloadCredentials()` (the path SIGHUP and `reloadInterval` take) swaps in new pools while
+ * jobs keep running, and a hung provider makes a pool's reload fail at `reloadFactoryTimeout` with
+ * the old pools still serving.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,7 +44,7 @@ beforeAll(async () => {
   tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema, maxPoolSize: 2 });
   worker = new Worker({
     actors: [tick],
-    settings: testWorkerSettings(db.schema, { pgDsn: DSN }),
+    settings: testWorkerSettings(db.schema, { pgDsn: DSN, reloadFactoryTimeout: '1s' }),
     logger: silentLogger,
     pgCredentialProvider: provider,
   });
@@ -104,7 +104,8 @@ describe('worker pools built through a credential provider', () => {
     const before = poolPids();
     expect(before.every((pids) => pids.length > 0)).toBe(true);
     const during = runJobs(100, 50);
-    for (const r of reloadables()) await r.reload(AbortSignal.timeout(10_000));
+    const outcomes = await worker.reloadCredentials();
+    expect(outcomes.map((o) => [o.resource, o.ok])).toEqual(reloadables().map((r) => [r.name, true]));
     await during;
     await runJobs(200, 20);
     // Every pool is a new one, and the old pools' sessions end once their work is done.
@@ -117,18 +118,22 @@ describe('worker pools built through a credential provider', () => {
     expect(rows).toEqual([{ status: 'succeeded', n: 90 }]);
   });
 
-  it('a hung provider fails the reload when its signal aborts, and the old pools keep serving', async () => {
+  it('a hung provider fails each reload at reloadFactoryTimeout, and the old pools keep serving', async () => {
+    const before = poolPids();
     provider.hang = true;
     try {
-      const controller = new AbortController();
-      const reloading = reloadables()[2]!.reload(controller.signal);
+      const reloading = worker.reloadCredentials();
       // Jobs run while the reload waits on the provider.
       await runJobs(300, 10);
-      controller.abort(new Error('reloadFactoryTimeout passed'));
-      await expect(reloading).rejects.toThrow('reloadFactoryTimeout passed');
+      const outcomes = await reloading;
+      expect(outcomes.map((o) => [o.ok, o.timedOut])).toEqual(reloadables().map(() => [false, true]));
     } finally {
       provider.hang = false;
     }
     await runJobs(400, 10);
+    expect(worker.phase).toBe('running');
+    // No pool was replaced.
+    const after = poolPids();
+    for (const [i, pids] of after.entries()) expect(pids.some((p) => before[i]!.includes(p))).toBe(true);
   });
 });
