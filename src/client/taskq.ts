@@ -23,6 +23,7 @@ import { TASKQ_SESSION_SETTINGS } from '../db/session-settings.js';
 import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
 import type { PgCredentialProvider } from '../credentials/credential-types.js';
 import { makePgPoolFactory } from '../credentials/pg-pool-factory.js';
+import { resolveCredentialProvider } from '../credentials/provider-reference.js';
 import { PoolFactoryReload } from '../credentials/pool-factory-reload.js';
 import type { ReloadableResource } from '../credentials/reloadable-resource.js';
 import { toMs, type Duration } from '../core/duration.js';
@@ -403,6 +404,15 @@ export class TaskQ implements AsyncDisposable {
       idempotencyKeyMaxBytes: settings.idempotencyKeyMaxBytes,
       payloadMaxBytes: settings.payloadMaxBytes,
       ...(settings.redisUrl === null ? {} : { redisUrl: settings.redisUrl }),
+      ...(settings.pgCredentialProvider === null || settings.pgCredentialProvider === undefined
+        ? {}
+        : {
+            pgCredentialProvider: await resolveCredentialProvider(
+              settings.pgCredentialProvider,
+              'pg',
+              'pgCredentialProvider',
+            ),
+          }),
     });
   }
 

@@ -480,15 +480,6 @@ const CROSS_FIELD_RULES: readonly CrossFieldRule[] = [
           `the detector samples the loop once per check interval, so a smaller budget trips on a healthy loop`,
   },
   {
-    on: 'redisCredentialProvider',
-    uses: ['redisCredentialProvider', 'redisUrl'],
-    // The provider authenticates the Redis clients TaskQ builds from redisUrl: without it, none.
-    check: (s, ref) =>
-      s.redisCredentialProvider === null || s.redisUrl !== null
-        ? undefined
-        : `${ref('redisCredentialProvider')} needs ${ref('redisUrl')} (TASKQ_REDIS_URL): it authenticates the Redis connections TaskQ opens there`,
-  },
-  {
     on: 'metricsPort',
     uses: ['metricsPort', 'otelEnabled'],
     // The endpoint would serve nothing: every instrument is off with otelEnabled false.

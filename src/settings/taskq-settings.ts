@@ -16,14 +16,10 @@ export interface TaskQSettings {
   /**
    * `TASKQ_PG_CREDENTIAL_PROVIDER`: `<module>:<export>` of a Postgres credential provider (an
    * instance, a zero-argument factory or a class); every Postgres connection then authenticates
-   * through it (docs/credentials.md). The CLI flag `--pg-credential-provider` wins. Default: none.
+   * through it (docs/credentials.md): `TaskQ.fromSettings` imports it, and the CLI flag
+   * `--pg-credential-provider` wins over it. Default: none.
    */
   pgCredentialProvider: string | null;
-  /**
-   * `TASKQ_REDIS_CREDENTIAL_PROVIDER`: `<module>:<export>` of a Redis credential provider, same
-   * shapes; needs `redisUrl`. The CLI flag `--redis-credential-provider` wins. Default: none.
-   */
-  redisCredentialProvider: string | null;
   /** `TASKQ_IDEMPOTENCY_KEY_MAX_BYTES`: bound on idempotency keys and scopes, UTF-8 bytes (1–2048). Default 1024. */
   idempotencyKeyMaxBytes: number;
   /** `TASKQ_PAYLOAD_MAX_BYTES`: bound on a payload's JSON, UTF-8 bytes (1 KiB–64 MiB). Default 1 MiB. */
@@ -41,7 +37,6 @@ const TASKQ_KEYS: readonly (keyof TaskQSettings)[] = [
   'schema',
   'redisUrl',
   'pgCredentialProvider',
-  'redisCredentialProvider',
   'idempotencyKeyMaxBytes',
   'payloadMaxBytes',
   'healthToken',

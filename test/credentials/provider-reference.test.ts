@@ -76,7 +76,20 @@ describe('resolveCredentialProvider', () => {
 });
 
 describe('settings and CLI', () => {
-  it('load the references, refusing a malformed one and a Redis provider without redisUrl', () => {
+  it('taskq worker refuses --redis-credential-provider until the Redis clients take one (exit 2)', async () => {
+    const cli = io({ TASKQ_PG_DSN: TEST_DSN, TASKQ_REDIS_URL: 'redis://127.0.0.1:6379' });
+    const args = [
+      'worker',
+      '--module',
+      'test/fixtures/cli/actors.ts',
+      '--redis-credential-provider',
+      ref('redisInstance'),
+    ];
+    expect(await runCli(args, cli)).toBe(2);
+    expect(cli.stderr.join('\n')).toMatch(/--redis-credential-provider.*not available yet/);
+  });
+
+  it('load the references, refusing a malformed one', () => {
     const { settings } = loadWorkerSettings({
       env: { TASKQ_PG_CREDENTIAL_PROVIDER: ref('instance') },
     });
@@ -84,9 +97,6 @@ describe('settings and CLI', () => {
     expect(() => loadWorkerSettings({ env: { TASKQ_PG_CREDENTIAL_PROVIDER: 'no-export' } })).toThrow(
       /TASKQ_PG_CREDENTIAL_PROVIDER.*must be <module>:<export>/,
     );
-    expect(() =>
-      loadWorkerSettings({ env: { TASKQ_REDIS_CREDENTIAL_PROVIDER: ref('redisInstance') } }),
-    ).toThrow(/redisCredentialProvider .* needs redisUrl/);
   });
 
   function io(env: NodeJS.ProcessEnv): CliIo & { stderr: string[] } {
@@ -109,11 +119,6 @@ describe('settings and CLI', () => {
       ['worker', '--module', 'test/fixtures/cli/actors.ts', '--pg-credential-provider', ref('notAProvider')],
       {},
       /--pg-credential-provider = .*is a number, not a provider/,
-    ],
-    [
-      ['worker', '--module', 'test/fixtures/cli/actors.ts', '--redis-credential-provider', ref('factory')],
-      { TASKQ_REDIS_URL: 'redis://127.0.0.1:6379' },
-      /--redis-credential-provider = .*returns an object without a getRedisCredential\(\) method/,
     ],
   ] as [string[], NodeJS.ProcessEnv, RegExp][])(
     'taskq %j exits 1 on a bad reference',

@@ -87,6 +87,11 @@ const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
     file: 'test/worker/worker-services.test.ts',
     shows: 'the worker stops itself (exit code 1) after maxHeartbeatFailures failed renewals in a row',
   },
+  pgCredentialProvider: {
+    file: 'test/faults/credential-rotation.test.ts',
+    shows:
+      'a worker process given TASKQ_PG_CREDENTIAL_PROVIDER authenticates every pool through it, and a SIGHUP after a password change moves them to the new password',
+  },
   reloadIntervalMs: {
     file: 'test/credentials/credential-reloader.test.ts',
     via: { name: 'everyMs', wiredAt: 'src/worker/worker.ts' },
@@ -368,6 +373,7 @@ function offDefault(field: SettingField): [string, unknown] {
       const samples: Record<string, string> = {
         pgDsnPooled: 'postgres://app@bouncer:6432/app',
         workgroupInstance: '0190a5b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b',
+        redisCredentialProvider: './auth.js:redisProvider',
       };
       const v = samples[field.key];
       if (v === undefined) throw new Error(`no sample value for ${field.key}: add one to offDefault`);

@@ -24,6 +24,7 @@ describe('loadTaskQSettings', () => {
       idempotencyKeyMaxBytes: 1024,
       payloadMaxBytes: 1024 * 1024,
       healthToken: null,
+      pgCredentialProvider: null,
     });
   });
 
@@ -42,6 +43,7 @@ describe('loadTaskQSettings', () => {
       idempotencyKeyMaxBytes: 512,
       payloadMaxBytes: 65536,
       healthToken: null,
+      pgCredentialProvider: null,
     });
     expect(loadTaskQSettings({ env, overrides: { schema: 'jobs_b', redisUrl: null } })).toMatchObject({
       schema: 'jobs_b',
