@@ -824,7 +824,6 @@ export interface NotAvailableEnvVar {
 
 const ADMIN_UI = 'only the admin UI reads it, and the admin UI arrives in a later release';
 const SSO = 'single sign-on for the admin UI arrives in a later release';
-const CREDENTIALS = 'credential providers arrive in a later release';
 
 /**
  * Variables of the reference's settings that TaskQ does not implement yet. Setting one (to anything
