@@ -1,3 +1,6 @@
+import type pg from 'pg';
+
+import { makePgPoolFactory } from '../credentials/pg-pool-factory.js';
 import {
   resolveCredentialProvider,
   type ProviderKind,
@@ -16,6 +19,7 @@ import { CliExit, type CliIo } from './io.js';
 export interface ConnectionFlags {
   dsn?: string;
   schema?: string;
+  pgCredentialProvider?: string;
 }
 
 /**
@@ -97,4 +101,26 @@ export async function cliCredentialProvider<K extends ProviderKind>(
     if (err instanceof CredentialProviderReferenceError) throw new CliExit(1, err.message);
     throw err;
   }
+}
+
+/** The `--pg-credential-provider` option of the commands that connect. */
+export const PG_CREDENTIAL_PROVIDER_OPTION = [
+  '--pg-credential-provider <module:export>',
+  'Postgres credential provider: an instance, factory or class a module exports (default: $TASKQ_PG_CREDENTIAL_PROVIDER)',
+] as const;
+
+/**
+ * Where a command's client backend connects: the DSN, or, with a Postgres credential provider (flag
+ * or variable), a pool factory authenticating through it.
+ * @throws CliExit (1) for a provider reference that cannot be used
+ */
+export async function cliPgSource(
+  flags: CredentialFlags,
+  io: CliIo,
+  dsn: string,
+  maxSize: number,
+): Promise<{ dsn: string } | { poolFactory: () => Promise<pg.Pool> }> {
+  const provider = await cliCredentialProvider(flags, io, 'pg');
+  if (provider === null) return { dsn };
+  return { poolFactory: makePgPoolFactory(dsn, provider, { maxSize, applicationName: 'taskq' }) };
 }

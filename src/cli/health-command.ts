@@ -8,7 +8,12 @@ import { FleetGauges } from '../obs/metrics/fleet-gauges.js';
 import { PrometheusEndpoint } from '../obs/metrics/prometheus-endpoint.js';
 import { createLogger } from '../obs/logger.js';
 import { loadWorkerSettings, SettingsError } from '../settings/load-worker-settings.js';
-import { resolveConnection, type ConnectionFlags } from './connection-options.js';
+import {
+  cliPgSource,
+  PG_CREDENTIAL_PROVIDER_OPTION,
+  resolveConnection,
+  type ConnectionFlags,
+} from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 
 /** Flags of `taskq health metrics`. */
@@ -57,6 +62,7 @@ export function healthCommand(io: CliIo): Command {
     .option('--port <port>', 'TCP port of GET /metrics (0 = a free port, printed at start)')
     .option('--host <host>', 'bind address (default: $TASKQ_HEALTH_HOST or 0.0.0.0)')
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
+    .option(...PG_CREDENTIAL_PROVIDER_OPTION)
     .option('--schema <schema>', 'schema (default: $TASKQ_SCHEMA_NAME or taskq)')
     .action(async (flags: MetricsFlags) => {
       const port = parsePort(flags.port);
@@ -72,7 +78,12 @@ export function healthCommand(io: CliIo): Command {
         throw err;
       }
       const logger = createLogger({ level: settings.logLevel, format: settings.logFormat });
-      const backend = await openClientBackend({ dsn: dsn as string, schema, maxPoolSize: 2, field: '--dsn' });
+      const backend = await openClientBackend({
+        ...(await cliPgSource(flags, io, dsn as string, 2)),
+        schema,
+        maxPoolSize: 2,
+        field: '--dsn',
+      });
       let endpoint: PrometheusEndpoint;
       try {
         await backend.verifySchema();

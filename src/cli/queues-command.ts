@@ -3,12 +3,22 @@ import { Command } from 'commander';
 import type { Backend } from '../backend/backend.js';
 import { openClientBackend } from '../backend/open-backend.js';
 import { toMsOrNull } from '../core/duration.js';
-import { resolveConnection, type ConnectionFlags } from './connection-options.js';
+import {
+  cliPgSource,
+  PG_CREDENTIAL_PROVIDER_OPTION,
+  resolveConnection,
+  type ConnectionFlags,
+} from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 
 async function withAdmin<T>(flags: ConnectionFlags, io: CliIo, fn: (b: Backend) => Promise<T>): Promise<T> {
   const { dsn, schema } = resolveConnection(flags, io);
-  const backend = await openClientBackend({ dsn: dsn as string, schema, maxPoolSize: 1, field: '--dsn' });
+  const backend = await openClientBackend({
+    ...(await cliPgSource(flags, io, dsn as string, 1)),
+    schema,
+    maxPoolSize: 1,
+    field: '--dsn',
+  });
   try {
     return await fn(backend);
   } finally {
@@ -19,6 +29,7 @@ async function withAdmin<T>(flags: ConnectionFlags, io: CliIo, fn: (b: Backend) 
 const connectionOptions = (c: Command): Command =>
   c
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
+    .option(...PG_CREDENTIAL_PROVIDER_OPTION)
     .option('--schema <schema>', 'schema (default: $TASKQ_SCHEMA_NAME or taskq)');
 
 /** `taskq queues list|set-mode|set-max-concurrent`. */

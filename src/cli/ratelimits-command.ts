@@ -8,7 +8,12 @@ import { RateLimitBackendMissing, RateLimitNotFound } from '../ratelimit/errors.
 import { RateLimitAdmin } from '../ratelimit/rate-limit-admin.js';
 import { silentLogger } from '../obs/logger.js';
 import type { RateLimitState } from '../ratelimit/types.js';
-import { resolveConnection, type ConnectionFlags } from './connection-options.js';
+import {
+  cliPgSource,
+  PG_CREDENTIAL_PROVIDER_OPTION,
+  resolveConnection,
+  type ConnectionFlags,
+} from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 
 interface RateLimitFlags extends ConnectionFlags {
@@ -22,7 +27,12 @@ async function withRateLimitAdmin<T>(
 ): Promise<T> {
   const { dsn, schema } = resolveConnection(flags, io);
   const url = flags.redisUrl ?? io.env.TASKQ_REDIS_URL;
-  const backend = await openClientBackend({ dsn: dsn as string, schema, maxPoolSize: 2, field: '--dsn' });
+  const backend = await openClientBackend({
+    ...(await cliPgSource(flags, io, dsn as string, 2)),
+    schema,
+    maxPoolSize: 2,
+    field: '--dsn',
+  });
   let redis: Redis | null = null;
   try {
     if (url) {
@@ -51,6 +61,7 @@ async function withRateLimitAdmin<T>(
 const options = (c: Command): Command =>
   c
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
+    .option(...PG_CREDENTIAL_PROVIDER_OPTION)
     .option('--schema <schema>', 'schema (default: $TASKQ_SCHEMA_NAME or taskq)')
     .option('--redis-url <url>', 'Redis, for Redis-backed limits (default: $TASKQ_REDIS_URL)');
 

@@ -8,7 +8,12 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { PayloadTooLarge } from '../errors/payload-too-large.js';
 import { PayloadValidationError } from '../errors/payload-validation-error.js';
 import { ScheduleExistsError, ScheduleNotFoundError } from '../errors/schedule-errors.js';
-import { resolveConnection, type ConnectionFlags } from './connection-options.js';
+import {
+  cliPgSource,
+  PG_CREDENTIAL_PROVIDER_OPTION,
+  resolveConnection,
+  type ConnectionFlags,
+} from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 
 interface JsonFlag extends ConnectionFlags {
@@ -56,7 +61,7 @@ async function withClient<T>(flags: ConnectionFlags, io: CliIo, fn: (tq: TaskQ) 
   const { dsn, schema } = resolveConnection(flags, io);
   let tq: TaskQ;
   try {
-    tq = await TaskQ.open({ dsn: dsn as string, schema, maxPoolSize: 1 });
+    tq = await TaskQ.open({ ...(await cliPgSource(flags, io, dsn as string, 1)), schema, maxPoolSize: 1 });
   } catch (err) {
     if (err instanceof InvalidArgumentError) throw new CliExit(2, err.message);
     throw err;
@@ -87,6 +92,7 @@ async function handleOf(tq: TaskQ, id: string): Promise<ScheduleHandle> {
 const withConnection = (c: Command): Command =>
   c
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
+    .option(...PG_CREDENTIAL_PROVIDER_OPTION)
     .option('--schema <schema>', 'schema (default: $TASKQ_SCHEMA_NAME or taskq)');
 
 const withJson = (c: Command): Command =>

@@ -10,7 +10,7 @@ import {
 } from '../../src/credentials/provider-reference.js';
 import { CredentialProviderReferenceError } from '../../src/errors/credential-errors.js';
 import { loadWorkerSettings } from '../../src/settings/load-worker-settings.js';
-import { TEST_DSN } from '../helpers/db.js';
+import { migratedSchema, TEST_DSN } from '../helpers/db.js';
 
 const FIXTURES = 'test/fixtures/credentials';
 const ref = (name: string, file = 'providers.mjs'): string => `./${FIXTURES}/${file}:${name}`;
@@ -76,6 +76,27 @@ describe('resolveCredentialProvider', () => {
 });
 
 describe('settings and CLI', () => {
+  it('taskq migrate, queues and schedules connect through --pg-credential-provider', async () => {
+    const db = await migratedSchema('cliprov');
+    try {
+      const dsn = `${TEST_DSN}${TEST_DSN.includes('?') ? '&' : '?'}sslmode=disable`;
+      const flags = ['--dsn', dsn, '--schema', db.schema, '--pg-credential-provider', ref('ProviderClass')];
+      for (const args of [
+        ['migrate', 'status'],
+        ['queues', 'list'],
+        ['schedules', 'list'],
+      ]) {
+        const cli = io({});
+        expect(await runCli([...args, ...flags], cli), `${args.join(' ')}: ${cli.stderr.join('\n')}`).toBe(0);
+      }
+      const bad = io({ TASKQ_PG_CREDENTIAL_PROVIDER: ref('missing') });
+      expect(await runCli(['queues', 'list', '--dsn', dsn, '--schema', db.schema], bad)).toBe(1);
+      expect(bad.stderr.join('\n')).toMatch(/TASKQ_PG_CREDENTIAL_PROVIDER = .*has no export "missing"/);
+    } finally {
+      await db.drop();
+    }
+  });
+
   it('taskq worker refuses --redis-credential-provider until the Redis clients take one (exit 2)', async () => {
     const cli = io({ TASKQ_PG_DSN: TEST_DSN, TASKQ_REDIS_URL: 'redis://127.0.0.1:6379' });
     const args = [
