@@ -45,7 +45,7 @@ import type {
   EventRow,
   JobRow,
 } from '../types.js';
-import type { QueueConfigRow, QueueMode } from '../types.js';
+import type { DeregisterOptions, DeregisterResult, QueueConfigRow, QueueMode } from '../types.js';
 import type {
   ActorConfigDrift,
   ActorStructure,
@@ -85,6 +85,7 @@ import { announcedIds } from '../announcements.js';
 import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 import { MemoryRateLimitStore } from '../../ratelimit/stores/memory/memory-rate-limit-store.js';
 import { observeFleet } from './memory-fleet-observation.js';
+import { deregisterInMemory } from './memory-actor-deregistration.js';
 
 /** Options of {@link InMemoryBackend}. */
 export interface InMemoryBackendOptions {
@@ -544,6 +545,22 @@ export class InMemoryBackend implements Backend {
     if (change.resultTtlMs !== undefined) row.resultTtlMs = v.resultTtlMs;
     row.updatedAt = this.clock.now();
     return clone(row);
+  }
+
+  async deregisterActor(actor: string, options?: DeregisterOptions): Promise<DeregisterResult> {
+    return deregisterInMemory(
+      {
+        actorConfig: this.actorConfig,
+        jobs: this.jobs,
+        queues: this.queues,
+        queueModes: this.queueModes,
+        enabledSchedules: (a) => this.schedules.list({ actor: a, enabled: true }),
+        disableSchedule: (id) => void this.schedules.update(id, { enabled: false }, () => null),
+        cancelWhere: (filter, reason) => cancelProgress.cancelWhere(this.maintenanceState, filter, reason),
+      },
+      actor,
+      options,
+    );
   }
 
   async listQueues(): Promise<QueueConfigRow[]> {

@@ -55,6 +55,8 @@ import type {
   AttemptRow,
   BulkCancelResult,
   ClaimedJob,
+  DeregisterOptions,
+  DeregisterResult,
   EnqueueArgs,
   EventRow,
   JobRow,
@@ -104,6 +106,7 @@ import { PgAnnouncer } from './pg-announcer.js';
 import { observeFleet } from './pg-fleet-observation.js';
 import * as sweeps from './pg-maintenance.js';
 import * as config from './pg-operator-config.js';
+import { deregisterActor } from './pg-actor-deregistration.js';
 import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
 import * as SQL from './sql.generated.js';
 
@@ -576,6 +579,12 @@ export class PostgresBackend implements Backend {
 
   async setActorCapacity(actor: string, change: ActorCapacityChange): Promise<ActorConfigRow | null> {
     return config.setActorCapacity(this.ops, actor, change);
+  }
+
+  async deregisterActor(actor: string, options?: DeregisterOptions): Promise<DeregisterResult> {
+    const out = await deregisterActor(this.ops, this.quoted, actor, options);
+    if (out.cancelledIds.length > 0) await this.announcer.send({ done: out.cancelledIds });
+    return out.result;
   }
 
   async listQueues(): Promise<QueueConfigRow[]> {
