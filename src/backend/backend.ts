@@ -44,6 +44,7 @@ import type {
   CancelFlag,
   ProgressSnapshot,
   ActorConfigDrift,
+  ActorConfigSyncOptions,
   ActorStructure,
   DispatchRequest,
   LeaderFence,
@@ -247,7 +248,7 @@ export interface Backend {
    */
   syncActorConfig(
     actors: readonly ActorStructure[],
-    options: { force: boolean },
+    options: ActorConfigSyncOptions,
   ): Promise<ActorConfigDrift[]>;
   /** Stored actor configuration (all actors, or the given ones). */
   getActorConfigs(actors?: readonly string[]): Promise<ActorConfigRow[]>;

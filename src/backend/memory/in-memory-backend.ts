@@ -48,6 +48,7 @@ import type {
 import type { DeregisterOptions, DeregisterResult, QueueConfigRow, QueueMode } from '../types.js';
 import type {
   ActorConfigDrift,
+  ActorConfigSyncOptions,
   ActorStructure,
   CancelCause,
   CancelFlag,
@@ -500,13 +501,17 @@ export class InMemoryBackend implements Backend {
 
   async syncActorConfig(
     actors: readonly ActorStructure[],
-    options: { force: boolean },
+    options: ActorConfigSyncOptions,
   ): Promise<ActorConfigDrift[]> {
     const drifts: ActorConfigDrift[] = [];
+    const reregistered: string[] = [];
     for (const a of actors) {
       const metadata = JSON.parse(JSON.stringify(a.metadata)) as Record<string, unknown>;
       const row = this.actorConfig.get(a.actor);
       if (!row) {
+        // As on Postgres: finished jobs mean it ran before, so its row was removed since.
+        if ([...this.jobs.values()].some((j) => j.actor === a.actor && !ACTIVE_STATUSES.has(j.status)))
+          reregistered.push(a.actor);
         this.actorConfig.set(a.actor, {
           actor: a.actor,
           queue: a.queue,
@@ -526,6 +531,7 @@ export class InMemoryBackend implements Backend {
       if (options.force && drifts.length > before)
         Object.assign(row, { queue: a.queue, metadata, updatedAt: this.clock.now() });
     }
+    if (reregistered.length > 0) options.reregistered?.(reregistered);
     return drifts;
   }
 

@@ -66,6 +66,7 @@ import type {
 } from '../types.js';
 import type {
   ActorConfigDrift,
+  ActorConfigSyncOptions,
   ActorStructure,
   CancelCause,
   CancelFlag,
@@ -568,7 +569,7 @@ export class PostgresBackend implements Backend {
 
   async syncActorConfig(
     actors: readonly ActorStructure[],
-    options: { force: boolean },
+    options: ActorConfigSyncOptions,
   ): Promise<ActorConfigDrift[]> {
     return config.syncActorConfig(this.ops, actors, options);
   }
