@@ -32,7 +32,11 @@ export function checkDeregister(actor: unknown, options: DeregisterOptions | und
   const o = (options ?? {}) as Record<string, unknown>;
   for (const key of Object.keys(o)) {
     if (key !== 'force' && key !== 'purgeQueue')
-      throw new InvalidArgumentError(`options.${key}`, o[key], 'is not an option of deregister (force, purgeQueue)');
+      throw new InvalidArgumentError(
+        `options.${key}`,
+        o[key],
+        'is not an option of deregister (force, purgeQueue)',
+      );
   }
   return {
     actor: actor as string,
@@ -56,9 +60,7 @@ export interface DeregistrationState {
 export function decideDeregistration(req: DeregisterRequest, state: DeregistrationState): void {
   const counts: Record<string, number> = {};
   for (const [status, n] of Object.entries(state.statusCounts)) if (n > 0) counts[status] = n;
-  const blocking = req.force
-    ? (counts.running ?? 0)
-    : Object.values(counts).reduce((sum, n) => sum + n, 0);
+  const blocking = req.force ? (counts.running ?? 0) : Object.values(counts).reduce((sum, n) => sum + n, 0);
   if (blocking > 0) throw new ActorHasActiveJobsError(req.actor, blocking, counts, req.force);
   if (!req.force && state.enabledScheduleIds.length > 0)
     throw new ActorHasEnabledSchedulesError(req.actor, [...state.enabledScheduleIds]);

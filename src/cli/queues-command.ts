@@ -167,10 +167,13 @@ export function actorConfigCommand(io: CliIo): Command {
     cmd
       .command('deregister <actor>')
       .description(
-        'remove an actor\'s actor_config row (refused while it has jobs not finished or enabled cron schedules)',
+        "remove an actor's actor_config row (refused while it has jobs not finished or enabled cron schedules)",
       )
-      .option('--force', 'cancel its pending and scheduled jobs and disable its schedules (running jobs still refuse)')
-      .option('--purge-queue', 'also delete its queue\'s queues row when nothing else uses the queue'),
+      .option(
+        '--force',
+        'cancel its pending and scheduled jobs and disable its schedules (running jobs still refuse)',
+      )
+      .option('--purge-queue', "also delete its queue's queues row when nothing else uses the queue"),
   ).action(async (actorName: string, flags: ConnectionFlags & { force?: boolean; purgeQueue?: boolean }) => {
     await withAdmin(flags, io, async (a) => {
       let r;

@@ -122,7 +122,9 @@ describe('taskq actor-config deregister', () => {
       code: 0,
       out: 'actor cli_gone deregistered (queue cli_gone_q): jobs cancelled 1, schedules disabled 0, terminal jobs remaining 1, queue row purged yes',
     });
-    expect((await db.pool.query(`SELECT 1 FROM ${s}.actor_config WHERE actor = 'cli_gone'`)).rowCount).toBe(0);
+    expect((await db.pool.query(`SELECT 1 FROM ${s}.actor_config WHERE actor = 'cli_gone'`)).rowCount).toBe(
+      0,
+    );
 
     const missing = await run('actor-config', 'deregister', 'cli_gone');
     expect(missing.code).toBe(1);

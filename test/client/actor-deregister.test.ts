@@ -116,7 +116,9 @@ describe('tq.actors.deregister on Postgres', () => {
     const err = await tq.actors.deregister(a.name).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ActorHasEnabledSchedulesError);
     expect(err).toBeInstanceOf(ActorDeregistrationError);
-    expect((err as ActorHasEnabledSchedulesError).scheduleIds.toSorted()).toEqual([one.id, two.id].toSorted());
+    expect((err as ActorHasEnabledSchedulesError).scheduleIds.toSorted()).toEqual(
+      [one.id, two.id].toSorted(),
+    );
     expect(await everything()).toEqual(before);
   });
 
@@ -170,7 +172,8 @@ describe('tq.actors.deregister on Postgres', () => {
     await register(tq.backend, shared1.name, shared1.queue);
     await register(tq.backend, shared2.name, shared2.queue);
     await register(tq.backend, busy.name, busy.queue);
-    for (const q of ['dr_pq_solo', 'dr_pq_shared', 'dr_pq_busy']) await tq.backend.setQueueMode(q, 'round_robin');
+    for (const q of ['dr_pq_solo', 'dr_pq_shared', 'dr_pq_busy'])
+      await tq.backend.setQueueMode(q, 'round_robin');
     // A job of an actor without a config row still uses the queue.
     await tq.enqueue(stranger, {});
     const queueRow = async (q: string): Promise<number> =>
@@ -197,9 +200,7 @@ describe('tq.actors.deregister on Postgres', () => {
   ])('rejects bad input %j %j naming %s, writing nothing', async (name, options, field) => {
     await register(tq.backend, 'dr_bad');
     const before = await everything();
-    const err = await tq.actors
-      .deregister(name as string, options as never)
-      .catch((e: unknown) => e);
+    const err = await tq.actors.deregister(name as string, options as never).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InvalidArgumentError);
     expect((err as InvalidArgumentError).field).toBe(field);
     expect(await everything()).toEqual(before);
@@ -273,7 +274,12 @@ describe('tq.actors.deregister on Postgres', () => {
     );
     const r = await tq.actors.deregister(a.name, { force: true });
     await Promise.all(racers);
-    const { rows } = await db.pool.query<{ status: string; n: number; first_created: Date; last_finished: Date }>(
+    const { rows } = await db.pool.query<{
+      status: string;
+      n: number;
+      first_created: Date;
+      last_finished: Date;
+    }>(
       `SELECT status::text, count(*)::int AS n, min(created_at) AS first_created, max(finished_at) AS last_finished
        FROM ${s}.jobs WHERE actor = $1 GROUP BY status`,
       [a.name],
@@ -286,8 +292,11 @@ describe('tq.actors.deregister on Postgres', () => {
     expect(r.jobsCancelled).toBeGreaterThanOrEqual(10);
     // A survivor took the enqueue lock after the deregistration committed, so its creation time (read
     // after the lock) is later than every cancellation the deregistration wrote.
-    if (pending) expect(pending.first_created.getTime()).toBeGreaterThanOrEqual(cancelled!.last_finished.getTime());
-    console.log(`race: ${r.jobsCancelled} cancelled by the deregistration, ${pending?.n ?? 0} enqueued after it`);
+    if (pending)
+      expect(pending.first_created.getTime()).toBeGreaterThanOrEqual(cancelled!.last_finished.getTime());
+    console.log(
+      `race: ${r.jobsCancelled} cancelled by the deregistration, ${pending?.n ?? 0} enqueued after it`,
+    );
   });
 
   it('a worker that re-creates a deregistered actor row logs actor-reregistered; a new actor does not', async () => {

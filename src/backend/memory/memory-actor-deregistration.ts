@@ -59,7 +59,9 @@ export function deregisterInMemory(
   let queuePurged = false;
   if (req.purgeQueue && host.queues.has(config.queue)) {
     const named = [...host.actorConfig.values()].some((c) => c.queue === config.queue);
-    const busy = [...host.jobs.values()].some((j) => j.queue === config.queue && ACTIVE_STATUSES.has(j.status));
+    const busy = [...host.jobs.values()].some(
+      (j) => j.queue === config.queue && ACTIVE_STATUSES.has(j.status),
+    );
     if (!named && !busy) {
       host.queues.delete(config.queue);
       host.queueModes.delete(config.queue);

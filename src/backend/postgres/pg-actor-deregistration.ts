@@ -3,11 +3,7 @@
  * `actor-deregistration.ts`), then write. A refusal throws before the first write, and the
  * transaction rolls back, so nothing is written.
  */
-import {
-  actorLockKey,
-  checkDeregister,
-  decideDeregistration,
-} from '../actor-deregistration.js';
+import { actorLockKey, checkDeregister, decideDeregistration } from '../actor-deregistration.js';
 import { normalizeJobFilter } from '../job-filter.js';
 import { ActorNotFoundError } from '../../errors/actor-deregistration-errors.js';
 import type { Executor } from '../../db/driver.js';

@@ -106,7 +106,11 @@ export async function enqueueFast(ops: PgOps, list: readonly EnqueueArgs[], tx: 
   if (!tx.copyFrom) throw new TypeError('enqueueBatchFast needs a connection that supports COPY');
   await checkMaxPending(ops, list, tx);
   try {
-    const [clock] = await ops.run<{ now_text: string; now_ms: number }>('enqueueFast', [actorLockKeys(ops, list)], tx);
+    const [clock] = await ops.run<{ now_text: string; now_ms: number }>(
+      'enqueueFast',
+      [actorLockKeys(ops, list)],
+      tx,
+    );
     if (!clock) throw new Error('enqueueBatchFast: the clock statement returned no row');
     const now = { text: clock.now_text, ms: Number(clock.now_ms) };
     await tx.copyFrom(`${quoteSchema(ops.schema)}.jobs`, COPY_COLUMNS, copyChunks(list, now));
