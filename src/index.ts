@@ -110,6 +110,8 @@ export {
   type BulkCancelResult,
   type ActorConfigRow,
   type ActorCapacityChange,
+  type DeregisterOptions,
+  type DeregisterResult,
   type QueueConfigRow,
   type LongRunningJobEventsWriter,
   type EnqueueArgs,
@@ -148,6 +150,7 @@ export {
 export { checkCronSpec, type CronSpec } from './cron/cron-spec.js';
 export { DST_STRATEGIES, type DstStrategy } from './cron/dst-strategy.js';
 export { nextFireTimes, nextFireAfter } from './cron/next-fires.js';
+export { ActorsClient, type ActorCapacityUpdate } from './client/actors-client.js';
 export {
   ScheduleHandle,
   type CreateScheduleOptions,

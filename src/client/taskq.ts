@@ -46,6 +46,7 @@ import { normalizeBatchFilter, type BatchFilter } from './batch-filter.js';
 import { waitForBatchOn, type WaitForBatchOptions } from './wait-for-batch.js';
 import type { BatchPage, BatchRow } from '../backend/batch-types.js';
 import { ActorCapacityCache, DEFAULT_CAPACITY_CACHE_TTL_MS } from './capacity-cache.js';
+import { ActorsClient } from './actors-client.js';
 import { buildEnqueueArgs, type EnqueueOptions } from './enqueue-options.js';
 import { JobHandle } from './job-handle.js';
 import { jobStream, type JobStreamOptions } from './job-stream.js';
@@ -211,6 +212,8 @@ export class TaskQ implements AsyncDisposable {
   /** Null with `otelEnabled: false`: nothing is counted. */
   private readonly metrics: ClientMetrics | null;
   private readonly schedules: ScheduleApi;
+  /** Actor configuration (`actor_config`): list, get, set capacity, deregister. */
+  readonly actors: ActorsClient;
   private readonly batches: BatchEnqueuer;
   private closed = false;
 
@@ -255,6 +258,7 @@ export class TaskQ implements AsyncDisposable {
     this.tracing = options.otelEnabled === false ? null : new EnqueueTracing();
     this.metrics = options.otelEnabled === false ? null : new ClientMetrics();
     this.schedules = new ScheduleApi(backend, this.payloadMaxBytes);
+    this.actors = new ActorsClient(backend, () => this.capacity.invalidate());
     this.batches = new BatchEnqueuer({
       backend,
       logger: this.logger,

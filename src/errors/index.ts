@@ -25,6 +25,12 @@ export {
 export { IdempotencyKeyConflict } from './idempotency-key-conflict.js';
 export { EmptyFilterError, TaskQStateError } from './client-errors.js';
 export { ActorConfigDriftError, ActorConfigDriftList } from './actor-config-errors.js';
+export {
+  ActorDeregistrationError,
+  ActorHasActiveJobsError,
+  ActorHasEnabledSchedulesError,
+  ActorNotFoundError,
+} from './actor-deregistration-errors.js';
 export { ProgressTooLarge, HeartbeatTimeout } from './progress-errors.js';
 export { MissingProvider, type MissingProviderEntry } from './missing-provider-error.js';
 export { ConnectionError, type ConnectionFailureReason } from './connection-error.js';

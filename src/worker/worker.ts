@@ -336,7 +336,13 @@ export class Worker {
           queue: a.queue,
           metadata: { ...a.metadata },
         })),
-        { force: s.forceUpdateActorConfig },
+        {
+          force: s.forceUpdateActorConfig,
+          // An operator deregistered these actors; this worker still runs them, so says so.
+          reregistered: (actors) => {
+            for (const actor of actors) this.logger.warn({ actor }, 'actor-reregistered');
+          },
+        },
       );
       if (drifts.length > 0) {
         if (!s.forceUpdateActorConfig) throw new ActorConfigDriftList(drifts);
