@@ -3,6 +3,9 @@ import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 
 import type { JobStatus } from '../backend/types.js';
+import { createCredentialedRedis } from '../credentials/credentialed-redis.js';
+import { checkRedisUrlWithoutCredentials, warnPlaintextRedis } from '../credentials/redis-credential-url.js';
+import type { ReloadableRedisCredentials } from '../credentials/reloadable-redis-credentials.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
@@ -280,22 +283,32 @@ function loadRedisClass(): typeof Redis {
  * events on the job's and the schema's progress channels), and a write per command costs a system
  * call and a wake-up of the Redis server each: about half of Redis's CPU per job, and a slower drain
  * (bench/NOTES.md).
+ *
+ * With `credentials` (a provider's), the URL must carry no credentials, a `redis://` URL logs
+ * `redis-credential-over-plaintext`, and every (re)connect authenticates with a freshly fetched one.
  */
 export function createOwnedRedis(
   url: unknown,
   field: string,
-  extra: { connectionName: string; lazyConnect?: boolean },
+  extra: { connectionName: string; lazyConnect?: boolean; credentials?: ReloadableRedisCredentials | null },
 ): Redis {
   if (typeof url !== 'string' || url.trim() === '' || !/^rediss?:\/\//i.test(url.trim()))
     throw new InvalidArgumentError(field, url, 'must be a URL starting with redis:// or rediss://');
-  const RedisClient = loadRedisClass();
-  return new RedisClient(url.trim(), {
+  const options = {
     connectionName: extra.connectionName,
     lazyConnect: extra.lazyConnect ?? false,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     enableAutoPipelining: true,
-  });
+  };
+  if (extra.credentials) {
+    // With a provider, the credential is fetched at every (re)connect and never read from the URL.
+    const checked = checkRedisUrlWithoutCredentials(url, field);
+    warnPlaintextRedis(checked, extra.credentials.logger);
+    return createCredentialedRedis(checked, options, extra.credentials);
+  }
+  const RedisClient = loadRedisClass();
+  return new RedisClient(url.trim(), options);
 }
 
 /** Closes a client TaskQ owns: a polite QUIT when connected (bounded), else an immediate disconnect. */
