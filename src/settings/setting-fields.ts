@@ -538,6 +538,21 @@ export const WORKER_SETTING_FIELDS = [
     nullable: true,
     gt: 0,
   },
+  {
+    key: 'reloadIntervalMs',
+    env: 'TASKQ_RELOAD_INTERVAL',
+    kind: 'duration',
+    default: null,
+    nullable: true,
+    gt: 0,
+  },
+  {
+    key: 'reloadFactoryTimeoutMs',
+    env: 'TASKQ_RELOAD_FACTORY_TIMEOUT',
+    kind: 'duration',
+    default: 30 * SECOND,
+    gt: 0,
+  },
   { key: 'watchdogEnabled', env: 'TASKQ_WATCHDOG_ENABLED', kind: 'boolean', default: true },
   {
     key: 'watchdogLoopLagBudgetMs',
@@ -800,16 +815,6 @@ const CREDENTIALS = 'credential providers arrive in a later release';
 export const NOT_AVAILABLE_ENV_VARS: readonly NotAvailableEnvVar[] = [
   { env: 'TASKQ_PG_CREDENTIAL_PROVIDER', setting: 'pgCredentialProvider', notAvailable: CREDENTIALS },
   { env: 'TASKQ_REDIS_CREDENTIAL_PROVIDER', setting: 'redisCredentialProvider', notAvailable: CREDENTIALS },
-  {
-    env: 'TASKQ_RELOAD_INTERVAL',
-    setting: 'reloadInterval',
-    notAvailable: `credential hot-reload: ${CREDENTIALS}`,
-  },
-  {
-    env: 'TASKQ_RELOAD_FACTORY_TIMEOUT',
-    setting: 'reloadFactoryTimeout',
-    notAvailable: `credential hot-reload: ${CREDENTIALS}`,
-  },
   {
     env: 'TASKQ_POOL_MAX_INACTIVE_LIFETIME',
     setting: 'poolMaxInactiveLifetime',

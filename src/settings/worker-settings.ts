@@ -177,6 +177,17 @@ export interface WorkerSettings extends TaskQSettings {
   /** `TASKQ_IDLE_MAX_RUNTIME`: until-idle mode gives up (exit 4) after this; null = never. */
   idleMaxRuntimeMs: number | null;
   /**
+   * `TASKQ_RELOAD_INTERVAL`: rebuild the connections built from credential providers this often, as
+   * SIGHUP does (see docs/credentials.md); null = only on SIGHUP or `worker.reloadCredentials()`.
+   * Default null.
+   */
+  reloadIntervalMs: number | null;
+  /**
+   * `TASKQ_RELOAD_FACTORY_TIMEOUT`: bound on each resource's rebuild during a credential reload; one
+   * that takes longer is reported failed and keeps its old connections. Default 30 s.
+   */
+  reloadFactoryTimeoutMs: number;
+  /**
    * `TASKQ_WATCHDOG_ENABLED`: hang detection — the shutdown deadline, stale loop ticks, the sibling
    * contract and the event-loop lag thread; a trip ends the process with exit code 2. Default true.
    */

@@ -8,7 +8,10 @@ export interface RunWorkerOptions extends Omit<WorkerOptions, 'settings'> {
   settings?: WorkerSettingsInput;
   /** Environment to read `TASKQ_*` settings from. Default `process.env` (runWorker is an entry point). */
   env?: Record<string, string | undefined>;
-  /** Install SIGTERM/SIGINT handlers (1st: graceful stop, 2nd: escalate, 3rd: exit 1). Default true. */
+  /**
+   * Install SIGTERM/SIGINT handlers (1st: graceful stop, 2nd: escalate, 3rd: exit 1) and SIGHUP
+   * (credential reload, see docs/credentials.md). Default true.
+   */
   handleSignals?: boolean;
   /** Called with the worker once it has started (tests, embedding). */
   onStarted?: (worker: Worker) => void;
@@ -49,10 +52,16 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
     else if (signals === 2) worker.escalate();
     else process.exit(1);
   };
+  // Signals that arrive during a reload coalesce in the reloader; the outcome is in its log line.
+  const onHangup = (): void => {
+    logger.info({ signal: 'SIGHUP' }, 'worker-signal');
+    void worker.reloadOnSignal();
+  };
   const handle = options.handleSignals ?? true;
   if (handle) {
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
+    process.on('SIGHUP', onHangup);
   }
   try {
     await worker.start();
@@ -63,6 +72,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
     if (handle) {
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
+      process.off('SIGHUP', onHangup);
     }
   }
 }

@@ -40,6 +40,9 @@ import { RateLimitGate, type QueueCap } from './rate-limit-gate.js';
 import { RateLimitSweeper } from './rate-limit-sweeper.js';
 import type { Redis } from 'ioredis';
 import type { PgCredentialProvider, RedisCredentialProvider } from '../credentials/credential-types.js';
+import { CredentialReloader, type ReloadOutcome } from '../credentials/credential-reloader.js';
+import type { ReloadableResource } from '../credentials/reloadable-resource.js';
+import { ReloadTimer } from '../credentials/reload-timer.js';
 import { Watchdog } from './watchdog/watchdog.js';
 import type { HealthServer } from '../obs/health/health-server.js';
 import { openWorkerHealth } from '../obs/health/open-worker-health.js';
@@ -171,6 +174,10 @@ export class Worker {
   /** NOTIFY deliveries and error-reporter failures since start, read by the metrics. */
   private readonly notifyCounts = { received: 0, cancelReceived: 0 };
   private readonly reporterFailures = new Map<string, number>();
+  /** Connection resources built from credential providers: what a credential reload rebuilds. */
+  private readonly reloadables: ReloadableResource[] = [];
+  private readonly reloader: CredentialReloader;
+  private reloadTimer: ReloadTimer | null = null;
 
   constructor(options: WorkerOptions) {
     if (!options || !Array.isArray(options.actors) || options.actors.length === 0) {
@@ -215,6 +222,11 @@ export class Worker {
     this.stopped = new Promise((resolve) => {
       this.resolveStopped = resolve;
     });
+    this.reloader = new CredentialReloader({
+      resources: () => this.reloadables,
+      timeoutMs: this.settings.reloadFactoryTimeoutMs,
+      logger: this.logger,
+    });
   }
 
   /** The current lifecycle phase. */
@@ -255,6 +267,26 @@ export class Worker {
   /** The Prometheus endpoint, when `metricsPort` is set and the worker started (its address, for tests and tooling). */
   get metricsServer(): PrometheusEndpoint | null {
     return this.metricsEndpoint;
+  }
+
+  /**
+   * Rebuilds the connections the worker built from credential providers (`pgCredentialProvider`,
+   * `redisCredentialProvider`) with fresh credentials, as SIGHUP and `reloadInterval` do: new
+   * connections use the new credential, open ones finish what they run and close, jobs in flight
+   * are unaffected. Each resource is bounded by `reloadFactoryTimeout`; one that fails keeps its
+   * old connections and is reported in the outcome (and the `credential-reload-failed` log line).
+   * Calls during a reload coalesce into one more pass. Resolves with an empty list when the worker
+   * has nothing built from a provider, or is not running.
+   */
+  reloadCredentials(): Promise<ReloadOutcome[]> {
+    if (this.currentPhase === 'created' || this.currentPhase === 'stopped') return Promise.resolve([]);
+    return this.reloader.request('api');
+  }
+
+  /** SIGHUP: like {@link reloadCredentials}, logged as signal-triggered. */
+  reloadOnSignal(): Promise<ReloadOutcome[]> {
+    if (this.currentPhase === 'created' || this.currentPhase === 'stopped') return Promise.resolve([]);
+    return this.reloader.request('signal');
   }
 
   /** The notify listener, when NOTIFY is enabled (for tests and health checks). */
@@ -624,6 +656,10 @@ export class Worker {
       this.limitSweeper = new RateLimitSweeper(this.limits, () => this.maintenance.isLeader, this.logger);
       this.limitSweeper.start();
     }
+    if (s.reloadIntervalMs !== null) {
+      this.reloadTimer = new ReloadTimer(this.reloader, { everyMs: s.reloadIntervalMs }, this.logger);
+      this.reloadTimer.start();
+    }
     await this.producer.warmUp();
     this.heartbeat.start();
     this.flusher.start();
@@ -643,6 +679,7 @@ export class Worker {
 
   /** A start that failed half-way: stop what was started and release everything. */
   private async abortStart(): Promise<void> {
+    await this.reloadTimer?.stop().catch(() => undefined);
     await this.producer?.stop().catch(() => undefined);
     await this.maintenance?.stop().catch(() => undefined);
     await this.limitSweeper?.stop().catch(() => undefined);
@@ -704,6 +741,7 @@ export class Worker {
     this.currentPhase = 'draining';
     this.logger.info({ reason: this.stopReason, inFlight: this.runner.inFlight }, 'worker-draining');
     await this.drainMonitor?.stop();
+    await this.reloadTimer?.stop();
     this.runner.stopStarting();
     await this.producer.stop();
     const unstarted = this.runner.unstartedJobIds();

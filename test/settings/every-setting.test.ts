@@ -87,6 +87,16 @@ const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
     file: 'test/worker/worker-services.test.ts',
     shows: 'the worker stops itself (exit code 1) after maxHeartbeatFailures failed renewals in a row',
   },
+  reloadIntervalMs: {
+    file: 'test/credentials/credential-reloader.test.ts',
+    via: { name: 'everyMs', wiredAt: 'src/worker/worker.ts' },
+    shows: 'the reload timer requests a credential reload every interval, none at start',
+  },
+  reloadFactoryTimeoutMs: {
+    file: 'test/credentials/credential-reloader.test.ts',
+    via: { name: 'timeoutMs', wiredAt: 'src/worker/worker.ts' },
+    shows: 'a resource whose reload hangs is reported failed at the timeout and the others still reload',
+  },
   dispatcherPoolSize: { file: WIRING, shows: 'at most that many dispatcher-pool statements run at once' },
   dispatcherCommandTimeoutMs: { file: WIRING, shows: "the dispatcher pool's statement_timeout" },
   dispatchOversample: {

@@ -108,6 +108,8 @@ describe('loadWorkerSettings defaults', () => {
       idleSettleWindowMs: 2 * S,
       idlePollIntervalMs: S,
       idleMaxRuntimeMs: null,
+      reloadIntervalMs: null,
+      reloadFactoryTimeoutMs: 30_000,
       watchdogEnabled: true,
       watchdogLoopLagBudgetMs: 30 * S,
       watchdogLoopLagWarnBudgetMs: 5 * S,
