@@ -31,6 +31,11 @@ export interface RedisProgressPublisherOptions {
   /** `redis://` or `rediss://` URL; the publisher builds and owns the client (closed by `close()`). */
   redisUrl?: string;
   /**
+   * With `redisUrl`: authenticates the publisher's client with a credential provider, fetched at
+   * every (re)connect; `redisCredentials.reload()` re-authenticates it (see docs/credentials.md).
+   */
+  redisCredentials?: ReloadableRedisCredentials | null;
+  /**
    * Your own ioredis client; the publisher never closes it. It defines one script command on it,
    * `taskqPublishProgressMany` (a client without `defineCommand` gets plain PUBLISHes).
    */
@@ -120,6 +125,7 @@ export class RedisProgressPublisher implements ProgressPublisher {
     } else {
       this.redis = createOwnedRedis(options.redisUrl, 'RedisProgressPublisher.redisUrl', {
         connectionName: 'taskq-progress-publisher',
+        credentials: options.redisCredentials ?? null,
       });
       this.owned = true;
       // Without a listener ioredis prints every connection error; these are expected during outages.
