@@ -157,3 +157,15 @@ export {
   type UpdateScheduleOptions,
 } from './client/schedules.js';
 export { CRON_FIRE_HISTORY, type ScheduleRecord, type ScheduleFireRecord } from './backend/schedule-types.js';
+
+// Redis credentials: clients authenticated by a RedisCredentialProvider (docs/credentials-redis.md).
+export type { RedisCredential, RedisCredentialProvider } from './credentials/credential-types.js';
+export {
+  makeRedisClientFactory,
+  type RedisClientFactory,
+  type RedisClientFactoryOptions,
+} from './credentials/make-redis-client-factory.js';
+export {
+  ReloadableRedisCredentials,
+  type ReloadableRedisCredentialsOptions,
+} from './credentials/reloadable-redis-credentials.js';

@@ -1,3 +1,4 @@
+import type { ReloadableRedisCredentials } from '../credentials/reloadable-redis-credentials.js';
 import type {
   DueSchedules,
   NextSlot,
@@ -88,6 +89,8 @@ export interface RateLimitStoreOptions {
   redis?: Redis | null;
   /** `TASKQ_REDIS_URL`: a client built (lazily) and owned by the stores. */
   redisUrl?: string | null;
+  /** Authenticates the client built from `redisUrl` with a credential provider (and reloads it). */
+  redisCredentials?: ReloadableRedisCredentials | null;
   /** Fall back to Postgres while Redis is unreachable (`TASKQ_RATE_LIMIT_PG_FALLBACK_ENABLED`). */
   pgFallback: boolean;
   /** Where the stores' warnings go. */

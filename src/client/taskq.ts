@@ -32,6 +32,8 @@ import { JobNotificationFanout } from '../progress/job-notification-fanout.js';
 import type { JobEvent, ProgressEvent } from '../progress/progress-event.js';
 import { RedisLiveProgress } from '../progress/redis-live-progress.js';
 import { createOwnedRedis } from '../progress/redis-progress-publisher.js';
+import type { RedisCredentialProvider } from '../credentials/credential-types.js';
+import { ReloadableRedisCredentials } from '../credentials/reloadable-redis-credentials.js';
 import type { Schema } from '../core/schema-validation.js';
 import {
   loadTaskQSettings,
@@ -114,6 +116,12 @@ export interface TaskQOptions {
   redisUrl?: string;
   /** Your own ioredis client for live progress; TaskQ never closes it (it subscribes on a duplicate it owns). */
   redis?: Redis;
+  /**
+   * Authenticates the Redis client built from `redisUrl` (which then carries no credentials) with
+   * this provider at every (re)connect; {@link TaskQ.reloadCredentials} re-authenticates it. Needs
+   * `redisUrl`. See docs/credentials.md.
+   */
+  redisCredentialProvider?: RedisCredentialProvider;
   /** `send <queue>` spans around enqueues (docs/tracing.md). Default true; false calls no tracer. */
   otelEnabled?: boolean;
 }
@@ -142,6 +150,7 @@ const OPEN_OPTION_KEYS: readonly string[] = [
   'logger',
   'redisUrl',
   'redis',
+  'redisCredentialProvider',
   'otelEnabled',
 ];
 
@@ -304,7 +313,7 @@ export class TaskQ implements AsyncDisposable {
       );
     if (options.otelEnabled !== undefined && typeof options.otelEnabled !== 'boolean')
       throw new InvalidArgumentError('TaskQ.open.otelEnabled', options.otelEnabled, 'must be a boolean');
-    const redis = TaskQ.redisOf(options);
+    const redis = TaskQ.redisOf(options, logger);
     const backend = await openClientBackend({ ...options, field: 'TaskQ.open', logger });
     return new TaskQ(backend, {
       logger,
@@ -314,7 +323,11 @@ export class TaskQ implements AsyncDisposable {
         : { idempotencyKeyMaxBytes: options.idempotencyKeyMaxBytes }),
       ...(options.payloadMaxBytes === undefined ? {} : { payloadMaxBytes: options.payloadMaxBytes }),
       liveProgress: redis
-        ? new RedisLiveProgress(redis.client, options.schema ?? 'taskq', { owned: redis.owned, logger })
+        ? new RedisLiveProgress(redis.client, options.schema ?? 'taskq', {
+            owned: redis.owned,
+            logger,
+            credentials: redis.credentials,
+          })
         : null,
       ownsBackend: true,
       ...(options.otelEnabled === undefined ? {} : { otelEnabled: options.otelEnabled }),
@@ -358,7 +371,10 @@ export class TaskQ implements AsyncDisposable {
     return TaskQ.fromSettings(loadTaskQSettings({ env, overrides }), extra);
   }
 
-  private static redisOf(options: TaskQOptions): { client: Redis; owned: boolean } | null {
+  private static redisOf(
+    options: TaskQOptions,
+    logger: Logger,
+  ): { client: Redis; owned: boolean; credentials: ReloadableRedisCredentials | null } | null {
     const hasUrl = options.redisUrl !== undefined && options.redisUrl !== null;
     const hasClient = options.redis !== undefined && options.redis !== null;
     if (hasUrl && hasClient)
@@ -371,16 +387,29 @@ export class TaskQ implements AsyncDisposable {
       const r = options.redis as Partial<Redis>;
       if (typeof r !== 'object' || typeof r.duplicate !== 'function' || typeof r.publish !== 'function')
         throw new InvalidArgumentError('TaskQ.open.redis', '(object)', 'must be an ioredis client');
-      return { client: options.redis!, owned: false };
+      return { client: options.redis!, owned: false, credentials: null };
     }
+    const provider = options.redisCredentialProvider;
+    if (provider !== undefined && provider !== null && !hasUrl)
+      throw new InvalidArgumentError(
+        'TaskQ.open.redisCredentialProvider',
+        '(a provider)',
+        'authenticates the Redis client TaskQ builds from redisUrl: give it with redisUrl, not with redis',
+      );
     if (!hasUrl) return null;
+    const credentials =
+      provider === undefined || provider === null
+        ? null
+        : new ReloadableRedisCredentials({ name: 'redis:client', provider, logger });
     // Lazy: nothing connects until a stream subscribes (on a duplicate).
     return {
       client: createOwnedRedis(options.redisUrl, 'TaskQ.open.redisUrl', {
         connectionName: 'taskq',
         lazyConnect: true,
+        credentials,
       }),
       owned: true,
+      credentials,
     };
   }
 
@@ -751,6 +780,25 @@ export class TaskQ implements AsyncDisposable {
    * closes what TaskQ owns: the backend it built (or was given with `ownsBackend`) and the Redis
    * client it built — never your pool or Redis client. Safe to call twice.
    */
+  /**
+   * Re-authenticates the Redis connections TaskQ built with `redisCredentialProvider` with a fresh
+   * credential (`AUTH` on the live ones; reconnects fetch one anyway). The progress subscriber, in
+   * pub/sub mode where Redis refuses `AUTH`, takes it at its next reconnect.
+   * @throws TaskQStateError when the client is closed or has no such connection; the provider's
+   *   error or `RedisCredentialRejected`, with the current connections left serving
+   */
+  async reloadCredentials(): Promise<void> {
+    this.checkOpen();
+    const redis = this.liveProgress?.credentials;
+    if (!redis)
+      throw new TaskQStateError(
+        'reloadCredentials() re-authenticates the Redis client TaskQ builds with a credential provider: ' +
+          'open the client with TaskQ.open({ redisUrl, redisCredentialProvider }); a client passed as ' +
+          '`redis` is yours, rotate it yourself',
+      );
+    await redis.reload(this.closing.signal);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

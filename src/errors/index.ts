@@ -40,3 +40,4 @@ export { ScheduleExistsError, ScheduleNotFoundError } from './schedule-errors.js
 export { BatchAbortedError, BatchNotOpenError, EmptyBatchError } from './batch-errors.js';
 export { StreamingBatchError } from './streaming-batch-error.js';
 export { PartialBatchError, SubJobsUnavailableError, type FailedBatchItem } from './sub-job-errors.js';
+export { RedisCredentialRejected } from './redis-credential-errors.js';

@@ -43,6 +43,7 @@ import type { PgCredentialProvider, RedisCredentialProvider } from '../credentia
 import { CredentialReloader, type ReloadOutcome } from '../credentials/credential-reloader.js';
 import type { ReloadableResource } from '../credentials/reloadable-resource.js';
 import { ReloadTimer } from '../credentials/reload-timer.js';
+import { WorkerRedisCredentials } from './worker-redis-credentials.js';
 import { Watchdog } from './watchdog/watchdog.js';
 import type { HealthServer } from '../obs/health/health-server.js';
 import { openWorkerHealth } from '../obs/health/open-worker-health.js';
@@ -177,6 +178,7 @@ export class Worker {
   /** Connection resources built from credential providers: what a credential reload rebuilds. */
   private readonly reloadables: ReloadableResource[] = [];
   private readonly reloader: CredentialReloader;
+  private readonly redisCredentials: WorkerRedisCredentials;
   private reloadTimer: ReloadTimer | null = null;
 
   constructor(options: WorkerOptions) {
@@ -222,6 +224,12 @@ export class Worker {
     this.stopped = new Promise((resolve) => {
       this.resolveStopped = resolve;
     });
+    this.redisCredentials = WorkerRedisCredentials.check(
+      options.redisCredentialProvider,
+      this.settings.redisUrl,
+      this.logger,
+      this.reloadables,
+    );
     this.reloader = new CredentialReloader({
       resources: () => this.reloadables,
       timeoutMs: this.settings.reloadFactoryTimeoutMs,
@@ -506,6 +514,7 @@ export class Worker {
     const stores = this.backend.rateLimitStores({
       redis: this.options.redis ?? null,
       redisUrl: s.redisUrl,
+      redisCredentials: this.options.redis ? null : this.redisCredentials.forClient('redis:ratelimit'),
       pgFallback: s.rateLimitPgFallbackEnabled,
       logger: this.logger.child({ component: 'ratelimit' }),
     });
@@ -536,6 +545,7 @@ export class Worker {
     if (!this.publisher && s.redisUrl) {
       this.publisher = this.ownedPublisher = new RedisProgressPublisher({
         redisUrl: s.redisUrl,
+        redisCredentials: this.redisCredentials.forClient('redis:progress'),
         schema: s.schema,
         publishGlobal: s.progressPublishGlobal,
         logger: this.logger,

@@ -602,6 +602,7 @@ export class InMemoryBackend implements Backend {
       clock: this.clock,
       redis: o.redis ?? null,
       redisUrl: o.redisUrl ?? null,
+      redisCredentials: o.redisCredentials ?? null,
       pgFallback: o.pgFallback,
       logger: o.logger,
     });

@@ -607,6 +607,7 @@ export class PostgresBackend implements Backend {
       schema: this.schema,
       redis: o.redis ?? null,
       redisUrl: o.redisUrl ?? null,
+      redisCredentials: o.redisCredentials ?? null,
       clock: new SystemClock(),
       pgFallback: o.pgFallback,
       logger: o.logger,
