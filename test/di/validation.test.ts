@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 
 import { actor } from '../../src/core/actor.js';
 import { Providers } from '../../src/di/providers.js';
-import { token } from '../../src/di/token.js';
+import { token, type InjectMap } from '../../src/di/token.js';
 import { dependencyProblems, validateDependencies } from '../../src/di/validate-dependencies.js';
 import {
   DependencyCycle,
@@ -25,7 +25,7 @@ const C = token<string>('C');
 const Db = token<{ query(): void }>('Db');
 const Tx = token<number>('Tx');
 
-const uses = (name: string, inject: Record<string, typeof A>) =>
+const uses = (name: string, inject: InjectMap) =>
   actor({ name, inject }, async () => undefined);
 
 interface Case {
