@@ -25,8 +25,7 @@ const C = token<string>('C');
 const Db = token<{ query(): void }>('Db');
 const Tx = token<number>('Tx');
 
-const uses = (name: string, inject: InjectMap) =>
-  actor({ name, inject }, async () => undefined);
+const uses = (name: string, inject: InjectMap) => actor({ name, inject }, async () => undefined);
 
 interface Case {
   name: string;
