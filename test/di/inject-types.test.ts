@@ -96,11 +96,12 @@ describe('inject types', () => {
   });
 
   it('types a thread actor’s injected values', () => {
-    const t = threadActor({
+    const threaded = threadActor({
       name: 'types_thread',
       module: new URL('../fixtures/thread-handlers.ts', import.meta.url),
       inject: { db: Db },
     });
-    expectTypeOf<DependenciesOf<typeof t>>().toEqualTypeOf<{ readonly db: DbPool }>();
+    expectTypeOf<DependenciesOf<typeof threaded>>().toEqualTypeOf<{ readonly db: DbPool }>();
+    expect(threaded.inject).toEqual({ db: Db });
   });
 });
