@@ -118,6 +118,18 @@ const broken = actor(
   async () => 'never',
 );
 
+/** Ignores its signal: it settles only when the test opens the gate (after its timeout failed it). */
+let openGate: () => void = () => undefined;
+const gate = new Promise<void>((resolve) => (openGate = resolve));
+const deaf = actor(
+  { name: 'di_deaf', queue: QUEUE, startToClose: 200, retry: { maxAttempts: 1 }, inject: { conn: Conn } },
+  async (_p, ctx, { conn }) => {
+    started.add(ctx.jobId);
+    await gate;
+    return conn.id;
+  },
+);
+
 let db: TestSchema;
 let tq: TaskQ;
 let worker: Worker;
@@ -126,7 +138,7 @@ beforeAll(async () => {
   db = await migratedSchema('di');
   tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
   worker = new Worker({
-    actors: [ordered, retried, cancellable, broken],
+    actors: [ordered, retried, cancellable, broken, deaf],
     providers: providers(),
     settings: testWorkerSettings(db.schema, { queues: [QUEUE], maxConcurrency: 4 }),
     logger: recordingLogger(),
@@ -187,6 +199,21 @@ describe('job-scoped values', () => {
     await tq.cancel(h.jobId, 'test');
     await waitFor(async () => (await h.refresh()).status === 'cancelled', 10_000, 'the job to end cancelled');
     expect(events).toContain(`close ${conn}`);
+  });
+
+  it('outlive a timed-out handler that ignores its signal, torn down once it settles', async () => {
+    const h = await tq.enqueue(deaf, null);
+    await waitFor(() => started.has(h.jobId), 10_000, 'the handler to start');
+    const conn = events
+      .filter((e) => e.startsWith('make Conn'))
+      .at(-1)!
+      .slice('make '.length);
+    await waitFor(async () => (await h.refresh()).status === 'failed', 10_000, 'the timeout to fail the job');
+    expect((await h.refresh()).errorClass).toBe('StartToCloseTimeout');
+    // The handler still runs (it may still use its connection): nothing is torn down yet.
+    expect(events).not.toContain(`close ${conn}`);
+    openGate();
+    await waitFor(() => events.includes(`close ${conn}`), 5000, 'the teardown after the handler settled');
   });
 
   it('a failing factory fails the attempt, after tearing down what was made', async () => {
