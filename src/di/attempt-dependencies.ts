@@ -4,6 +4,7 @@
  * factories are all synchronous pays no promise for them.
  */
 import { DependencyNotCloneable, DependencyResolutionError } from '../errors/di-errors.js';
+import { RetryAfter, Snooze } from '../retry/control-flow.js';
 import type { Logger } from '../obs/logger.js';
 import { disposerOf, Teardowns } from './teardowns.js';
 import type { ActorPlan, ArgSource, PlanStep } from './worker-dependencies.js';
@@ -59,7 +60,7 @@ export function makeAttemptValues(plan: ActorPlan, log: Logger): AttemptValues |
       try {
         value = step.entry.create!(argsOf(step.args, made));
       } catch (err) {
-        return fail(new DependencyResolutionError(step.entry.token.name, plan.actor, err));
+        return fail(resolutionError(step, plan.actor, err));
       }
       if (isThenable(value)) {
         return Promise.resolve(value).then(
@@ -67,7 +68,7 @@ export function makeAttemptValues(plan: ActorPlan, log: Logger): AttemptValues |
             record(step, i, v);
             return from(i + 1);
           },
-          (err: unknown) => fail(new DependencyResolutionError(step.entry.token.name, plan.actor, err)),
+          (err: unknown) => fail(resolutionError(step, plan.actor, err)),
         );
       }
       record(step, i, value);
@@ -75,6 +76,15 @@ export function makeAttemptValues(plan: ActorPlan, log: Logger): AttemptValues |
     return finish();
   };
   return from(0);
+}
+
+/**
+ * What a failed factory fails the attempt with: its `Snooze` or `RetryAfter` as thrown (a factory
+ * may defer the job, e.g. while a pool is exhausted), anything else wrapped with the token's name.
+ */
+function resolutionError(step: PlanStep, actor: string, err: unknown): unknown {
+  if (err instanceof Snooze || err instanceof RetryAfter) return err;
+  return new DependencyResolutionError(step.entry.token.name, actor, err);
 }
 
 function argsOf(sources: readonly ArgSource[], made: readonly unknown[]): Record<string, unknown> {

@@ -13,6 +13,7 @@ import { Providers } from '../../src/di/providers.js';
 import { token } from '../../src/di/token.js';
 import { DependencyResolutionError, JobFailed } from '../../src/errors/index.js';
 import type { Logger } from '../../src/obs/logger.js';
+import { Snooze } from '../../src/retry/control-flow.js';
 import { Worker } from '../../src/worker/worker.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { testWorkerSettings } from '../helpers/in-process-worker.js';
@@ -130,6 +131,14 @@ const deaf = actor(
   },
 );
 
+/** Its first make snoozes the job (a factory may defer it, e.g. while a pool is exhausted). */
+const Slot = token<Named>('Slot');
+let slotTries = 0;
+const deferred = actor(
+  { name: 'di_deferred', queue: QUEUE, retry: { maxAttempts: 1 }, inject: { conn: Conn, slot: Slot } },
+  async (_p, ctx, { slot }) => ({ slot: slot.id, attempt: ctx.attempt }),
+);
+
 let db: TestSchema;
 let tq: TaskQ;
 let worker: Worker;
@@ -138,8 +147,11 @@ beforeAll(async () => {
   db = await migratedSchema('di');
   tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
   worker = new Worker({
-    actors: [ordered, retried, cancellable, broken, deaf],
-    providers: providers(),
+    actors: [ordered, retried, cancellable, broken, deaf, deferred],
+    providers: providers().factory(Slot, { scope: 'job', inject: { conn: Conn } }, () => {
+      if (slotTries++ === 0) throw new Snooze(20);
+      return made('Slot');
+    }),
     settings: testWorkerSettings(db.schema, { queues: [QUEUE], maxConcurrency: 4 }),
     logger: recordingLogger(),
   });
@@ -214,6 +226,18 @@ describe('job-scoped values', () => {
     expect(events).not.toContain(`close ${conn}`);
     openGate();
     await waitFor(() => events.includes(`close ${conn}`), 5000, 'the teardown after the handler settled');
+  });
+
+  it('a factory’s Snooze defers the job as the handler’s would, without using an attempt', async () => {
+    const h = await tq.enqueue(deferred, null);
+    const result = await h.wait({ timeout: '10s' });
+    expect(result.slot).toMatch(/^Slot#\d+$/);
+    expect(result.attempt).toBe(1);
+    const { rows } = await db.pool.query<{ outcome: string }>(
+      `SELECT outcome FROM "${db.schema}".job_attempts WHERE job_id = $1 ORDER BY started_at`,
+      [h.jobId],
+    );
+    expect(rows.map((r) => r.outcome)).toEqual(['snoozed', 'succeeded']);
   });
 
   it('a failing factory fails the attempt, after tearing down what was made', async () => {
