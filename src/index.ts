@@ -15,7 +15,18 @@ export type {
   OnRetryExhaustedHook,
   LimitEntry,
   ErrorClass,
+  InjectedActorHandler,
+  NoDependencies,
+  DependenciesOf,
 } from './core/actor.js';
+export { token, isToken, type Token, type TypeOf, type InjectMap, type DepsOf } from './di/token.js';
+export { SCOPES, type Scope } from './di/scope.js';
+export {
+  Providers,
+  type ValueProviderOptions,
+  type FactoryProviderOptions,
+  type Disposer,
+} from './di/providers.js';
 export type { JobContext } from './core/context.js';
 export type { SubJobEnqueuer, SubJobEnqueueOptions, SubJobBatchOptions } from './worker/sub-jobs.js';
 export { MAX_BUFFERED_SUB_JOBS } from './worker/sub-job-buffer.js';

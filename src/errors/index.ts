@@ -32,7 +32,21 @@ export {
   ActorNotFoundError,
 } from './actor-deregistration-errors.js';
 export { ProgressTooLarge, HeartbeatTimeout } from './progress-errors.js';
-export { MissingProvider, type MissingProviderEntry } from './missing-provider-error.js';
+export {
+  MissingProvider,
+  type MissingProviderEntry,
+  type MissingLimitEntry,
+  type MissingDependencyEntry,
+} from './missing-provider-error.js';
+export {
+  DIError,
+  DependencyCycle,
+  ScopeViolation,
+  DependencyValidationError,
+  DependencyResolutionError,
+  DependencyNotCloneable,
+  type DependencyProblem,
+} from './di-errors.js';
 export { ConnectionError, type ConnectionFailureReason } from './connection-error.js';
 export { MissingDependencyError } from './missing-dependency-error.js';
 export { LeadershipLostError } from './leadership-errors.js';

@@ -52,6 +52,10 @@ import { metrics, type Meter } from '@opentelemetry/api';
 import type { PrometheusEndpoint } from '../obs/metrics/prometheus-endpoint.js';
 import { openWorkerMetricsEndpoint, startWorkerFleetGauges } from '../obs/metrics/open-worker-metrics.js';
 import { WorkerMetrics } from '../obs/metrics/worker-metrics.js';
+import type { Providers } from '../di/providers.js';
+import { validateDependencies } from '../di/validate-dependencies.js';
+import { WorkerDependencies } from '../di/worker-dependencies.js';
+import { JobScope } from './job-scope.js';
 
 /** Where the worker is in its life. Shutdown moves strictly forward through the phases. */
 export type WorkerPhase =
@@ -105,6 +109,13 @@ export interface WorkerOptions {
   pgCredentialProvider?: PgCredentialProvider;
   /** Fetches the Redis ACL credential for the Redis clients the worker builds from `redisUrl`; see docs/credentials.md. */
   redisCredentialProvider?: RedisCredentialProvider;
+  /**
+   * Providers of the values actors `inject` (see docs/dependencies.md). Checked when the worker is
+   * constructed (cycles, scope violations, missing providers: all reported at once); process- and
+   * worker-scoped values are made at start and torn down at stop, job-scoped ones per attempt.
+   * Default: none (an actor that injects anything is then a `MissingProvider`).
+   */
+  providers?: Providers;
 }
 
 function isResolved(s: WorkerSettings | WorkerSettingsInput | undefined): s is WorkerSettings {
@@ -171,6 +182,8 @@ export class Worker {
   /** With `otelEnabled`: the `metricsPort` endpoint's meter, or the global one. */
   private meter: Meter | null = null;
   private metricsEndpoint: PrometheusEndpoint | null = null;
+  /** The injected values' owner, when the worker has providers (made at start). */
+  private dependencies: WorkerDependencies | null = null;
   private workerMetrics: WorkerMetrics | null = null;
   /** NOTIFY deliveries and error-reporter failures since start, read by the metrics. */
   private readonly notifyCounts = { received: 0, cancelReceived: 0 };
@@ -214,6 +227,7 @@ export class Worker {
       this.actors.set(a.name, a);
     }
     this.declared = checkDeclaredSchedules(options.schedules, this.actors);
+    validateDependencies(options.providers ?? null, this.actors.values());
     for (const [name, fn] of Object.entries(options.payloadFactories ?? {})) {
       if (typeof fn !== 'function')
         throw new InvalidArgumentError(`worker.payloadFactories.${name}`, fn, 'must be a function');
@@ -357,6 +371,11 @@ export class Worker {
         this.logger.warn({ drifts }, 'actor-config-drift-overwritten');
       }
       await createDeclaredSchedules(this.backend, this.declared, s.payloadMaxBytes, this.logger);
+      if (this.options.providers) {
+        const deps = new WorkerDependencies(this.options.providers, this.actors, this.logger);
+        await deps.start();
+        this.dependencies = deps;
+      }
       await this.startLimits();
       // A table filled in a burst before this start has no planner statistics yet.
       await this.backend.refreshStatistics?.();
@@ -372,6 +391,7 @@ export class Worker {
     } catch (err) {
       this.currentPhase = 'stopped';
       await this.limits?.close().catch(() => undefined);
+      await this.dependencies?.close();
       await this.closeOwned();
       await this.metricsEndpoint?.close();
       await this.healthListeners?.stop();
@@ -581,6 +601,7 @@ export class Worker {
       metrics: this.workerMetrics,
       onReporterFailed: (type) => this.reporterFailures.set(type, (this.reporterFailures.get(type) ?? 0) + 1),
       subJobs: this.subJobs,
+      jobScope: this.dependencies ? new JobScope(this.dependencies) : null,
     });
     this.flusher = new ProgressFlusher(this.backend, this.tracker, s.progressCoalesceIntervalMs, this.logger);
     this.cancels = new CancelController(
@@ -705,6 +726,7 @@ export class Worker {
     await this.ownedPublisher?.close().catch(() => undefined);
     await this.subJobs?.close().catch(() => undefined);
     await this.backend.deregisterWorker(this.workerId).catch(() => undefined);
+    await this.dependencies?.close();
     await this.closeOwned();
     await this.metricsEndpoint?.close();
     await this.healthListeners?.stop();
@@ -793,6 +815,8 @@ export class Worker {
     await this.subJobs?.close().catch(() => undefined);
     await this.runner.limitsReleased();
     await this.threads?.close();
+    // After the handlers (and their job-scoped values): worker-scoped values last made go first.
+    await this.dependencies?.close();
     await this.maintenance.stop();
     await this.limitSweeper?.stop();
     await this.flusher.stop();

@@ -210,6 +210,45 @@ const PACKAGE_ERRORS: Case[] = [
     code: 'TASKQ_MISSING_PROVIDER',
   },
   {
+    cls: taskq.MissingProvider,
+    make: () =>
+      new taskq.MissingProvider([
+        { namespace: 'dependency', name: 'Db', requiredBy: 'actor "a"', actor: 'a' },
+      ]),
+    code: 'TASKQ_MISSING_PROVIDER',
+  },
+  { cls: taskq.DIError, make: () => new taskq.DIError('malformed'), code: 'TASKQ_DI_ERROR' },
+  {
+    cls: taskq.DependencyCycle,
+    make: () => new taskq.DependencyCycle(['A', 'B', 'A']),
+    code: 'TASKQ_DEPENDENCY_CYCLE',
+  },
+  {
+    cls: taskq.ScopeViolation,
+    make: () =>
+      new taskq.ScopeViolation({ fromScope: 'process', toScope: 'job', tokenName: 'Tx', dependent: 'Db' }),
+    code: 'TASKQ_SCOPE_VIOLATION',
+  },
+  {
+    cls: taskq.DependencyValidationError,
+    make: () =>
+      new taskq.DependencyValidationError([
+        new taskq.DependencyCycle(['A', 'B', 'A']),
+        new taskq.DependencyCycle(['C', 'C']),
+      ]),
+    code: 'TASKQ_DEPENDENCY_VALIDATION',
+  },
+  {
+    cls: taskq.DependencyResolutionError,
+    make: () => new taskq.DependencyResolutionError('Db', 'a', new Error('refused')),
+    code: 'TASKQ_DEPENDENCY_RESOLUTION_FAILED',
+  },
+  {
+    cls: taskq.DependencyNotCloneable,
+    make: () => new taskq.DependencyNotCloneable('Db', 'a', new Error('could not be cloned')),
+    code: 'TASKQ_DEPENDENCY_NOT_CLONEABLE',
+  },
+  {
     cls: taskq.ConnectionError,
     make: () =>
       new taskq.ConnectionError('refused', 'db:5432/app', 'connect ECONNREFUSED', new Error('socket')),
