@@ -249,6 +249,26 @@ const PACKAGE_ERRORS: Case[] = [
     code: 'TASKQ_DEPENDENCY_NOT_CLONEABLE',
   },
   {
+    cls: taskq.ActorNotFoundError,
+    make: () => new taskq.ActorNotFoundError('a'),
+    code: 'TASKQ_ACTOR_NOT_FOUND',
+  },
+  {
+    cls: taskq.ActorHasActiveJobsError,
+    make: () => new taskq.ActorHasActiveJobsError('a', 2, { pending: 1, running: 1 }),
+    code: 'TASKQ_ACTOR_HAS_ACTIVE_JOBS',
+  },
+  {
+    cls: taskq.ActorHasEnabledSchedulesError,
+    make: () => new taskq.ActorHasEnabledSchedulesError('a', ['s1']),
+    code: 'TASKQ_ACTOR_HAS_ENABLED_SCHEDULES',
+  },
+  {
+    cls: taskq.RedisCredentialRejected,
+    make: () => new taskq.RedisCredentialRejected('redis:progress', 'u', new Error('WRONGPASS')),
+    code: 'TASKQ_REDIS_CREDENTIAL_REJECTED',
+  },
+  {
     cls: taskq.ConnectionError,
     make: () =>
       new taskq.ConnectionError('refused', 'db:5432/app', 'connect ECONNREFUSED', new Error('socket')),
@@ -375,6 +395,8 @@ describe('stable error codes', () => {
     const listed = new Set<ErrorCtor>([...PACKAGE_ERRORS, ...SUBPATH_ERRORS].map((c) => c.cls));
     // BackpressureError is the abstract base of the two refusals; its code is its subclass's.
     listed.add(taskq.BackpressureError);
+    // ActorDeregistrationError is the base of the deregistration refusals; its code is its subclass's.
+    listed.add(taskq.ActorDeregistrationError);
     const exported = new Set([
       ...errorClassesOf(taskq as Record<string, unknown>),
       ...errorClassesOf(workerEntry as Record<string, unknown>),
