@@ -15,7 +15,18 @@ export type {
   OnRetryExhaustedHook,
   LimitEntry,
   ErrorClass,
+  InjectedActorHandler,
+  NoDependencies,
+  DependenciesOf,
 } from './core/actor.js';
+export { token, isToken, type Token, type TypeOf, type InjectMap, type DepsOf } from './di/token.js';
+export { SCOPES, type Scope } from './di/scope.js';
+export {
+  Providers,
+  type ValueProviderOptions,
+  type FactoryProviderOptions,
+  type Disposer,
+} from './di/providers.js';
 export type { JobContext } from './core/context.js';
 export type { SubJobEnqueuer, SubJobEnqueueOptions, SubJobBatchOptions } from './worker/sub-jobs.js';
 export { MAX_BUFFERED_SUB_JOBS } from './worker/sub-job-buffer.js';
@@ -110,6 +121,8 @@ export {
   type BulkCancelResult,
   type ActorConfigRow,
   type ActorCapacityChange,
+  type DeregisterOptions,
+  type DeregisterResult,
   type QueueConfigRow,
   type LongRunningJobEventsWriter,
   type EnqueueArgs,
@@ -148,6 +161,7 @@ export {
 export { checkCronSpec, type CronSpec } from './cron/cron-spec.js';
 export { DST_STRATEGIES, type DstStrategy } from './cron/dst-strategy.js';
 export { nextFireTimes, nextFireAfter } from './cron/next-fires.js';
+export { ActorsClient, type ActorCapacityUpdate } from './client/actors-client.js';
 export {
   ScheduleHandle,
   type CreateScheduleOptions,
@@ -172,3 +186,13 @@ export {
   type PgConnectionOptions,
 } from './credentials/pg-pool-factory.js';
 export { enrichPgDsn, ensureSslmodeRequire } from './credentials/pg-dsn.js';
+// Redis credentials: clients authenticated by a RedisCredentialProvider (docs/credentials-redis.md).
+export {
+  makeRedisClientFactory,
+  type RedisClientFactory,
+  type RedisClientFactoryOptions,
+} from './credentials/make-redis-client-factory.js';
+export {
+  ReloadableRedisCredentials,
+  type ReloadableRedisCredentialsOptions,
+} from './credentials/reloadable-redis-credentials.js';

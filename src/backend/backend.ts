@@ -1,3 +1,4 @@
+import type { ReloadableRedisCredentials } from '../credentials/reloadable-redis-credentials.js';
 import type {
   DueSchedules,
   NextSlot,
@@ -28,6 +29,8 @@ import type {
   ActorCapacityChange,
   ActorConfigRow,
   AttemptRow,
+  DeregisterOptions,
+  DeregisterResult,
   BulkCancelResult,
   ClaimedJob,
   EnqueueArgs,
@@ -42,6 +45,7 @@ import type {
   CancelFlag,
   ProgressSnapshot,
   ActorConfigDrift,
+  ActorConfigSyncOptions,
   ActorStructure,
   DispatchRequest,
   LeaderFence,
@@ -85,6 +89,8 @@ export interface RateLimitStoreOptions {
   redis?: Redis | null;
   /** `TASKQ_REDIS_URL`: a client built (lazily) and owned by the stores. */
   redisUrl?: string | null;
+  /** Authenticates the client built from `redisUrl` with a credential provider (and reloads it). */
+  redisCredentials?: ReloadableRedisCredentials | null;
   /** Fall back to Postgres while Redis is unreachable (`TASKQ_RATE_LIMIT_PG_FALLBACK_ENABLED`). */
   pgFallback: boolean;
   /** Where the stores' warnings go. */
@@ -245,7 +251,7 @@ export interface Backend {
    */
   syncActorConfig(
     actors: readonly ActorStructure[],
-    options: { force: boolean },
+    options: ActorConfigSyncOptions,
   ): Promise<ActorConfigDrift[]>;
   /** Stored actor configuration (all actors, or the given ones). */
   getActorConfigs(actors?: readonly string[]): Promise<ActorConfigRow[]>;
@@ -255,6 +261,16 @@ export interface Backend {
    * by the caller.
    */
   setActorCapacity(actor: string, change: ActorCapacityChange): Promise<ActorConfigRow | null>;
+  /**
+   * Removes an actor's `actor_config` row, in one transaction serialised against the actor's
+   * enqueues: refuses (writing nothing) while it has non-terminal jobs or enabled cron schedules;
+   * with `force`, cancels its pending and scheduled jobs (as `cancelWhere` does) and disables its
+   * schedules, but running jobs still refuse. See {@link DeregisterOptions} for `purgeQueue`.
+   * Validates its arguments itself.
+   * @throws ActorNotFoundError, ActorHasActiveJobsError, ActorHasEnabledSchedulesError,
+   *   InvalidArgumentError
+   */
+  deregisterActor(actor: string, options?: DeregisterOptions): Promise<DeregisterResult>;
   /** Every configured queue (`queues` rows), by name. */
   listQueues(): Promise<QueueConfigRow[]>;
   /** Sets a queue's dispatch mode, creating its row. */

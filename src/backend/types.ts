@@ -261,6 +261,39 @@ export interface ActorConfigRow {
   updatedAt: Date;
 }
 
+/** Options of `deregister` (`tq.actors.deregister`, `Backend.deregisterActor`). */
+export interface DeregisterOptions {
+  /**
+   * Cancel the actor's pending and scheduled jobs and disable its enabled cron schedules instead of
+   * refusing. Running jobs still refuse the deregistration. Default false.
+   */
+  force?: boolean;
+  /**
+   * Also delete the `queues` row of the actor's queue, when no other `actor_config` row names that
+   * queue and no pending, scheduled or running job of any actor is in it; otherwise the row stays
+   * (`queuePurged: false`). Default false.
+   */
+  purgeQueue?: boolean;
+}
+
+/** What a successful deregistration did (every refusal throws an `ActorDeregistrationError`). */
+export interface DeregisterResult {
+  /** The deregistered actor. */
+  actor: string;
+  /** The queue its `actor_config` row named. */
+  queue: string;
+  /** Always true: a missing row throws `ActorNotFoundError` instead (kept for the reference's contract). */
+  actorConfigDeleted: true;
+  /** Enabled cron schedules disabled by `force` (0 without it). */
+  schedulesDisabled: number;
+  /** Pending and scheduled jobs cancelled by `force` (0 without it). */
+  jobsCancelled: number;
+  /** Terminal jobs of the actor left in `jobs` (history; retention removes them), the cancelled ones included. */
+  terminalJobsRemaining: number;
+  /** Whether the queue's `queues` row was deleted (see {@link DeregisterOptions.purgeQueue}). */
+  queuePurged: boolean;
+}
+
 /** A `queues` row: dispatch mode and optional fleet-wide cap of one queue. */
 export interface QueueConfigRow {
   name: string;

@@ -117,6 +117,17 @@ export interface ActorStructure {
 }
 
 /** A structural difference between an actor's code and its stored configuration. */
+/** Options of `Backend.syncActorConfig`. */
+export interface ActorConfigSyncOptions {
+  /** Overwrite drifted structure (queue, metadata) instead of only reporting it. */
+  force: boolean;
+  /**
+   * Called with the actors whose row this sync created although they have finished jobs: they ran
+   * before, so their row was removed since (deregistered), and this worker brings them back.
+   */
+  reregistered?: (actors: readonly string[]) => void;
+}
+
 export interface ActorConfigDrift {
   actor: string;
   field: 'queue' | 'metadata';

@@ -9,6 +9,7 @@ import {
   resolveConnection,
   type ConnectionFlags,
 } from './connection-options.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { CliExit, type CliIo } from './io.js';
 
 async function withAdmin<T>(flags: ConnectionFlags, io: CliIo, fn: (b: Backend) => Promise<T>): Promise<T> {
@@ -86,7 +87,7 @@ export function queuesCommand(io: CliIo): Command {
   return cmd;
 }
 
-/** `taskq actor-config list|set`. */
+/** `taskq actor-config list|set|deregister`. */
 export function actorConfigCommand(io: CliIo): Command {
   const cmd = new Command('actor-config').description(
     "operator-owned actor capacity (wins over the code's literals)",
@@ -173,5 +174,34 @@ export function actorConfigCommand(io: CliIo): Command {
       });
     },
   );
+  connectionOptions(
+    cmd
+      .command('deregister <actor>')
+      .description(
+        "remove an actor's actor_config row (refused while it has jobs not finished or enabled cron schedules)",
+      )
+      .option(
+        '--force',
+        'cancel its pending and scheduled jobs and disable its schedules (running jobs still refuse)',
+      )
+      .option('--purge-queue', "also delete its queue's queues row when nothing else uses the queue"),
+  ).action(async (actorName: string, flags: ConnectionFlags & { force?: boolean; purgeQueue?: boolean }) => {
+    await withAdmin(flags, io, async (a) => {
+      let r;
+      try {
+        r = await a.deregisterActor(actorName, {
+          force: flags.force === true,
+          purgeQueue: flags.purgeQueue === true,
+        });
+      } catch (err) {
+        // Bad input is a usage error; a refusal (ActorDeregistrationError) exits 1 with its message.
+        if (err instanceof InvalidArgumentError) throw new CliExit(2, err.message);
+        throw err;
+      }
+      io.out(
+        `actor ${r.actor} deregistered (queue ${r.queue}): jobs cancelled ${r.jobsCancelled}, schedules disabled ${r.schedulesDisabled}, terminal jobs remaining ${r.terminalJobsRemaining}, queue row purged ${r.queuePurged ? 'yes' : 'no'}`,
+      );
+    });
+  });
   return cmd;
 }

@@ -39,7 +39,6 @@ const FLAG_OF_SETTING: Readonly<Record<string, string>> = {
   'settings.schema': '--schema',
   'settings.queues': '--queues',
   'settings.maxConcurrency': '--concurrency',
-  'settings.redisCredentialProvider': '--redis-credential-provider',
 };
 
 /** True for what `actor()` returns; checked structurally so a module may bundle its own copy of taskq. */
@@ -239,7 +238,6 @@ export function settingsFromFlags(flags: WorkerFlags): WorkerSettingsInput {
   const s: WorkerSettingsInput = {};
   if (flags.dsn !== undefined) s.pgDsn = flags.dsn;
   if (flags.schema !== undefined) s.schema = flags.schema;
-  if (flags.redisCredentialProvider !== undefined) s.redisCredentialProvider = flags.redisCredentialProvider;
   // Empty entries are kept so the settings loader can point at the stray comma.
   if (flags.queues !== undefined) s.queues = flags.queues.split(',').map((q) => q.trim());
   if (flags.concurrency !== undefined) {
@@ -351,8 +349,15 @@ export function workerCommand(io: CliIo): Command {
       warnUnclaimedQueues(actors, settings.queues, io);
       // Imported here, so a bad reference ends the command (exit 1) with what is wrong with it.
       const pgCredentialProvider = await cliCredentialProvider(flags, io, 'pg');
+      const redisCredentialProvider = await cliCredentialProvider(flags, io, 'redis');
+      if (redisCredentialProvider && settings.redisUrl === null)
+        throw new CliExit(
+          2,
+          'a Redis credential provider needs TASKQ_REDIS_URL: it authenticates the Redis clients TaskQ builds from it',
+        );
       await runWorkerCommand({
         ...(pgCredentialProvider ? { pgCredentialProvider } : {}),
+        ...(redisCredentialProvider ? { redisCredentialProvider } : {}),
         actors,
         schedules,
         payloadFactories,

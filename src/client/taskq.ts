@@ -41,6 +41,8 @@ import { JobNotificationFanout } from '../progress/job-notification-fanout.js';
 import type { JobEvent, ProgressEvent } from '../progress/progress-event.js';
 import { RedisLiveProgress } from '../progress/redis-live-progress.js';
 import { createOwnedRedis } from '../progress/redis-progress-publisher.js';
+import type { RedisCredentialProvider } from '../credentials/credential-types.js';
+import { ReloadableRedisCredentials } from '../credentials/reloadable-redis-credentials.js';
 import type { Schema } from '../core/schema-validation.js';
 import {
   loadTaskQSettings,
@@ -55,6 +57,7 @@ import { normalizeBatchFilter, type BatchFilter } from './batch-filter.js';
 import { waitForBatchOn, type WaitForBatchOptions } from './wait-for-batch.js';
 import type { BatchPage, BatchRow } from '../backend/batch-types.js';
 import { ActorCapacityCache, DEFAULT_CAPACITY_CACHE_TTL_MS } from './capacity-cache.js';
+import { ActorsClient } from './actors-client.js';
 import { buildEnqueueArgs, type EnqueueOptions } from './enqueue-options.js';
 import { JobHandle } from './job-handle.js';
 import { jobStream, type JobStreamOptions } from './job-stream.js';
@@ -136,6 +139,12 @@ export interface TaskQOptions {
   redisUrl?: string;
   /** Your own ioredis client for live progress; TaskQ never closes it (it subscribes on a duplicate it owns). */
   redis?: Redis;
+  /**
+   * Authenticates the Redis client built from `redisUrl` (which then carries no credentials) with
+   * this provider at every (re)connect; {@link TaskQ.reloadCredentials} re-authenticates it. Needs
+   * `redisUrl`. See docs/credentials.md.
+   */
+  redisCredentialProvider?: RedisCredentialProvider;
   /** `send <queue>` spans around enqueues (docs/tracing.md). Default true; false calls no tracer. */
   otelEnabled?: boolean;
 }
@@ -166,6 +175,7 @@ const OPEN_OPTION_KEYS: readonly string[] = [
   'logger',
   'redisUrl',
   'redis',
+  'redisCredentialProvider',
   'otelEnabled',
 ];
 
@@ -270,6 +280,8 @@ export class TaskQ implements AsyncDisposable {
   /** Null with `otelEnabled: false`: nothing is counted. */
   private readonly metrics: ClientMetrics | null;
   private readonly schedules: ScheduleApi;
+  /** Actor configuration (`actor_config`): list, get, set capacity, deregister. */
+  readonly actors: ActorsClient;
   private readonly batches: BatchEnqueuer;
   private closed = false;
   private readonly reloadables: readonly ReloadableResource[];
@@ -316,6 +328,7 @@ export class TaskQ implements AsyncDisposable {
     this.tracing = options.otelEnabled === false ? null : new EnqueueTracing();
     this.metrics = options.otelEnabled === false ? null : new ClientMetrics();
     this.schedules = new ScheduleApi(backend, this.payloadMaxBytes);
+    this.actors = new ActorsClient(backend, () => this.capacity.invalidate());
     this.batches = new BatchEnqueuer({
       backend,
       logger: this.logger,
@@ -361,7 +374,7 @@ export class TaskQ implements AsyncDisposable {
       );
     if (options.otelEnabled !== undefined && typeof options.otelEnabled !== 'boolean')
       throw new InvalidArgumentError('TaskQ.open.otelEnabled', options.otelEnabled, 'must be a boolean');
-    const redis = TaskQ.redisOf(options);
+    const redis = TaskQ.redisOf(options, logger);
     const source = clientPoolSource(options);
     const backend = await openClientBackend({ ...source, field: 'TaskQ.open', logger });
     const reloadables: ReloadableResource[] = [];
@@ -376,7 +389,11 @@ export class TaskQ implements AsyncDisposable {
         : { idempotencyKeyMaxBytes: options.idempotencyKeyMaxBytes }),
       ...(options.payloadMaxBytes === undefined ? {} : { payloadMaxBytes: options.payloadMaxBytes }),
       liveProgress: redis
-        ? new RedisLiveProgress(redis.client, options.schema ?? 'taskq', { owned: redis.owned, logger })
+        ? new RedisLiveProgress(redis.client, options.schema ?? 'taskq', {
+            owned: redis.owned,
+            logger,
+            credentials: redis.credentials,
+          })
         : null,
       ownsBackend: true,
       ...(options.otelEnabled === undefined ? {} : { otelEnabled: options.otelEnabled }),
@@ -413,6 +430,15 @@ export class TaskQ implements AsyncDisposable {
               'pgCredentialProvider',
             ),
           }),
+      ...(settings.redisCredentialProvider === null || settings.redisCredentialProvider === undefined
+        ? {}
+        : {
+            redisCredentialProvider: await resolveCredentialProvider(
+              settings.redisCredentialProvider,
+              'redis',
+              'redisCredentialProvider',
+            ),
+          }),
     });
   }
 
@@ -429,7 +455,10 @@ export class TaskQ implements AsyncDisposable {
     return TaskQ.fromSettings(loadTaskQSettings({ env, overrides }), extra);
   }
 
-  private static redisOf(options: TaskQOptions): { client: Redis; owned: boolean } | null {
+  private static redisOf(
+    options: TaskQOptions,
+    logger: Logger,
+  ): { client: Redis; owned: boolean; credentials: ReloadableRedisCredentials | null } | null {
     const hasUrl = options.redisUrl !== undefined && options.redisUrl !== null;
     const hasClient = options.redis !== undefined && options.redis !== null;
     if (hasUrl && hasClient)
@@ -442,16 +471,29 @@ export class TaskQ implements AsyncDisposable {
       const r = options.redis as Partial<Redis>;
       if (typeof r !== 'object' || typeof r.duplicate !== 'function' || typeof r.publish !== 'function')
         throw new InvalidArgumentError('TaskQ.open.redis', '(object)', 'must be an ioredis client');
-      return { client: options.redis!, owned: false };
+      return { client: options.redis!, owned: false, credentials: null };
     }
+    const provider = options.redisCredentialProvider;
+    if (provider !== undefined && provider !== null && !hasUrl)
+      throw new InvalidArgumentError(
+        'TaskQ.open.redisCredentialProvider',
+        '(a provider)',
+        'authenticates the Redis client TaskQ builds from redisUrl: give it with redisUrl, not with redis',
+      );
     if (!hasUrl) return null;
+    const credentials =
+      provider === undefined || provider === null
+        ? null
+        : new ReloadableRedisCredentials({ name: 'redis:client', provider, logger });
     // Lazy: nothing connects until a stream subscribes (on a duplicate).
     return {
       client: createOwnedRedis(options.redisUrl, 'TaskQ.open.redisUrl', {
         connectionName: 'taskq',
         lazyConnect: true,
+        credentials,
       }),
       owned: true,
+      credentials,
     };
   }
 
@@ -818,35 +860,43 @@ export class TaskQ implements AsyncDisposable {
   }
 
   /**
-   * Ends open streams (they fail with `TaskQStateError`), releases the client's subscriptions and
-   * closes what TaskQ owns: the backend it built (or was given with `ownsBackend`) and the Redis
-   * client it built — never your pool or Redis client. Safe to call twice.
-   */
-  /**
-   * Rebuilds the connections this client built from a factory or credential provider, live: the
-   * pool factory is called again (a fresh credential; the only way to change a pool's user), the new
-   * pool must connect once, it is swapped in for every call that starts afterwards, and the old pool
-   * closes once its running statements finish (waited for at most 10 s, then left to close on its
-   * own). Not needed for ordinary token expiry: the factories fetch a credential per new connection.
+   * Rebuilds the connections this client built from a factory or credential provider, live:
+   * - a pool from `poolFactory` / `pgCredentialProvider`: the factory is called again (a fresh
+   *   credential; the only way to change a pool's user), the new pool must connect once, it is
+   *   swapped in for every call that starts afterwards, and the old pool closes once its running
+   *   statements finish (waited for at most 10 s, then left to close on its own);
+   * - the Redis connections built with `redisCredentialProvider`: re-authenticated with a fresh
+   *   credential (`AUTH` on the live ones; the pub/sub subscriber takes it at its next reconnect).
+   *
+   * Not needed for ordinary token expiry: new connections fetch a credential anyway. Each resource
+   * is tried; a failure leaves that resource's current connections serving and is thrown after the
+   * others were tried (an `AggregateError` when several failed).
    * @throws TaskQStateError when the client is closed, or has nothing to reload (a `dsn` without a
-   *   provider, or your own `pool`, which TaskQ never replaces); the factory's or the connect error,
-   *   with the current pool left serving
+   *   provider, your own `pool` or `redis`, which TaskQ never replaces); the factory's, the
+   *   connect's or the provider's error (`RedisCredentialRejected` for Redis)
    */
   async reloadCredentials(): Promise<void> {
     this.checkOpen();
-    if (this.reloadables.length === 0)
+    const redis = this.liveProgress?.credentials;
+    const resources = [...this.reloadables, ...(redis ? [redis] : [])];
+    if (resources.length === 0)
       throw new TaskQStateError(
-        'reloadCredentials() rebuilds pools TaskQ builds from a pool factory: open the client with ' +
-          'TaskQ.open({ poolFactory }) or TaskQ.open({ dsn, pgCredentialProvider }); a pool passed as ' +
-          '`pool` is yours, rotate it yourself',
+        'reloadCredentials() rebuilds the connections TaskQ builds from a pool factory or credential provider: ' +
+          'open the client with TaskQ.open({ poolFactory }), TaskQ.open({ dsn, pgCredentialProvider }) or ' +
+          'TaskQ.open({ redisUrl, redisCredentialProvider }); a `pool` or `redis` you pass in is yours, rotate it yourself',
       );
     const errors: unknown[] = [];
     // A client reload has no time bound of its own: the signal only ends it when the client closes.
-    for (const r of this.reloadables) await r.reload(this.closing.signal).catch((err) => errors.push(err));
+    for (const r of resources) await r.reload(this.closing.signal).catch((err) => errors.push(err));
     if (errors.length === 1) throw errors[0];
     if (errors.length > 1) throw new AggregateError(errors, 'several resources failed to reload');
   }
 
+  /**
+   * Ends open streams (they fail with `TaskQStateError`), releases the client's subscriptions and
+   * closes what TaskQ owns: the backend it built (or was given with `ownsBackend`) and the Redis
+   * client it built — never your pool or Redis client. Safe to call twice.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

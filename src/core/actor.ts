@@ -9,9 +9,18 @@ import { RetryPolicy, type RetryPolicyOptions } from '../retry/retry-policy.js';
 import { isStandardSchema, type Schema } from './schema-validation.js';
 import { checkActorName, checkInt, checkQueueName, isPlainObject } from './text-checks.js';
 import { JOB_STATUSES, type JobRow, type JobStatus, type RetryKind } from '../backend/types.js';
+import { checkInjectMap } from '../di/providers.js';
+import type { DepsOf, InjectMap } from '../di/token.js';
+import { DIError } from '../errors/di-errors.js';
 
 /** A handler: gets the validated payload and the job context, returns the result (or nothing). */
 export type ActorHandler<P, R> = (payload: P, ctx: JobContext<P>) => R | Promise<R>;
+
+/** A handler of an actor that injects dependencies: its third argument holds them, typed by `inject`. */
+export type InjectedActorHandler<P, R, D> = (payload: P, ctx: JobContext<P>, deps: D) => R | Promise<R>;
+
+/** The injected values of an actor that injects nothing. */
+export type NoDependencies = Record<never, never>;
 
 /** Per-occurrence override returned by a `retryClassifier` hook; `undefined` fields keep the policy's. */
 export interface RetryOverride {
@@ -101,6 +110,12 @@ export interface ActorOptions<P = unknown, R = unknown, I = P> {
    * {@link threadActor}.
    */
   thread?: { module: string | URL; exportName?: string };
+  /**
+   * Dependencies the handler receives as its third argument, by name: `{ db: Db }` (tokens made
+   * with `token()`), provided by the worker's `providers` (see docs/dependencies.md). The handler's
+   * third argument is typed from it. Default: none.
+   */
+  inject?: InjectMap;
 }
 
 /** The validated, normalised declaration of an actor (durations in ms). */
@@ -129,28 +144,33 @@ export interface ActorDefinition {
   readonly priority: number;
   /** Thread isolation: the handler module and export, or null for in-process handlers. */
   readonly thread: { readonly module: string; readonly exportName: string } | null;
+  /** What the handler injects (name → token), or null when it injects nothing. */
+  readonly inject: InjectMap | null;
 }
 
 /**
  * A declared actor: pass it to `enqueue()` and to the worker. `P` is the payload type the handler
  * sees, `R` its result type, `I` the payload type `enqueue()` accepts (the schema's input).
  */
-export interface ActorRef<P = unknown, R = unknown, I = P> extends ActorDefinition {
+export interface ActorRef<P = unknown, R = unknown, I = P, D = NoDependencies> extends ActorDefinition {
   /** Payload schema, or null when the actor accepts any JSON value. */
   readonly payloadSchema: StandardSchemaV1<I, P> | null;
   /** Result schema, or null when results are passed through as stored. */
   readonly resultSchema: Schema<R> | null;
-  /** The handler. */
+  /** The handler. An actor with `inject` takes the injected values as a third argument. */
   readonly handler: ActorHandler<P, R>;
-  /** Runs the handler in-process with a context (tests, simulators); no queue involved. */
-  run(payload: P, ctx: JobContext<P>): Promise<R>;
+  /**
+   * Runs the handler in-process with a context (tests, simulators); no queue involved. An actor
+   * with `inject` needs `deps`, the values its handler injects.
+   */
+  run(payload: P, ctx: JobContext<P>, deps?: D): Promise<R>;
   /** Phantom marker for type inference; never set at run time. */
-  readonly __types?: { payload: P; result: R; input: I };
+  readonly __types?: { payload: P; result: R; input: I; deps: D };
 }
 
 /** Any actor, whatever its payload and result types (for collections of actors). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- handler parameters are contravariant; `any` is the only top type here.
-export type AnyActor = ActorRef<any, any, any>;
+export type AnyActor = ActorRef<any, any, any, any>;
 
 /** Payload type of an actor ref. */
 export type PayloadOf<A> = A extends { readonly __types?: { payload: infer P } } ? P : never;
@@ -158,6 +178,8 @@ export type PayloadOf<A> = A extends { readonly __types?: { payload: infer P } }
 export type InputOf<A> = A extends { readonly __types?: { input: infer I } } ? I : never;
 /** Result type of an actor ref. */
 export type ResultOf<A> = A extends { readonly __types?: { result: infer R } } ? R : never;
+/** The injected values of an actor ref (its handler's third argument). */
+export type DependenciesOf<A> = A extends { readonly __types?: { deps: infer D } } ? D : never;
 
 const OPTION_KEYS = new Set<string>([
   'name',
@@ -185,6 +207,7 @@ const OPTION_KEYS = new Set<string>([
   'onSuccessTimeout',
   'priority',
   'thread',
+  'inject',
 ]);
 
 function nullableInt(value: number | null | undefined, field: string, min: number): number | null {
@@ -229,9 +252,36 @@ function limitEntries(value: readonly LimitEntry[] | undefined, field: string): 
  * ```
  */
 export function actor<P = unknown, R = unknown, I = P>(
-  options: ActorOptions<P, R, I>,
+  options: ActorOptions<P, R, I> & { inject?: undefined },
   handler: ActorHandler<P, R>,
-): ActorRef<P, R, I> {
+): ActorRef<P, R, I>;
+/**
+ * Declares an actor that injects dependencies: the handler's third argument holds the values of
+ * `inject`'s tokens, typed from them (a name or type that does not match is a compile error).
+ *
+ * ```ts
+ * export const charge = actor(
+ *   { name: 'charge', inject: { db: Db, http: Http } },
+ *   async (payload, ctx, { db, http }) => { ... },
+ * );
+ * ```
+ */
+export function actor<P = unknown, R = unknown, I = P, J extends InjectMap = InjectMap>(
+  options: ActorOptions<P, R, I> & { inject: J },
+  handler: InjectedActorHandler<P, R, NoInfer<DepsOf<J>>>,
+): ActorRef<P, R, I, DepsOf<J>>;
+export function actor(
+  options: ActorOptions<unknown, unknown, unknown>,
+  handler: InjectedActorHandler<unknown, unknown, never>,
+): AnyActor {
+  return declareActor(options, handler);
+}
+
+/** `actor()`'s implementation, shared with `threadActor()`. */
+function declareActor<P, R, I, D>(
+  options: ActorOptions<P, R, I>,
+  handler: InjectedActorHandler<P, R, D>,
+): ActorRef<P, R, I, D> {
   if (options === null || typeof options !== 'object')
     throw new InvalidArgumentError('actor', options, 'options must be an object');
   for (const key of Object.keys(options)) {
@@ -291,7 +341,12 @@ export function actor<P = unknown, R = unknown, I = P>(
     throw new InvalidArgumentError(f('singleton'), options.singleton, 'must be a boolean');
   }
 
-  const def: ActorRef<P, R, I> = {
+  const inject =
+    options.inject === undefined
+      ? null
+      : Object.freeze(Object.fromEntries(checkInjectMap(options.inject, f('inject'))));
+
+  const def: ActorRef<P, R, I, D> = {
     name,
     queue,
     payloadSchema: options.payload ?? null,
@@ -332,9 +387,14 @@ export function actor<P = unknown, R = unknown, I = P>(
     ) as number,
     priority,
     thread: normalizeThread(options.thread, f('thread')),
-    handler,
-    async run(payload: P, ctx: JobContext<P>): Promise<R> {
-      return handler(payload, ctx);
+    inject,
+    handler: handler as unknown as ActorHandler<P, R>,
+    async run(payload: P, ctx: JobContext<P>, deps?: D): Promise<R> {
+      if (inject !== null && deps === undefined)
+        throw new DIError(
+          `actor ${JSON.stringify(name)} injects ${Object.keys(inject).join(', ')}: pass them to run(payload, ctx, deps)`,
+        );
+      return handler(payload, ctx, deps as D);
     },
   };
   return Object.freeze(def);
@@ -367,23 +427,31 @@ function normalizeThread(
 /**
  * Declares an actor whose handler runs in a worker thread (see `ActorOptions.thread`). The module's
  * export receives `(payload, ctx)` with `ctx.signal`, `ctx.shouldAbort()`, `ctx.heartbeat()` and
- * `ctx.progress()`; its return value is the result. Called in-process (`ref.run()`), it imports the
- * module on the calling thread.
+ * `ctx.progress()`; its return value is the result. With `inject`, it receives the injected values
+ * as a third argument, copied to the thread by structured clone (see docs/dependencies.md). Called
+ * in-process (`ref.run()`), it imports the module on the calling thread.
  *
  * ```ts
  * export const crunch = threadActor({ name: 'crunch', payload: Numbers, module: new URL('./crunch.js', import.meta.url) });
  * ```
  */
-export function threadActor<P = unknown, R = unknown, I = P>(
-  options: Omit<ActorOptions<P, R, I>, 'thread'> & { module: string | URL; exportName?: string },
-): ActorRef<P, R, I> {
+export function threadActor<P = unknown, R = unknown, I = P, J extends InjectMap = NoDependencies>(
+  options: Omit<ActorOptions<P, R, I>, 'thread' | 'inject'> & {
+    module: string | URL;
+    exportName?: string;
+    inject?: J;
+  },
+): ActorRef<P, R, I, DepsOf<J>> {
   const { module, exportName, ...rest } = options;
   const thread = normalizeThread({ module, exportName }, `threadActor(${String(rest.name)})`);
-  return actor<P, R, I>({ ...rest, thread: { module, exportName } }, async (payload, ctx) => {
-    const mod = (await import(thread!.module)) as Record<string, unknown>;
-    const fn = mod[thread!.exportName];
-    if (typeof fn !== 'function')
-      throw new TypeError(`${thread!.module} has no function export ${thread!.exportName}`);
-    return (fn as ActorHandler<P, R>)(payload, ctx);
-  });
+  return declareActor<P, R, I, DepsOf<J>>(
+    { ...rest, thread: { module, exportName } },
+    async (payload, ctx, deps) => {
+      const mod = (await import(thread!.module)) as Record<string, unknown>;
+      const fn = mod[thread!.exportName];
+      if (typeof fn !== 'function')
+        throw new TypeError(`${thread!.module} has no function export ${thread!.exportName}`);
+      return (fn as InjectedActorHandler<P, R, DepsOf<J>>)(payload, ctx, deps);
+    },
+  );
 }

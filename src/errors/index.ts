@@ -25,8 +25,28 @@ export {
 export { IdempotencyKeyConflict } from './idempotency-key-conflict.js';
 export { EmptyFilterError, TaskQStateError } from './client-errors.js';
 export { ActorConfigDriftError, ActorConfigDriftList } from './actor-config-errors.js';
+export {
+  ActorDeregistrationError,
+  ActorHasActiveJobsError,
+  ActorHasEnabledSchedulesError,
+  ActorNotFoundError,
+} from './actor-deregistration-errors.js';
 export { ProgressTooLarge, HeartbeatTimeout } from './progress-errors.js';
-export { MissingProvider, type MissingProviderEntry } from './missing-provider-error.js';
+export {
+  MissingProvider,
+  type MissingProviderEntry,
+  type MissingLimitEntry,
+  type MissingDependencyEntry,
+} from './missing-provider-error.js';
+export {
+  DIError,
+  DependencyCycle,
+  ScopeViolation,
+  DependencyValidationError,
+  DependencyResolutionError,
+  DependencyNotCloneable,
+  type DependencyProblem,
+} from './di-errors.js';
 export { ConnectionError, type ConnectionFailureReason } from './connection-error.js';
 export { MissingDependencyError } from './missing-dependency-error.js';
 export { LeadershipLostError } from './leadership-errors.js';
@@ -35,3 +55,4 @@ export { BatchAbortedError, BatchNotOpenError, EmptyBatchError } from './batch-e
 export { StreamingBatchError } from './streaming-batch-error.js';
 export { PartialBatchError, SubJobsUnavailableError, type FailedBatchItem } from './sub-job-errors.js';
 export { CredentialUsernameChangedError, CredentialProviderReferenceError } from './credential-errors.js';
+export { RedisCredentialRejected } from './redis-credential-errors.js';

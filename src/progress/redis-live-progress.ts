@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 
+import type { ReloadableRedisCredentials } from '../credentials/reloadable-redis-credentials.js';
 import type { Logger } from '../obs/logger.js';
 import type { RedisTransport } from './job-watch.js';
 import { closeOwnedRedis } from './redis-progress-publisher.js';
@@ -18,9 +19,18 @@ export class RedisLiveProgress implements RedisTransport {
     readonly redis: Redis,
     /** Schema whose progress channels are read (`taskq:{schema}:progress:{jobId}`). */
     readonly schema: string,
-    private readonly options: { owned: boolean; logger: Logger },
+    private readonly options: {
+      owned: boolean;
+      logger: Logger;
+      credentials?: ReloadableRedisCredentials | null;
+    },
   ) {
     this.subscriber = new RedisProgressSubscriber(redis, options.logger);
+  }
+
+  /** The credentials `redis` and its subscriber duplicate authenticate with, when TaskQ built it with a provider. */
+  get credentials(): ReloadableRedisCredentials | null {
+    return this.options.credentials ?? null;
   }
 
   /** Closes the subscriber, and the Redis client when TaskQ owns it. */

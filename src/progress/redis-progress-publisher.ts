@@ -3,6 +3,9 @@ import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 
 import type { JobStatus } from '../backend/types.js';
+import { createCredentialedRedis } from '../credentials/credentialed-redis.js';
+import { checkRedisUrlWithoutCredentials, warnPlaintextRedis } from '../credentials/redis-credential-url.js';
+import type { ReloadableRedisCredentials } from '../credentials/reloadable-redis-credentials.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
@@ -27,6 +30,11 @@ export interface RedisProgressPublisherOptions {
   schema: string;
   /** `redis://` or `rediss://` URL; the publisher builds and owns the client (closed by `close()`). */
   redisUrl?: string;
+  /**
+   * With `redisUrl`: authenticates the publisher's client with a credential provider, fetched at
+   * every (re)connect; `redisCredentials.reload()` re-authenticates it (see docs/credentials.md).
+   */
+  redisCredentials?: ReloadableRedisCredentials | null;
   /**
    * Your own ioredis client; the publisher never closes it. It defines one script command on it,
    * `taskqPublishProgressMany` (a client without `defineCommand` gets plain PUBLISHes).
@@ -117,6 +125,7 @@ export class RedisProgressPublisher implements ProgressPublisher {
     } else {
       this.redis = createOwnedRedis(options.redisUrl, 'RedisProgressPublisher.redisUrl', {
         connectionName: 'taskq-progress-publisher',
+        credentials: options.redisCredentials ?? null,
       });
       this.owned = true;
       // Without a listener ioredis prints every connection error; these are expected during outages.
@@ -280,22 +289,32 @@ function loadRedisClass(): typeof Redis {
  * events on the job's and the schema's progress channels), and a write per command costs a system
  * call and a wake-up of the Redis server each: about half of Redis's CPU per job, and a slower drain
  * (bench/NOTES.md).
+ *
+ * With `credentials` (a provider's), the URL must carry no credentials, a `redis://` URL logs
+ * `redis-credential-over-plaintext`, and every (re)connect authenticates with a freshly fetched one.
  */
 export function createOwnedRedis(
   url: unknown,
   field: string,
-  extra: { connectionName: string; lazyConnect?: boolean },
+  extra: { connectionName: string; lazyConnect?: boolean; credentials?: ReloadableRedisCredentials | null },
 ): Redis {
   if (typeof url !== 'string' || url.trim() === '' || !/^rediss?:\/\//i.test(url.trim()))
     throw new InvalidArgumentError(field, url, 'must be a URL starting with redis:// or rediss://');
-  const RedisClient = loadRedisClass();
-  return new RedisClient(url.trim(), {
+  const options = {
     connectionName: extra.connectionName,
     lazyConnect: extra.lazyConnect ?? false,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
     enableAutoPipelining: true,
-  });
+  };
+  if (extra.credentials) {
+    // With a provider, the credential is fetched at every (re)connect and never read from the URL.
+    const checked = checkRedisUrlWithoutCredentials(url, field);
+    warnPlaintextRedis(checked, extra.credentials.logger);
+    return createCredentialedRedis(checked, options, extra.credentials);
+  }
+  const RedisClient = loadRedisClass();
+  return new RedisClient(url.trim(), options);
 }
 
 /** Closes a client TaskQ owns: a polite QUIT when connected (bounded), else an immediate disconnect. */

@@ -2,6 +2,7 @@ import type { ActorDefinition, RetryOverride } from '../core/actor.js';
 import { toMs } from '../core/duration.js';
 import { PayloadValidationError } from '../errors/payload-validation-error.js';
 import { ResultTooLarge } from '../errors/job-errors.js';
+import { DependencyNotCloneable } from '../errors/di-errors.js';
 import type { Logger } from '../obs/logger.js';
 import { isSchemaLibraryError } from '../core/schema-validation.js';
 
@@ -64,6 +65,9 @@ export function classifyFailure(
     return { kind: 'fail', errorClass: 'PayloadValidationError', retryable: false };
   if (error instanceof ResultTooLarge)
     return { kind: 'fail', errorClass: 'ResultTooLarge', retryable: false };
+  // Cloning the same value fails the same way on every attempt.
+  if (error instanceof DependencyNotCloneable)
+    return { kind: 'fail', errorClass: 'DependencyNotCloneable', retryable: false };
   if (isSchemaLibraryError(error))
     return { kind: 'fail', errorClass: 'PayloadValidationError', retryable: false };
 

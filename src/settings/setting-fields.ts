@@ -204,7 +204,6 @@ export const WORKER_SETTING_FIELDS = [
     kind: 'string',
     default: null,
     nullable: true,
-    notAvailable: 'the Redis clients TaskQ builds do not take a credential provider yet',
     rule: PROVIDER_REFERENCE_RULE,
     check: (v) => providerReferenceProblem(v),
   },

@@ -20,6 +20,12 @@ export interface TaskQSettings {
    * `--pg-credential-provider` wins over it. Default: none.
    */
   pgCredentialProvider: string | null;
+  /**
+   * `TASKQ_REDIS_CREDENTIAL_PROVIDER`: `<module>:<export>` of a Redis credential provider (same
+   * shapes) for the Redis clients TaskQ builds from `redisUrl`, which it needs
+   * (docs/credentials-redis.md); `--redis-credential-provider` wins. Default: none.
+   */
+  redisCredentialProvider: string | null;
   /** `TASKQ_IDEMPOTENCY_KEY_MAX_BYTES`: bound on idempotency keys and scopes, UTF-8 bytes (1–2048). Default 1024. */
   idempotencyKeyMaxBytes: number;
   /** `TASKQ_PAYLOAD_MAX_BYTES`: bound on a payload's JSON, UTF-8 bytes (1 KiB–64 MiB). Default 1 MiB. */
@@ -37,6 +43,7 @@ const TASKQ_KEYS: readonly (keyof TaskQSettings)[] = [
   'schema',
   'redisUrl',
   'pgCredentialProvider',
+  'redisCredentialProvider',
   'idempotencyKeyMaxBytes',
   'payloadMaxBytes',
   'healthToken',

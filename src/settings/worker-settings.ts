@@ -10,12 +10,6 @@ import type { TaskQSettings } from './taskq-settings.js';
  * {@link TaskQSettings}; a worker reads the same variables.
  */
 export interface WorkerSettings extends TaskQSettings {
-  /**
-   * `TASKQ_REDIS_CREDENTIAL_PROVIDER`: `<module>:<export>` of a Redis credential provider (an
-   * instance, a zero-argument factory or a class); needs `redisUrl`; `--redis-credential-provider`
-   * wins. Not available yet: the Redis clients TaskQ builds do not take one. Default: none.
-   */
-  redisCredentialProvider: string | null;
   /** `TASKQ_PG_DSN_DIRECT`: direct (non-PgBouncer) DSN for dispatch, heartbeat, LISTEN and the leader; default `pgDsn`. */
   pgDsnDirect: string | null;
   /**

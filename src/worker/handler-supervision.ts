@@ -36,14 +36,17 @@ export function startThreadHandler(
     tracker: ProgressTracker;
     log: Logger;
     abort: LazyAbort;
+    /** The actor's injected values (checked cloneable), when it injects any. */
+    deps?: Readonly<Record<string, unknown>>;
   },
 ): ThreadRun {
-  const { row, payload, ctx, workerId, tracker, log, abort } = attempt;
+  const { row, payload, ctx, workerId, tracker, log, abort, deps } = attempt;
   const run = threads.run(
     {
       module: thread.module,
       exportName: thread.exportName,
       payload,
+      ...(deps === undefined ? {} : { deps }),
       ctx: {
         jobId: row.id,
         actor: row.actor,

@@ -1,6 +1,8 @@
 // `taskq/worker`: running jobs.
 export { Worker, type WorkerOptions, type WorkerPhase, type StopReason } from './worker.js';
 export { runWorker, EXIT_CODES, type RunWorkerOptions } from './run-worker.js';
+export { Providers, type ValueProviderOptions, type FactoryProviderOptions } from '../di/providers.js';
+export { token, type Token } from '../di/token.js';
 export type { Watchdog } from './watchdog/watchdog.js';
 export { ReadinessChecks } from '../obs/health/readiness-checks.js';
 export type { ReadinessCheck, CheckResult } from '../obs/health/bounded-check.js';

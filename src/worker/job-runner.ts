@@ -5,6 +5,7 @@ import type { Span } from '@opentelemetry/api';
 import type { ClaimedJob, JobRow } from '../backend/types.js';
 import type { ProgressSnapshot, Settlement, SettleResult } from '../backend/worker-types.js';
 import { TaskQError } from '../errors/taskq-error.js';
+import { DIError } from '../errors/di-errors.js';
 import {
   jobLogFields,
   runInJobScope,
@@ -36,6 +37,7 @@ import { StartMarks } from './start-marks.js';
 import type { SubJobEnvironment } from './sub-job-environment.js';
 import type { AttemptSubJobs } from './sub-jobs.js';
 import { settleWithSubJobs } from './sub-job-settlement.js';
+import type { JobScope } from './job-scope.js';
 
 export { RESERVATION_DENIAL_MAX_DELAY_MS, denialDelayMs } from './attempt-outcomes.js';
 
@@ -98,6 +100,8 @@ export interface JobRunnerDeps {
   onReporterFailed?: (reporterType: string) => void;
   /** What handlers' `ctx.jobs` enqueue with (none: `ctx.jobs` throws `SubJobsUnavailableError`). */
   subJobs?: SubJobEnvironment | null;
+  /** Makes and tears down injected values around handlers of actors with `inject` (none: such actors fail). */
+  jobScope?: JobScope | null;
 }
 
 /** After a failed `markStarted` write, the jobs it held wait this long before the next try. */
@@ -168,6 +172,7 @@ export class JobRunner {
   private readonly markStarted: ((jobIds: string[]) => Promise<string[]>) | null;
   private readonly metrics: WorkerMetrics | null;
   private readonly subJobs: SubJobEnvironment | null;
+  private readonly jobScope: JobScope | null;
   private readonly marks: StartMarks<ActiveJob>;
   /** Null when tracing is off: decided once, so the hot path then never calls a tracer. */
   private readonly tracing: ProcessTracing | null;
@@ -197,6 +202,7 @@ export class JobRunner {
     this.markStarted = deps.markStarted ?? null;
     this.metrics = deps.metrics ?? null;
     this.subJobs = deps.subJobs ?? null;
+    this.jobScope = deps.jobScope ?? null;
     this.tracing = deps.settings.otelEnabled === false ? null : new ProcessTracing(deps.workerId);
     this.marks = new StartMarks((batch) => this.recordStarts(batch));
     this.outcomes = new AttemptOutcomes(this.workerId, this.settings, this.logger);
@@ -842,17 +848,26 @@ export class JobRunner {
     let handler: Promise<unknown>;
     if (actor.thread && this.threads) {
       // Thread isolation: the handler runs in a worker thread, which phase 2 can terminate.
-      const run = startThreadHandler(this.threads, actor.thread, {
-        row,
-        payload,
-        ctx,
-        workerId: this.workerId,
-        tracker: this.tracker,
-        log,
-        abort,
-      });
-      job.terminate = run.terminate;
-      handler = run.result;
+      const threads = this.threads;
+      const thread = actor.thread;
+      const start = (deps?: Readonly<Record<string, unknown>>): Promise<unknown> => {
+        const run = startThreadHandler(threads, thread, {
+          row,
+          payload,
+          ctx,
+          workerId: this.workerId,
+          tracker: this.tracker,
+          log,
+          abort,
+          ...(deps === undefined ? {} : { deps }),
+        });
+        job.terminate = run.terminate;
+        return run.result;
+      };
+      handler =
+        actor.inject === null
+          ? start()
+          : Promise.resolve().then(() => scopedCall(this.jobScope, actor, log, start));
     } else {
       handler = Promise.resolve().then(() => this.callHandler(job, log, actor, payload, ctx));
     }
@@ -979,8 +994,11 @@ export class JobRunner {
   ): unknown {
     const span = job.span;
     const tracing = this.tracing;
-    if (span === undefined || tracing === null) return runInJobScope(log, invokeHandler, actor, payload, ctx);
-    return runInJobScope(log, () => tracing.within(span, actor.handler, payload, ctx));
+    if (span === undefined || tracing === null)
+      return runInJobScope(log, invokeHandler, actor, payload, ctx, log, this.jobScope);
+    return runInJobScope(log, () =>
+      tracing.within(span, invokeHandler, actor, payload, ctx, log, this.jobScope),
+    );
   }
 
   /** Ends the attempt's span once (`outcome` null: given up before its outcome was written). */
@@ -997,9 +1015,40 @@ export class JobRunner {
   }
 }
 
-/** Calls the actor's handler as its method (inside the attempt's log scope, see {@link runInJobScope}). */
-function invokeHandler(actor: AnyActor, payload: unknown, ctx: JobContext): unknown {
-  return actor.handler(payload, ctx);
+/**
+ * Calls the actor's handler as its method (inside the attempt's log scope, see {@link runInJobScope});
+ * an actor with `inject` inside its attempt's dependency scope.
+ */
+function invokeHandler(
+  actor: AnyActor,
+  payload: unknown,
+  ctx: JobContext,
+  log: Logger,
+  jobScope: JobScope | null,
+): unknown {
+  if (actor.inject === null) return actor.handler(payload, ctx);
+  return scopedCall(jobScope, actor, log, (deps) => (actor.handler as InjectedHandler)(payload, ctx, deps));
+}
+
+type InjectedHandler = (
+  payload: unknown,
+  ctx: JobContext,
+  deps: Readonly<Record<string, unknown>>,
+) => unknown;
+
+/** `call` with the attempt's injected values, torn down after it (see job-scope.ts). */
+function scopedCall(
+  jobScope: JobScope | null,
+  actor: AnyActor,
+  log: Logger,
+  call: (deps: Readonly<Record<string, unknown>>) => unknown,
+): unknown {
+  if (jobScope === null)
+    throw new DIError(
+      `actor ${JSON.stringify(actor.name)} injects dependencies but this worker has no providers: ` +
+        'pass providers to the Worker (new Worker({ actors, providers }))',
+    );
+  return jobScope.invoke(actor, log, call);
 }
 
 /** When a handler's run started: the wall clock for its attempt row, a monotonic one for its duration. */

@@ -43,6 +43,7 @@ import type { PgCredentialProvider, RedisCredentialProvider } from '../credentia
 import { CredentialReloader, type ReloadOutcome } from '../credentials/credential-reloader.js';
 import type { ReloadableResource } from '../credentials/reloadable-resource.js';
 import { ReloadTimer } from '../credentials/reload-timer.js';
+import { WorkerRedisCredentials } from './worker-redis-credentials.js';
 import { Watchdog } from './watchdog/watchdog.js';
 import type { HealthServer } from '../obs/health/health-server.js';
 import { openWorkerHealth } from '../obs/health/open-worker-health.js';
@@ -51,6 +52,10 @@ import { metrics, type Meter } from '@opentelemetry/api';
 import type { PrometheusEndpoint } from '../obs/metrics/prometheus-endpoint.js';
 import { openWorkerMetricsEndpoint, startWorkerFleetGauges } from '../obs/metrics/open-worker-metrics.js';
 import { WorkerMetrics } from '../obs/metrics/worker-metrics.js';
+import type { Providers } from '../di/providers.js';
+import { validateDependencies } from '../di/validate-dependencies.js';
+import { WorkerDependencies } from '../di/worker-dependencies.js';
+import { JobScope } from './job-scope.js';
 
 /** Where the worker is in its life. Shutdown moves strictly forward through the phases. */
 export type WorkerPhase =
@@ -104,6 +109,13 @@ export interface WorkerOptions {
   pgCredentialProvider?: PgCredentialProvider;
   /** Fetches the Redis ACL credential for the Redis clients the worker builds from `redisUrl`; see docs/credentials.md. */
   redisCredentialProvider?: RedisCredentialProvider;
+  /**
+   * Providers of the values actors `inject` (see docs/dependencies.md). Checked when the worker is
+   * constructed (cycles, scope violations, missing providers: all reported at once); process- and
+   * worker-scoped values are made at start and torn down at stop, job-scoped ones per attempt.
+   * Default: none (an actor that injects anything is then a `MissingProvider`).
+   */
+  providers?: Providers;
 }
 
 function isResolved(s: WorkerSettings | WorkerSettingsInput | undefined): s is WorkerSettings {
@@ -170,6 +182,8 @@ export class Worker {
   /** With `otelEnabled`: the `metricsPort` endpoint's meter, or the global one. */
   private meter: Meter | null = null;
   private metricsEndpoint: PrometheusEndpoint | null = null;
+  /** The injected values' owner, when the worker has providers (made at start). */
+  private dependencies: WorkerDependencies | null = null;
   private workerMetrics: WorkerMetrics | null = null;
   /** NOTIFY deliveries and error-reporter failures since start, read by the metrics. */
   private readonly notifyCounts = { received: 0, cancelReceived: 0 };
@@ -177,6 +191,7 @@ export class Worker {
   /** Connection resources built from credential providers: what a credential reload rebuilds. */
   private readonly reloadables: ReloadableResource[] = [];
   private readonly reloader: CredentialReloader;
+  private readonly redisCredentials: WorkerRedisCredentials;
   private reloadTimer: ReloadTimer | null = null;
 
   constructor(options: WorkerOptions) {
@@ -212,6 +227,7 @@ export class Worker {
       this.actors.set(a.name, a);
     }
     this.declared = checkDeclaredSchedules(options.schedules, this.actors);
+    validateDependencies(options.providers ?? null, this.actors.values());
     for (const [name, fn] of Object.entries(options.payloadFactories ?? {})) {
       if (typeof fn !== 'function')
         throw new InvalidArgumentError(`worker.payloadFactories.${name}`, fn, 'must be a function');
@@ -222,6 +238,12 @@ export class Worker {
     this.stopped = new Promise((resolve) => {
       this.resolveStopped = resolve;
     });
+    this.redisCredentials = WorkerRedisCredentials.check(
+      options.redisCredentialProvider,
+      this.settings.redisUrl,
+      this.logger,
+      this.reloadables,
+    );
     this.reloader = new CredentialReloader({
       resources: () => this.reloadables,
       timeoutMs: this.settings.reloadFactoryTimeoutMs,
@@ -355,13 +377,24 @@ export class Worker {
           queue: a.queue,
           metadata: { ...a.metadata },
         })),
-        { force: s.forceUpdateActorConfig },
+        {
+          force: s.forceUpdateActorConfig,
+          // An operator deregistered these actors; this worker still runs them, so says so.
+          reregistered: (actors) => {
+            for (const actor of actors) this.logger.warn({ actor }, 'actor-reregistered');
+          },
+        },
       );
       if (drifts.length > 0) {
         if (!s.forceUpdateActorConfig) throw new ActorConfigDriftList(drifts);
         this.logger.warn({ drifts }, 'actor-config-drift-overwritten');
       }
       await createDeclaredSchedules(this.backend, this.declared, s.payloadMaxBytes, this.logger);
+      if (this.options.providers) {
+        const deps = new WorkerDependencies(this.options.providers, this.actors, this.logger);
+        await deps.start();
+        this.dependencies = deps;
+      }
       await this.startLimits();
       // A table filled in a burst before this start has no planner statistics yet.
       await this.backend.refreshStatistics?.();
@@ -377,6 +410,7 @@ export class Worker {
     } catch (err) {
       this.currentPhase = 'stopped';
       await this.limits?.close().catch(() => undefined);
+      await this.dependencies?.close();
       await this.closeOwned();
       await this.metricsEndpoint?.close();
       await this.healthListeners?.stop();
@@ -519,6 +553,7 @@ export class Worker {
     const stores = this.backend.rateLimitStores({
       redis: this.options.redis ?? null,
       redisUrl: s.redisUrl,
+      redisCredentials: this.options.redis ? null : this.redisCredentials.forClient('redis:ratelimit'),
       pgFallback: s.rateLimitPgFallbackEnabled,
       logger: this.logger.child({ component: 'ratelimit' }),
     });
@@ -549,6 +584,7 @@ export class Worker {
     if (!this.publisher && s.redisUrl) {
       this.publisher = this.ownedPublisher = new RedisProgressPublisher({
         redisUrl: s.redisUrl,
+        redisCredentials: this.redisCredentials.forClient('redis:progress'),
         schema: s.schema,
         publishGlobal: s.progressPublishGlobal,
         logger: this.logger,
@@ -584,6 +620,7 @@ export class Worker {
       metrics: this.workerMetrics,
       onReporterFailed: (type) => this.reporterFailures.set(type, (this.reporterFailures.get(type) ?? 0) + 1),
       subJobs: this.subJobs,
+      jobScope: this.dependencies ? new JobScope(this.dependencies) : null,
     });
     this.flusher = new ProgressFlusher(this.backend, this.tracker, s.progressCoalesceIntervalMs, this.logger);
     this.cancels = new CancelController(
@@ -708,6 +745,7 @@ export class Worker {
     await this.ownedPublisher?.close().catch(() => undefined);
     await this.subJobs?.close().catch(() => undefined);
     await this.backend.deregisterWorker(this.workerId).catch(() => undefined);
+    await this.dependencies?.close();
     await this.closeOwned();
     await this.metricsEndpoint?.close();
     await this.healthListeners?.stop();
@@ -796,6 +834,8 @@ export class Worker {
     await this.subJobs?.close().catch(() => undefined);
     await this.runner.limitsReleased();
     await this.threads?.close();
+    // After the handlers (and their job-scoped values): worker-scoped values last made go first.
+    await this.dependencies?.close();
     await this.maintenance.stop();
     await this.limitSweeper?.stop();
     await this.flusher.stop();

@@ -101,3 +101,37 @@ describe('taskq actor-config', () => {
     expect((await run('actor-config', 'set', 'mailer')).err).toContain('nothing to set');
   });
 });
+
+describe('taskq actor-config deregister', () => {
+  it('removes the row and prints what it did; refusals exit 1 with the pointed message, bad input 2', async () => {
+    const s = `"${db.schema}"`;
+    await db.pool.query(`INSERT INTO ${s}.actor_config (actor, queue) VALUES ('cli_gone', 'cli_gone_q')`);
+    await db.pool.query(`INSERT INTO ${s}.queues (name, mode) VALUES ('cli_gone_q', 'round_robin')`);
+    await db.pool.query(
+      `INSERT INTO ${s}.jobs (id, actor, queue, payload, status, max_attempts, retry_kind, scheduled_at, created_at)
+       VALUES ('019f0000-0000-7000-8000-000000000001', 'cli_gone', 'cli_gone_q', '{}', 'pending', 3, 'transient',
+               now(), now())`,
+    );
+    const refused = await run('actor-config', 'deregister', 'cli_gone');
+    expect(refused.code).toBe(1);
+    expect(refused.err).toContain('1 non-terminal job(s) still reference this actor');
+    expect(refused.err).toContain('--force');
+
+    const done = await run('actor-config', 'deregister', 'cli_gone', '--force', '--purge-queue');
+    expect(done).toMatchObject({
+      code: 0,
+      out: 'actor cli_gone deregistered (queue cli_gone_q): jobs cancelled 1, schedules disabled 0, terminal jobs remaining 1, queue row purged yes',
+    });
+    expect((await db.pool.query(`SELECT 1 FROM ${s}.actor_config WHERE actor = 'cli_gone'`)).rowCount).toBe(
+      0,
+    );
+
+    const missing = await run('actor-config', 'deregister', 'cli_gone');
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain('no stored actor_config row');
+
+    const bad = await run('actor-config', 'deregister', 'bad actor');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('actor: "bad actor" is invalid');
+  });
+});

@@ -142,18 +142,20 @@ describe('exact gates: 200 concurrent callers from 4 processes × 10 rounds', ()
     }
   }, 120_000);
 
-  it('an actor without gates takes no lock; a gated one takes one per gate, until its transaction ends', async () => {
+  it('an actor without gates takes no gate lock; a gated one takes one per gate, until its transaction ends', async () => {
     const free = actor({ name: 'gate_free' }, async () => undefined);
     const limited = actor({ name: 'gate_limited', maxPending: 1000 }, async () => undefined);
     const unique = actor({ name: 'gate_unique', uniqueFor: '10m', maxPending: 1000 }, async () => undefined);
     const tq = new TaskQ(new PostgresBackend(db.driver, { schema: db.schema }));
     const conn = await db.pool.connect();
     try {
-      const advisoryLocks = async (): Promise<number> => {
+      // Gate locks are exclusive; every insert also holds its actor's enqueue lock, shared (the
+      // one a deregistration of the actor takes exclusively), counted apart.
+      const advisoryLocks = async (mode = 'ExclusiveLock'): Promise<number> => {
         const { rows } = await db.pool.query<{ n: number }>(
           `SELECT count(*)::int AS n FROM pg_locks l
-           WHERE l.locktype = 'advisory' AND l.pid = $1`,
-          [(conn as unknown as { processID: number }).processID],
+           WHERE l.locktype = 'advisory' AND l.pid = $1 AND l.mode = $2`,
+          [(conn as unknown as { processID: number }).processID, mode],
         );
         return rows[0]!.n;
       };
@@ -161,8 +163,10 @@ describe('exact gates: 200 concurrent callers from 4 processes × 10 rounds', ()
       await tq.enqueue(free, {}, { connection: conn });
       await tq.enqueueBatch([{ actor: free, payload: {} }], { connection: conn });
       expect(await advisoryLocks()).toBe(0);
+      expect(await advisoryLocks('ShareLock')).toBe(1);
       await tq.enqueue(limited, {}, { connection: conn });
       expect(await advisoryLocks()).toBe(1);
+      expect(await advisoryLocks('ShareLock')).toBe(2);
       // maxPending and uniqueFor: one lock each; taking them again in the transaction adds none.
       await tq.enqueueBatch(
         [
@@ -172,8 +176,10 @@ describe('exact gates: 200 concurrent callers from 4 processes × 10 rounds', ()
         { connection: conn },
       );
       expect(await advisoryLocks()).toBe(3);
+      expect(await advisoryLocks('ShareLock')).toBe(3);
       await conn.query('COMMIT');
       expect(await advisoryLocks()).toBe(0);
+      expect(await advisoryLocks('ShareLock')).toBe(0);
     } finally {
       conn.release();
     }

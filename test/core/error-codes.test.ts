@@ -210,6 +210,76 @@ const PACKAGE_ERRORS: Case[] = [
     code: 'TASKQ_MISSING_PROVIDER',
   },
   {
+    cls: taskq.MissingProvider,
+    make: () =>
+      new taskq.MissingProvider([
+        { namespace: 'dependency', name: 'Db', requiredBy: 'actor "a"', actor: 'a' },
+      ]),
+    code: 'TASKQ_MISSING_PROVIDER',
+  },
+  { cls: taskq.DIError, make: () => new taskq.DIError('malformed'), code: 'TASKQ_DI_ERROR' },
+  {
+    cls: taskq.DependencyCycle,
+    make: () => new taskq.DependencyCycle(['A', 'B', 'A']),
+    code: 'TASKQ_DEPENDENCY_CYCLE',
+  },
+  {
+    cls: taskq.ScopeViolation,
+    make: () =>
+      new taskq.ScopeViolation({ fromScope: 'process', toScope: 'job', tokenName: 'Tx', dependent: 'Db' }),
+    code: 'TASKQ_SCOPE_VIOLATION',
+  },
+  {
+    cls: taskq.DependencyValidationError,
+    make: () =>
+      new taskq.DependencyValidationError([
+        new taskq.DependencyCycle(['A', 'B', 'A']),
+        new taskq.DependencyCycle(['C', 'C']),
+      ]),
+    code: 'TASKQ_DEPENDENCY_VALIDATION',
+  },
+  {
+    cls: taskq.DependencyResolutionError,
+    make: () => new taskq.DependencyResolutionError('Db', 'a', new Error('refused')),
+    code: 'TASKQ_DEPENDENCY_RESOLUTION_FAILED',
+  },
+  {
+    cls: taskq.DependencyNotCloneable,
+    make: () => new taskq.DependencyNotCloneable('Db', 'a', new Error('could not be cloned')),
+    code: 'TASKQ_DEPENDENCY_NOT_CLONEABLE',
+  },
+  {
+    cls: taskq.ActorNotFoundError,
+    make: () => new taskq.ActorNotFoundError('a'),
+    code: 'TASKQ_ACTOR_NOT_FOUND',
+  },
+  {
+    cls: taskq.ActorHasActiveJobsError,
+    make: () => new taskq.ActorHasActiveJobsError('a', 2, { pending: 1, running: 1 }),
+    code: 'TASKQ_ACTOR_HAS_ACTIVE_JOBS',
+  },
+  {
+    cls: taskq.ActorHasEnabledSchedulesError,
+    make: () => new taskq.ActorHasEnabledSchedulesError('a', ['s1']),
+    code: 'TASKQ_ACTOR_HAS_ENABLED_SCHEDULES',
+  },
+  {
+    cls: taskq.CredentialUsernameChangedError,
+    make: () => new taskq.CredentialUsernameChangedError('pool', 'v-1', 'v-2'),
+    code: 'TASKQ_CREDENTIAL_USERNAME_CHANGED',
+  },
+  {
+    cls: taskq.CredentialProviderReferenceError,
+    make: () =>
+      new taskq.CredentialProviderReferenceError('--pg-credential-provider', './a.js:p', 'module not found'),
+    code: 'TASKQ_CREDENTIAL_PROVIDER_REFERENCE',
+  },
+  {
+    cls: taskq.RedisCredentialRejected,
+    make: () => new taskq.RedisCredentialRejected('redis:progress', 'u', new Error('WRONGPASS')),
+    code: 'TASKQ_REDIS_CREDENTIAL_REJECTED',
+  },
+  {
     cls: taskq.ConnectionError,
     make: () =>
       new taskq.ConnectionError('refused', 'db:5432/app', 'connect ECONNREFUSED', new Error('socket')),
@@ -336,6 +406,8 @@ describe('stable error codes', () => {
     const listed = new Set<ErrorCtor>([...PACKAGE_ERRORS, ...SUBPATH_ERRORS].map((c) => c.cls));
     // BackpressureError is the abstract base of the two refusals; its code is its subclass's.
     listed.add(taskq.BackpressureError);
+    // ActorDeregistrationError is the base of the deregistration refusals; its code is its subclass's.
+    listed.add(taskq.ActorDeregistrationError);
     const exported = new Set([
       ...errorClassesOf(taskq as Record<string, unknown>),
       ...errorClassesOf(workerEntry as Record<string, unknown>),

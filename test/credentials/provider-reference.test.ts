@@ -97,8 +97,8 @@ describe('settings and CLI', () => {
     }
   });
 
-  it('taskq worker refuses --redis-credential-provider until the Redis clients take one (exit 2)', async () => {
-    const cli = io({ TASKQ_PG_DSN: TEST_DSN, TASKQ_REDIS_URL: 'redis://127.0.0.1:6379' });
+  it('taskq worker refuses --redis-credential-provider without TASKQ_REDIS_URL (exit 2)', async () => {
+    const cli = io({ TASKQ_PG_DSN: TEST_DSN });
     const args = [
       'worker',
       '--module',
@@ -107,7 +107,7 @@ describe('settings and CLI', () => {
       ref('redisInstance'),
     ];
     expect(await runCli(args, cli)).toBe(2);
-    expect(cli.stderr.join('\n')).toMatch(/--redis-credential-provider.*not available yet/);
+    expect(cli.stderr.join('\n')).toMatch(/Redis credential provider needs TASKQ_REDIS_URL/);
   });
 
   it('load the references, refusing a malformed one', () => {
@@ -140,6 +140,11 @@ describe('settings and CLI', () => {
       ['worker', '--module', 'test/fixtures/cli/actors.ts', '--pg-credential-provider', ref('notAProvider')],
       {},
       /--pg-credential-provider = .*is a number, not a provider/,
+    ],
+    [
+      ['worker', '--module', 'test/fixtures/cli/actors.ts', '--redis-credential-provider', ref('factory')],
+      { TASKQ_REDIS_URL: 'redis://127.0.0.1:6379' },
+      /--redis-credential-provider = .*returns an object without a getRedisCredential\(\) method/,
     ],
   ] as [string[], NodeJS.ProcessEnv, RegExp][])(
     'taskq %j exits 1 on a bad reference',

@@ -92,6 +92,11 @@ const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
     shows:
       'a worker process given TASKQ_PG_CREDENTIAL_PROVIDER authenticates every pool through it, and a SIGHUP after a password change moves them to the new password',
   },
+  redisCredentialProvider: {
+    file: 'test/credentials/redis-provider-setting.test.ts',
+    shows:
+      'runWorker given TASKQ_REDIS_CREDENTIAL_PROVIDER connects its Redis clients as the ACL user the provider names',
+  },
   reloadIntervalMs: {
     file: 'test/credentials/credential-reloader.test.ts',
     via: { name: 'everyMs', wiredAt: 'src/worker/worker.ts' },
@@ -373,7 +378,6 @@ function offDefault(field: SettingField): [string, unknown] {
       const samples: Record<string, string> = {
         pgDsnPooled: 'postgres://app@bouncer:6432/app',
         workgroupInstance: '0190a5b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b',
-        redisCredentialProvider: './auth.js:redisProvider',
       };
       const v = samples[field.key];
       if (v === undefined) throw new Error(`no sample value for ${field.key}: add one to offDefault`);

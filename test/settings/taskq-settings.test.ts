@@ -25,6 +25,7 @@ describe('loadTaskQSettings', () => {
       payloadMaxBytes: 1024 * 1024,
       healthToken: null,
       pgCredentialProvider: null,
+      redisCredentialProvider: null,
     });
   });
 
@@ -44,6 +45,7 @@ describe('loadTaskQSettings', () => {
       payloadMaxBytes: 65536,
       healthToken: null,
       pgCredentialProvider: null,
+      redisCredentialProvider: null,
     });
     expect(loadTaskQSettings({ env, overrides: { schema: 'jobs_b', redisUrl: null } })).toMatchObject({
       schema: 'jobs_b',

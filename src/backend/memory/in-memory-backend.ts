@@ -45,9 +45,10 @@ import type {
   EventRow,
   JobRow,
 } from '../types.js';
-import type { QueueConfigRow, QueueMode } from '../types.js';
+import type { DeregisterOptions, DeregisterResult, QueueConfigRow, QueueMode } from '../types.js';
 import type {
   ActorConfigDrift,
+  ActorConfigSyncOptions,
   ActorStructure,
   CancelCause,
   CancelFlag,
@@ -85,6 +86,7 @@ import { announcedIds } from '../announcements.js';
 import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 import { MemoryRateLimitStore } from '../../ratelimit/stores/memory/memory-rate-limit-store.js';
 import { observeFleet } from './memory-fleet-observation.js';
+import { deregisterInMemory } from './memory-actor-deregistration.js';
 
 /** Options of {@link InMemoryBackend}. */
 export interface InMemoryBackendOptions {
@@ -499,13 +501,17 @@ export class InMemoryBackend implements Backend {
 
   async syncActorConfig(
     actors: readonly ActorStructure[],
-    options: { force: boolean },
+    options: ActorConfigSyncOptions,
   ): Promise<ActorConfigDrift[]> {
     const drifts: ActorConfigDrift[] = [];
+    const reregistered: string[] = [];
     for (const a of actors) {
       const metadata = JSON.parse(JSON.stringify(a.metadata)) as Record<string, unknown>;
       const row = this.actorConfig.get(a.actor);
       if (!row) {
+        // As on Postgres: finished jobs mean it ran before, so its row was removed since.
+        if ([...this.jobs.values()].some((j) => j.actor === a.actor && !ACTIVE_STATUSES.has(j.status)))
+          reregistered.push(a.actor);
         this.actorConfig.set(a.actor, {
           actor: a.actor,
           queue: a.queue,
@@ -525,6 +531,7 @@ export class InMemoryBackend implements Backend {
       if (options.force && drifts.length > before)
         Object.assign(row, { queue: a.queue, metadata, updatedAt: this.clock.now() });
     }
+    if (reregistered.length > 0) options.reregistered?.(reregistered);
     return drifts;
   }
 
@@ -544,6 +551,22 @@ export class InMemoryBackend implements Backend {
     if (change.resultTtlMs !== undefined) row.resultTtlMs = v.resultTtlMs;
     row.updatedAt = this.clock.now();
     return clone(row);
+  }
+
+  async deregisterActor(actor: string, options?: DeregisterOptions): Promise<DeregisterResult> {
+    return deregisterInMemory(
+      {
+        actorConfig: this.actorConfig,
+        jobs: this.jobs,
+        queues: this.queues,
+        queueModes: this.queueModes,
+        enabledSchedules: (a) => this.schedules.list({ actor: a, enabled: true }),
+        disableSchedule: (id) => void this.schedules.update(id, { enabled: false }, () => null),
+        cancelWhere: (filter, reason) => cancelProgress.cancelWhere(this.maintenanceState, filter, reason),
+      },
+      actor,
+      options,
+    );
   }
 
   async listQueues(): Promise<QueueConfigRow[]> {
@@ -579,6 +602,7 @@ export class InMemoryBackend implements Backend {
       clock: this.clock,
       redis: o.redis ?? null,
       redisUrl: o.redisUrl ?? null,
+      redisCredentials: o.redisCredentials ?? null,
       pgFallback: o.pgFallback,
       logger: o.logger,
     });

@@ -4,7 +4,7 @@ import { quoteSchema } from '../../core/schema-name.js';
 import type { EnqueueArgs } from '../types.js';
 import { textArrayLiteral } from './batch-column.js';
 import { assertWithinMaxPending } from '../enqueue-gates.js';
-import { lockGates, translateUnique } from './pg-enqueue.js';
+import { actorLockKeys, lockGates, translateUnique } from './pg-enqueue.js';
 import type { PgOps } from './pg-ops.js';
 import { toStoredRetryKind } from './row-mapper.js';
 
@@ -106,7 +106,11 @@ export async function enqueueFast(ops: PgOps, list: readonly EnqueueArgs[], tx: 
   if (!tx.copyFrom) throw new TypeError('enqueueBatchFast needs a connection that supports COPY');
   await checkMaxPending(ops, list, tx);
   try {
-    const [clock] = await ops.run<{ now_text: string; now_ms: number }>('enqueueFast', [], tx);
+    const [clock] = await ops.run<{ now_text: string; now_ms: number }>(
+      'enqueueFast',
+      [actorLockKeys(ops, list)],
+      tx,
+    );
     if (!clock) throw new Error('enqueueBatchFast: the clock statement returned no row');
     const now = { text: clock.now_text, ms: Number(clock.now_ms) };
     await tx.copyFrom(`${quoteSchema(ops.schema)}.jobs`, COPY_COLUMNS, copyChunks(list, now));

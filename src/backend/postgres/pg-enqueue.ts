@@ -16,6 +16,7 @@ import {
   uniqueKey,
   type BatchGateState,
 } from '../enqueue-gates.js';
+import { actorLockKey } from '../actor-deregistration.js';
 import {
   dateColumn,
   jsonColumn,
@@ -101,6 +102,15 @@ function gateLockKeys(ops: PgOps, list: readonly EnqueueArgs[]): string[] {
   return gateLockNames(list).map((name) => `${ops.schema}:${name}`);
 }
 
+/**
+ * The enqueue-lock keys of the actors of `list`, each once: every insert into `jobs` takes them
+ * shared (in its statement), so that an actor's deregistration, which takes its key exclusively,
+ * is ordered with every enqueue of that actor (see `pg-actor-deregistration.ts`).
+ */
+export function actorLockKeys(ops: PgOps, list: readonly EnqueueArgs[]): string[] {
+  return [...new Set(list.map((a) => a.actor))].map((actor) => actorLockKey(ops.schema, actor));
+}
+
 /** Takes the gate locks of `list` (none when no item has a `maxPending` or `uniqueFor` gate). */
 export async function lockGates(ops: PgOps, ex: Executor, list: readonly EnqueueArgs[]): Promise<void> {
   const keys = gateLockKeys(ops, list);
@@ -133,6 +143,7 @@ async function gateStatement(
         channel,
         a.scheduledDelayMs,
         needsGateLock(a) ? gateLockKeys(ops, [a]) : [],
+        actorLockKey(ops.schema, a.actor),
       ],
       ex,
     );
@@ -207,6 +218,7 @@ async function enqueuePlain(ops: PgOps, ex: Executor, a: EnqueueArgs, wake: Enqu
       statementChannel(ops, wake),
       a.scheduledDelayMs,
       a.idempotencyScope,
+      actorLockKey(ops.schema, a.actor),
     ],
     ex,
   );
@@ -372,7 +384,7 @@ async function insertBatch(
   countedIn: string | null,
 ): Promise<Raw[]> {
   // Column order of the statement: $2–$21 and $23 are arrays, $24–$44 the same columns' values,
-  // $45 the counted batch.
+  // $45 the counted batch, $46 the actors' enqueue-lock keys.
   const columns: BatchColumn[] = [
     textColumn(list, (a) => a.actor),
     textColumn(list, (a) => a.queue),
@@ -407,6 +419,7 @@ async function insertBatch(
         ...columns.map((c) => c[1]),
         delay[1],
         countedIn,
+        actorLockKeys(ops, list),
       ],
       ex,
     );

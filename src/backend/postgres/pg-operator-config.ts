@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from 'node:util';
 
 import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 import type { ActorCapacityChange, ActorConfigRow, QueueConfigRow, QueueMode } from '../types.js';
-import type { ActorConfigDrift, ActorStructure } from '../worker-types.js';
+import type { ActorConfigDrift, ActorConfigSyncOptions, ActorStructure } from '../worker-types.js';
 import type { PgOps } from './pg-ops.js';
 import { toActorConfigRow, toQueueConfigRow } from './row-mapper.js';
 
@@ -15,14 +15,15 @@ import { toActorConfigRow, toQueueConfigRow } from './row-mapper.js';
 export async function syncActorConfig(
   ops: PgOps,
   actors: readonly ActorStructure[],
-  options: { force: boolean },
+  options: ActorConfigSyncOptions,
 ): Promise<ActorConfigDrift[]> {
   if (actors.length === 0) return [];
-  await ops.run('insertActorConfigs', [
+  const reregistered = await ops.run<{ actor: string }>('insertActorConfigs', [
     actors.map((a) => a.actor),
     actors.map((a) => a.queue),
     actors.map((a) => JSON.stringify(a.metadata)),
   ]);
+  if (reregistered.length > 0) options.reregistered?.(reregistered.map((r) => r.actor));
   const stored = new Map(
     (
       await getActorConfigs(

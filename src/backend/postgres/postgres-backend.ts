@@ -55,6 +55,8 @@ import type {
   AttemptRow,
   BulkCancelResult,
   ClaimedJob,
+  DeregisterOptions,
+  DeregisterResult,
   EnqueueArgs,
   EventRow,
   JobRow,
@@ -64,6 +66,7 @@ import type {
 } from '../types.js';
 import type {
   ActorConfigDrift,
+  ActorConfigSyncOptions,
   ActorStructure,
   CancelCause,
   CancelFlag,
@@ -104,6 +107,7 @@ import { PgAnnouncer } from './pg-announcer.js';
 import { observeFleet } from './pg-fleet-observation.js';
 import * as sweeps from './pg-maintenance.js';
 import * as config from './pg-operator-config.js';
+import { deregisterActor } from './pg-actor-deregistration.js';
 import { toAttemptRow, toEventRow, toJobRow } from './row-mapper.js';
 import * as SQL from './sql.generated.js';
 
@@ -565,7 +569,7 @@ export class PostgresBackend implements Backend {
 
   async syncActorConfig(
     actors: readonly ActorStructure[],
-    options: { force: boolean },
+    options: ActorConfigSyncOptions,
   ): Promise<ActorConfigDrift[]> {
     return config.syncActorConfig(this.ops, actors, options);
   }
@@ -576,6 +580,12 @@ export class PostgresBackend implements Backend {
 
   async setActorCapacity(actor: string, change: ActorCapacityChange): Promise<ActorConfigRow | null> {
     return config.setActorCapacity(this.ops, actor, change);
+  }
+
+  async deregisterActor(actor: string, options?: DeregisterOptions): Promise<DeregisterResult> {
+    const out = await deregisterActor(this.ops, this.quoted, actor, options);
+    if (out.cancelledIds.length > 0) await this.announcer.send({ done: out.cancelledIds });
+    return out.result;
   }
 
   async listQueues(): Promise<QueueConfigRow[]> {
@@ -597,6 +607,7 @@ export class PostgresBackend implements Backend {
       schema: this.schema,
       redis: o.redis ?? null,
       redisUrl: o.redisUrl ?? null,
+      redisCredentials: o.redisCredentials ?? null,
       clock: new SystemClock(),
       pgFallback: o.pgFallback,
       logger: o.logger,

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 
 import { SystemClock, type Clock } from '../../core/clock.js';
+import type { ReloadableRedisCredentials } from '../../credentials/reloadable-redis-credentials.js';
 import type { Driver } from '../../db/driver.js';
 import type { Logger } from '../../obs/logger.js';
 import { createOwnedRedis } from '../../progress/redis-progress-publisher.js';
@@ -47,6 +48,11 @@ export interface RateLimitStoresOptions {
    * first need — nothing connects unless a Redis-backed limit is used — and `close()` closes it.
    */
   redisUrl?: string | null;
+  /**
+   * Authenticates the client built from `redisUrl` with a credential provider: fetched at every
+   * (re)connect, and `redisCredentials.reload()` re-authenticates it (see docs/credentials.md).
+   */
+  redisCredentials?: ReloadableRedisCredentials | null;
   /** Prefix of every Redis key. Default `'taskq:rl:'` (a registry applies its own to calls through it). */
   redisKeyPrefix?: string;
   /** Clock of the memory shared store (no driver). Default: the system clock. */
@@ -96,9 +102,14 @@ export function rateLimitStoresFor(
     redisStore = new RedisRateLimitStore({ redis: options.redis, ...keyPrefix, logger });
   } else if (options.redisUrl) {
     const url = options.redisUrl;
+    const credentials = options.redisCredentials ?? null;
     redisStore = new RedisRateLimitStore({
       createClient: () =>
-        createOwnedRedis(url, 'redisUrl', { connectionName: 'taskq-ratelimit', lazyConnect: true }),
+        createOwnedRedis(url, 'redisUrl', {
+          connectionName: 'taskq-ratelimit',
+          lazyConnect: true,
+          credentials,
+        }),
       ...keyPrefix,
       logger,
     });

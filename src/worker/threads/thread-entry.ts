@@ -10,7 +10,7 @@ import { SubJobsUnavailableError } from '../../errors/sub-job-errors.js';
 import { serializeThrown } from './thread-error-codec.js';
 import type { FromThread, ThreadJobContext, ToThread } from './thread-protocol.js';
 
-type Handler = (payload: unknown, ctx: ThreadJobContext) => unknown;
+type Handler = (payload: unknown, ctx: ThreadJobContext, deps?: Readonly<Record<string, unknown>>) => unknown;
 
 const port = parentPort;
 if (!port) throw new Error('thread-entry runs only as a worker thread started by the ThreadPool');
@@ -57,7 +57,7 @@ port.on('message', (msg: ToThread) => {
       const handler = m[msg.exportName];
       if (typeof handler !== 'function')
         throw new TypeError(`${msg.module} has no function export named ${msg.exportName}`);
-      return (handler as Handler)(msg.payload, ctx);
+      return (handler as Handler)(msg.payload, ctx, msg.deps);
     })
     .then(
       (value) => send({ type: 'result', value }),

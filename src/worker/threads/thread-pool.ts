@@ -85,6 +85,7 @@ export class ThreadPool {
       exportName: string;
       payload: unknown;
       ctx: ThreadJobFacts;
+      deps?: Readonly<Record<string, unknown>>;
     },
     hooks: {
       onProgress: (update: unknown) => void;

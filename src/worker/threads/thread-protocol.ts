@@ -54,6 +54,8 @@ export type ToThread =
       exportName: string;
       payload: unknown;
       ctx: ThreadJobFacts;
+      /** The actor's injected values (structured-cloned), when it injects any: the handler's third argument. */
+      deps?: Readonly<Record<string, unknown>>;
       /** Int32 flag: 1 once the job should stop (readable by a blocked handler via `ctx.shouldAbort()`). */
       abortFlag: SharedArrayBuffer;
       /** Module whose `register()` installs a TypeScript loader in the thread (TS handler modules only). */

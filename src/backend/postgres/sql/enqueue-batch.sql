@@ -6,8 +6,15 @@
 -- final SELECT): the caller already has everything else, and sending 1000 payloads back to be
 -- parsed again cost more than the insert.
 WITH now_ AS (
-  -- A metadata object every item shares is parsed once, here, not once per row.
-  SELECT clock_timestamp() AS ts, $42::jsonb AS metadata
+  -- First the enqueue locks of the items' actors ($46, see actorLockKey), shared, in the order of
+  -- their hashes, held until the transaction ends: a deregistration of one of them waits for this
+  -- insert, or this insert for it. A metadata object every item shares is parsed once, here, not
+  -- once per row.
+  SELECT (SELECT count(*) FROM (
+            SELECT pg_advisory_xact_lock_shared(l.k)
+            FROM (SELECT DISTINCT hashtextextended(x, 0) AS k FROM unnest($46::text[]) AS x ORDER BY 1) l
+          ) held) AS actor_locks,
+         clock_timestamp() AS ts, $42::jsonb AS metadata
 ),
 -- Each column is an array (one value per item) or, when every item agrees, one value ($24 on):
 -- see batch-column.ts. A NULL array is padded with NULLs by unnest; the id array never is NULL.

@@ -13,9 +13,11 @@
 -- $15 heartbeat_timeout ms, $16 idempotency_key, $17 idempotency_scope, $18 trace_id, $19 span_id,
 -- $20 metadata (json text), $21 tags, $22 max_pending, $23 singleton, $24 unique_for ms,
 -- $25 unique_states, $26 wake channel (NULL: no NOTIFY here, the caller announces the insert after
--- it commits; see EnqueueWake in pg-enqueue.ts), $27 scheduled delay ms, $28 gate lock keys
+-- it commits; see EnqueueWake in pg-enqueue.ts), $27 scheduled delay ms, $28 gate lock keys,
+-- $29 the actor's enqueue lock key (see actorLockKey: taken shared, held until the transaction
+-- ends, so that a deregistration of the actor waits for this insert or this insert for it)
 WITH now_ AS (
-  SELECT clock_timestamp() AS ts
+  SELECT pg_advisory_xact_lock_shared(hashtextextended($29, 0)) IS NULL AS actor_locked, clock_timestamp() AS ts
 ),
 sched AS (
   SELECT greatest(coalesce($11::timestamptz, now_.ts + coalesce($27::float8, 0) * interval '1 millisecond'), now_.ts) AS at
@@ -112,10 +114,11 @@ SELECT {job_columns} FROM {schema}.jobs j WHERE j.idempotency_scope = $1 AND j.i
 -- $7 payload_schema_ver, $8 priority, $9 max_attempts, $10 retry_kind, $11 scheduled_at,
 -- $12 schedule_to_close, $13 schedule_to_close interval ms, $14 start_to_close ms,
 -- $15 heartbeat_timeout ms, $16 trace_id, $17 span_id, $18 metadata (json text), $19 tags,
--- $20 wake channel (NULL: no NOTIFY, as in `enqueue`), $21 scheduled delay ms, $22 idempotency_scope
+-- $20 wake channel (NULL: no NOTIFY, as in `enqueue`), $21 scheduled delay ms, $22 idempotency_scope,
+-- $23 the actor's enqueue lock key (as `enqueue`'s $29)
 -- Only what the database decided comes back (as `enqueueBatch`): the caller has the rest.
 WITH now_ AS (
-  SELECT clock_timestamp() AS ts
+  SELECT pg_advisory_xact_lock_shared(hashtextextended($23, 0)) IS NULL AS actor_locked, clock_timestamp() AS ts
 ),
 sched AS (
   SELECT greatest(coalesce($11::timestamptz, now_.ts + coalesce($21::float8, 0) * interval '1 millisecond'), now_.ts) AS at

@@ -138,10 +138,21 @@ DELETE FROM {schema}.workers WHERE id = $1;
 -- name: insertActorConfigs
 -- Creates missing actor_config rows. Capacity columns start NULL: the code literal applies until an
 -- operator stores a value, and stored values are never overwritten by a worker.
-INSERT INTO {schema}.actor_config (actor, queue, metadata)
-SELECT a.actor, a.queue, a.metadata::jsonb
-FROM unnest($1::text[], $2::text[], $3::text[]) AS a(actor, queue, metadata)
-ON CONFLICT (actor) DO NOTHING;
+-- Returns the created rows whose actor has finished jobs: it ran before, so its row existed (a
+-- worker creates it before running anything) and was removed since — deregistered. Only created
+-- rows are checked, so this read runs once per new actor, not at every start.
+WITH created AS (
+  INSERT INTO {schema}.actor_config (actor, queue, metadata)
+  SELECT a.actor, a.queue, a.metadata::jsonb
+  FROM unnest($1::text[], $2::text[], $3::text[]) AS a(actor, queue, metadata)
+  ON CONFLICT (actor) DO NOTHING
+  RETURNING actor
+)
+SELECT c.actor FROM created c
+WHERE EXISTS (
+  SELECT 1 FROM {schema}.jobs j
+  WHERE j.actor = c.actor AND j.status NOT IN ('pending', 'scheduled', 'running')
+);
 
 -- name: getActorConfigs
 SELECT actor, queue, max_concurrent, max_pending, (extract(epoch FROM result_ttl) * 1000)::float8 AS result_ttl_ms,
