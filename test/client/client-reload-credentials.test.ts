@@ -59,6 +59,22 @@ describe('TaskQ.reloadCredentials', () => {
     }
   });
 
+  it('TaskQ.fromEnv imports TASKQ_PG_CREDENTIAL_PROVIDER: its pool is factory-built and reloads', async () => {
+    const tq = await TaskQ.fromEnv({
+      TASKQ_PG_DSN: DSN,
+      TASKQ_SCHEMA_NAME: db.schema,
+      TASKQ_PG_CREDENTIAL_PROVIDER: './test/fixtures/credentials/providers.mjs:ProviderClass',
+    });
+    try {
+      const old = poolOf(tq);
+      await tq.reloadCredentials();
+      expect(poolOf(tq)).not.toBe(old);
+      await tq.enqueue(plain, { n: 7 });
+    } finally {
+      await tq.close();
+    }
+  });
+
   it('leaves the current pool serving when the factory fails', async () => {
     let fail = false;
     const factory = makePgPoolFactory(DSN, {
