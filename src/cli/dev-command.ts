@@ -129,11 +129,14 @@ export function devCommand(io: CliIo): Command {
         await runBuiltInDemo(io, dataDir, dsn);
         return;
       }
-      const { actors, schedules, payloadFactories, exports, rateLimitRegistry } = await loadActorModule(
-        flags.module,
-        io,
-      );
-      const fromModule = { schedules, payloadFactories, ...(rateLimitRegistry ? { rateLimitRegistry } : {}) };
+      const { actors, schedules, payloadFactories, exports, rateLimitRegistry, providers } =
+        await loadActorModule(flags.module, io);
+      const fromModule = {
+        schedules,
+        payloadFactories,
+        ...(rateLimitRegistry ? { rateLimitRegistry } : {}),
+        ...(providers ? { providers } : {}),
+      };
       const overrides = devOverrides(actors, io);
       const settings = resolveWorkerSettings(io, overrides);
       warnUnclaimedQueues(actors, settings.queues, io);

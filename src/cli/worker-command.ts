@@ -16,6 +16,8 @@ import {
 import type { WorkerSettings } from '../settings/worker-settings.js';
 import { EXIT_CODES, runWorker, type RunWorkerOptions } from '../worker/run-worker.js';
 import { MissingProvider } from '../errors/missing-provider-error.js';
+import { DependencyCycle, DependencyValidationError, DIError, ScopeViolation } from '../errors/di-errors.js';
+import { Providers } from '../di/providers.js';
 import { RateLimitRegistry } from '../ratelimit/registry.js';
 import { importUserModule, type ImportUserModuleOptions } from './import-user-module.js';
 import { cliCredentialProvider } from './connection-options.js';
@@ -64,6 +66,8 @@ export interface ActorModule {
   exports: Record<string, unknown>;
   /** The module's exported `RateLimitRegistry`, where actors' limit names resolve (or undefined). */
   rateLimitRegistry: RateLimitRegistry | undefined;
+  /** The module's exported `Providers`, the values its actors `inject` (or undefined). */
+  providers: Providers | undefined;
 }
 
 /**
@@ -71,7 +75,7 @@ export interface ActorModule {
  * a default export that is an array of actors, or else every export that is an actor. Its `cron()`
  * declarations (every export that is one, or an array of them; items of a default array too) and
  * its `payloadFactories` export become the worker's `schedules` and `payloadFactories`. An exported
- * `RateLimitRegistry` (at most one) is handed to the worker. A TypeScript module is loaded through
+ * `RateLimitRegistry` and an exported `Providers` (at most one of each) are handed to the worker. A TypeScript module is loaded through
  * the project's tsx on a Node.js that cannot load TypeScript itself (see `importUserModule`).
  * @throws CliExit (2) when the file is missing, fails to load, or holds no actors.
  */
@@ -98,7 +102,8 @@ export async function loadActorModule(
     schedules: schedulesOf(mod, actors, modulePath),
     payloadFactories: payloadFactoriesOf(mod, modulePath),
     exports: mod,
-    rateLimitRegistry: registryOf(mod, modulePath),
+    rateLimitRegistry: onlyInstanceOf(RateLimitRegistry, 'rate-limit registries', mod, modulePath),
+    providers: onlyInstanceOf(Providers, 'dependency providers (Providers)', mod, modulePath),
   };
 }
 
@@ -182,15 +187,21 @@ function commonJsExports(ns: Record<string, unknown>): Record<string, unknown> {
   return { ...(value as Record<string, unknown>) };
 }
 
-function registryOf(mod: Record<string, unknown>, modulePath: string): RateLimitRegistry | undefined {
-  const found = Object.entries(mod).filter(([, v]) => v instanceof RateLimitRegistry);
+/** The one exported instance of `cls` (the same object may be exported under several names). */
+function onlyInstanceOf<T>(
+  cls: abstract new (...args: never[]) => T,
+  what: string,
+  mod: Record<string, unknown>,
+  modulePath: string,
+): T | undefined {
+  const found = Object.entries(mod).filter(([, v]) => v instanceof cls);
   const distinct = new Set(found.map(([, v]) => v));
   if (distinct.size > 1)
     throw new CliExit(
       2,
-      `--module ${modulePath}: exports ${found.map(([k]) => k).join(' and ')} are different rate-limit registries; export one`,
+      `--module ${modulePath}: exports ${found.map(([k]) => k).join(' and ')} are different ${what}; export one`,
     );
-  return found[0]?.[1] as RateLimitRegistry | undefined;
+  return found[0]?.[1] as T | undefined;
 }
 
 function actorsOf(mod: Record<string, unknown>, modulePath: string): AnyActor[] {
@@ -264,7 +275,9 @@ export function resolveWorkerSettings(io: CliIo, overrides: WorkerSettingsInput)
 
 /**
  * Runs `runWorker` and turns its outcome into the command's: 0 returns normally; a startup refusal
- * the operator must fix (unmigrated or too-new schema, actor config drift) exits 2; an until-idle
+ * the operator must fix (unmigrated or too-new schema, actor config drift, a missing rate limit or
+ * dependency provider, a dependency cycle or scope violation, a failing process- or worker-scoped
+ * factory) exits 2; an until-idle
  * timeout exits 4; a fatal stop exits 1. `notMigrated` words the message for an unmigrated schema.
  */
 export async function runWorkerCommand(
@@ -280,7 +293,11 @@ export async function runWorkerCommand(
       err instanceof SettingsError ||
       err instanceof SchemaTooNewError ||
       err instanceof ActorConfigDriftList ||
-      err instanceof MissingProvider
+      err instanceof MissingProvider ||
+      err instanceof DIError ||
+      err instanceof DependencyCycle ||
+      err instanceof ScopeViolation ||
+      err instanceof DependencyValidationError
     ) {
       throw new CliExit(2, err.message);
     }
@@ -342,7 +359,7 @@ export function workerCommand(io: CliIo): Command {
             'or run `taskq dev` to work on an embedded Postgres',
         );
       }
-      const { actors, schedules, payloadFactories, rateLimitRegistry } = await loadActorModule(
+      const { actors, schedules, payloadFactories, rateLimitRegistry, providers } = await loadActorModule(
         flags.module,
         io,
       );
@@ -362,6 +379,7 @@ export function workerCommand(io: CliIo): Command {
         schedules,
         payloadFactories,
         ...(rateLimitRegistry ? { rateLimitRegistry } : {}),
+        ...(providers ? { providers } : {}),
         env: io.env,
         settings: overrides,
         untilIdle: flags.untilIdle ?? false,

@@ -8,6 +8,7 @@ import { actor } from '../../src/core/actor.js';
 import { cron } from '../../src/cron/cron-declaration.js';
 import { echo, FIXTURE_QUEUE, sum } from '../fixtures/cli/actors.js';
 import { note, SCHEDULED_QUEUE, yearly } from '../fixtures/cli/scheduled.js';
+import { greet } from '../fixtures/cli/injected.js';
 import { cleanEnv, runTsx } from '../fixtures/cli/run-cli-process.js';
 import { migratedSchema, TEST_DSN, uniqueSchemaName, type TestSchema } from '../helpers/db.js';
 
@@ -143,6 +144,67 @@ describe('taskq worker: rate limits', () => {
     expect(r.code).toBe(2);
     expect(r.err).toContain('actor "cli_limited" names rate limit "cli-unknown"');
     expect(r.err).not.toContain('cli-known"');
+  });
+});
+
+describe('taskq worker: dependency providers in the module', () => {
+  let db: TestSchema;
+  beforeAll(async () => {
+    db = await migratedSchema('cli_di');
+  });
+  afterAll(async () => {
+    await db.drop();
+  });
+
+  it('hands the exported Providers to the worker: injecting actors run', async () => {
+    const loaded = await loadActorModule(`${FIXTURES}/injected.ts`, io());
+    expect(loaded.providers).toBeDefined();
+    const tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
+    try {
+      const a = await tq.enqueue(greet, { who: 'ada' });
+      const b = await tq.enqueue(greet, { who: 'bob' });
+      const r = await runTsx(
+        'src/cli/bin.ts',
+        [
+          'worker',
+          '--module',
+          `${FIXTURES}/injected.ts`,
+          '--until-idle',
+          '--dsn',
+          TEST_DSN,
+          '--schema',
+          db.schema,
+          '--queues',
+          'cli_di',
+          '--concurrency',
+          '1',
+        ],
+        {
+          env: cleanEnv({
+            TASKQ_LOG_LEVEL: 'warn',
+            TASKQ_IDLE_SETTLE_WINDOW: '300ms',
+            TASKQ_IDLE_POLL_INTERVAL: '100ms',
+            TASKQ_IDLE_MAX_RUNTIME: '20s',
+          }),
+        },
+      );
+      expect(r.code, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`).toBe(0);
+      // One worker-scoped counter, shared by both jobs.
+      const results = [await a.wait({ timeout: '1s' }), await b.wait({ timeout: '1s' })].sort();
+      expect(results).toEqual(['hello, ada (1)', 'hello, bob (2)']);
+    } finally {
+      await tq.close();
+    }
+  });
+
+  it('refuses to start (exit 2) when nothing provides what an actor injects, naming both', async () => {
+    const r = await worker(
+      ['--module', `${FIXTURES}/injected-unprovided.ts`, '--dsn', TEST_DSN, '--schema', db.schema],
+      { TASKQ_LOG_LEVEL: 'silent' },
+    );
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('Greeting');
+    expect(r.err).toContain('cli_greet');
   });
 });
 
