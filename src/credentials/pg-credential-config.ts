@@ -1,5 +1,6 @@
 import type pg from 'pg';
 
+import { untilAborted } from '../core/until-aborted.js';
 import { pgConnectionFields } from '../db/connection-string.js';
 import { CredentialUsernameChangedError } from '../errors/credential-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
@@ -11,21 +12,13 @@ export async function fetchPgCredential(
   provider: PgCredentialProvider,
   signal?: AbortSignal,
 ): Promise<PgCredential> {
-  const fetching = Promise.resolve().then(() => provider.getPgCredential());
-  if (!signal) return checkCredential(await fetching);
-  signal.throwIfAborted();
-  let onAbort: () => void = () => undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return checkCredential(await Promise.race([fetching, aborted]));
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-    // A provider that answers after the abort must not surface as an unhandled rejection.
-    fetching.catch(() => undefined);
-  }
+  signal?.throwIfAborted();
+  return checkCredential(
+    await untilAborted(
+      Promise.resolve().then(() => provider.getPgCredential()),
+      signal,
+    ),
+  );
 }
 
 function checkCredential(c: PgCredential): PgCredential {

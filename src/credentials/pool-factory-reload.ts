@@ -1,3 +1,4 @@
+import { untilAborted } from '../core/until-aborted.js';
 import type pg from 'pg';
 
 import type { PgDriver } from '../db/pg-driver.js';
@@ -6,21 +7,6 @@ import type { ReloadableResource } from './reloadable-resource.js';
 
 /** How long a client's reload waits for the old pool to close before leaving it to close on its own. */
 export const RELOAD_CLOSE_BOUND_MS = 10_000;
-
-/** `promise`, or `signal`'s reason when it aborts first. */
-async function raced<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  signal.throwIfAborted();
-  let onAbort: () => void = () => undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-  try {
-    return await Promise.race([promise, aborted]);
-  } finally {
-    signal.removeEventListener('abort', onAbort);
-  }
-}
 
 /**
  * A client pool built by a pool factory (`TaskQ.open({ poolFactory })` or `{ dsn,
@@ -44,7 +30,7 @@ export class PoolFactoryReload implements ReloadableResource {
     const building = this.factory();
     let pool: pg.Pool;
     try {
-      pool = await raced(building, signal);
+      pool = await untilAborted(building, signal);
     } catch (err) {
       // A pool the factory delivers after the abort is nobody's: end it.
       void building.then((p) => p.end()).catch(() => undefined);

@@ -1,3 +1,4 @@
+import { untilAborted } from '../core/until-aborted.js';
 import type { Redis } from 'ioredis';
 
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
@@ -187,26 +188,4 @@ function checkCredential(value: unknown): RedisCredential {
 /** An error Redis answered with (as opposed to a dropped connection). */
 function isReplyError(err: unknown): boolean {
   return err instanceof Error && err.name === 'ReplyError';
-}
-
-/** `promise`, or a rejection with `signal.reason` as soon as `signal` aborts. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) {
-    promise.catch(() => undefined);
-    return Promise.reject(signal.reason as Error);
-  }
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(signal.reason as Error);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err as Error);
-      },
-    );
-  });
 }

@@ -1,3 +1,4 @@
+import { untilAborted } from '../core/until-aborted.js';
 import pg from 'pg';
 
 import { maskConnectionString, pgConnectionSettings } from './connection-string.js';
@@ -137,15 +138,6 @@ export async function drainPool(pool: pg.Pool): Promise<void> {
   await pool.end();
 }
 
-/** A rejection when `signal` aborts (its reason), never settling otherwise. */
-function abortion(signal: AbortSignal | undefined): Promise<never> | null {
-  if (!signal) return null;
-  return new Promise<never>((_, reject) => {
-    if (signal.aborted) reject(signal.reason);
-    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
-  });
-}
-
 /** node-postgres driver: a pool for statements, plain clients for dedicated connections. */
 export class PgDriver implements Driver {
   readonly kind = 'pg' as const;
@@ -225,8 +217,7 @@ export class PgDriver implements Driver {
     }
     try {
       const connecting = pool.connect();
-      const aborted = abortion(options.signal);
-      const client = await (aborted ? Promise.race([connecting, aborted]) : connecting).catch((err) => {
+      const client = await untilAborted(connecting, options.signal).catch((err: unknown) => {
         // A connection that arrives after the abort goes back to the pool, which is then ended.
         void connecting.then((c) => c.release()).catch(() => undefined);
         throw err;

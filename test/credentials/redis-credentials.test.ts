@@ -14,7 +14,7 @@ import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js
 import { RedisCredentialRejected } from '../../src/errors/redis-credential-errors.js';
 import type { Logger } from '../../src/obs/logger.js';
 import { closeOwnedRedis, createOwnedRedis } from '../../src/progress/redis-progress-publisher.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { aclPasswordWorks, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { waitFor } from '../helpers/wait.js';
 
 let server: RedisServer;
@@ -50,26 +50,6 @@ function recordingLogger(into: Logged[]): Logger {
 /** Sets user `u`'s only password to `password`. */
 async function setPassword(password: string): Promise<void> {
   await admin.call('ACL', 'SETUSER', 'u', 'on', 'resetpass', `>${password}`, '~*', '&*', '+@all');
-}
-
-/** True when a fresh connection can authenticate as `u` with `password`. */
-async function passwordWorks(password: string): Promise<boolean> {
-  const probe = new Redis(server.url, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  probe.on('error', () => undefined);
-  try {
-    await probe.connect();
-    await probe.auth('u', password);
-    return true;
-  } catch (err) {
-    if (!/WRONGPASS/.test(String(err))) throw err;
-    return false;
-  } finally {
-    probe.disconnect();
-  }
 }
 
 /** Connections of user `u` with a given name, from CLIENT LIST. */
@@ -222,8 +202,8 @@ describe('connections authenticate with the provider', () => {
     );
     expect(await redis.ping()).toBe('PONG');
     expect(provider.calls).toBe(2);
-    expect(await passwordWorks('pw-1')).toBe(false);
-    expect(await passwordWorks('pw-2')).toBe(true);
+    expect(await aclPasswordWorks(server.url, 'u', 'pw-1')).toBe(false);
+    expect(await aclPasswordWorks(server.url, 'u', 'pw-2')).toBe(true);
   });
 
   it('a subscriber duplicate re-subscribes after a reconnect with the new password', async () => {

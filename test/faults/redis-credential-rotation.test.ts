@@ -16,7 +16,7 @@ import { TaskQ } from '../../src/client/taskq.js';
 import { progressGlobalChannel } from '../../src/progress/progress-channels.js';
 import { rotating } from '../fixtures/redis-credential-actors.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
-import { startRedisServer, type RedisServer } from '../helpers/redis-server.js';
+import { aclPasswordWorks, startRedisServer, type RedisServer } from '../helpers/redis-server.js';
 import { makeScratchDir } from '../helpers/scratch-dir.js';
 import { waitFor } from '../helpers/wait.js';
 import { startWorkerProcess, type WorkerProcess } from '../helpers/worker-process.js';
@@ -38,25 +38,6 @@ async function idsOf(name: string): Promise<string[]> {
     .split('\n')
     .filter((l) => l.includes(` name=${name} `) && l.includes(' user=u '))
     .map((l) => /^id=(\d+)/.exec(l)![1]!);
-}
-
-async function passwordWorks(password: string): Promise<boolean> {
-  const probe = new Redis(server.url, {
-    lazyConnect: true,
-    maxRetriesPerRequest: 0,
-    retryStrategy: () => null,
-  });
-  probe.on('error', () => undefined);
-  try {
-    await probe.connect();
-    await probe.auth('u', password);
-    return true;
-  } catch (err) {
-    if (!/WRONGPASS/.test(String(err))) throw err;
-    return false;
-  } finally {
-    probe.disconnect();
-  }
 }
 
 async function statusCounts(): Promise<Record<string, number>> {
@@ -169,8 +150,8 @@ describe('Redis ACL password rotation under load', () => {
       .split('\n')
       .find((l) => l.includes(' name=taskq-ratelimit '));
     expect(rl).toMatch(/ cmd=evalsha /);
-    expect(await passwordWorks('old-secret')).toBe(false);
-    expect(await passwordWorks('new-secret')).toBe(true);
+    expect(await aclPasswordWorks(server.url, 'u', 'old-secret')).toBe(false);
+    expect(await aclPasswordWorks(server.url, 'u', 'new-secret')).toBe(true);
 
     loading = false;
     await load;

@@ -122,3 +122,19 @@ export async function startRedisServer(): Promise<RedisServer> {
     log: () => logTail(logFile),
   };
 }
+
+/** True when a fresh connection to `url` authenticates as ACL user `user` with `password` (false on WRONGPASS). */
+export async function aclPasswordWorks(url: string, user: string, password: string): Promise<boolean> {
+  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => undefined);
+  try {
+    await probe.connect();
+    await probe.auth(user, password);
+    return true;
+  } catch (err) {
+    if (!/WRONGPASS/.test(String(err))) throw err;
+    return false;
+  } finally {
+    probe.disconnect();
+  }
+}
