@@ -56,3 +56,4 @@ export { StreamingBatchError } from './streaming-batch-error.js';
 export { PartialBatchError, SubJobsUnavailableError, type FailedBatchItem } from './sub-job-errors.js';
 export { CredentialUsernameChangedError, CredentialProviderReferenceError } from './credential-errors.js';
 export { RedisCredentialRejected } from './redis-credential-errors.js';
+export { AdminAuthRequiredError } from './admin-errors.js';

@@ -1,0 +1,183 @@
+import type { FastifyRequest } from 'fastify';
+
+import type { TaskQ } from '../client/taskq.js';
+import { MAX_TIMER_MS, toMs, type Duration } from '../core/duration.js';
+import { AdminAuthRequiredError } from '../errors/admin-errors.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import type { Logger } from '../obs/logger.js';
+import { silentLogger } from '../obs/logger.js';
+
+/** Who is looking at the admin UI, as the auth hook says. */
+export interface AdminUser {
+  /** A name for logs (`admin-action` records it); never shown to other users. */
+  user: string;
+  /**
+   * May this user read job payloads and results? Default `true`. With `false`, the job page says
+   * "hidden" instead of showing them, so an operator can retry or cancel without seeing data.
+   */
+  readPayloads?: boolean;
+  /**
+   * May this user retry and cancel jobs (when the UI's actions are enabled)? Default `true`; with
+   * `false` the action buttons are hidden and the endpoints answer 403.
+   */
+  actions?: boolean;
+}
+
+/**
+ * Authenticates a request: the user, or `null` to refuse it with 401. It runs before every route
+ * of the UI (pages, actions, SSE); it may read the host's session, a header or a client certificate.
+ */
+export type AdminAuthHook = (request: FastifyRequest) => Promise<AdminUser | null>;
+
+/** Options of `adminPlugin` (mounted in your Fastify app) and `serveAdmin` (standalone). */
+export interface AdminOptions {
+  /** The client the UI reads and acts through (not closed by the UI). */
+  tq: TaskQ;
+  /** Authentication hook; see {@link AdminAuthHook}. Default: none. */
+  auth?: AdminAuthHook;
+  /**
+   * A bearer token that authenticates as user `token`: the header `Authorization: Bearer <token>`,
+   * or the login form (which sets an HttpOnly cookie holding a keyed hash of it, not the token).
+   * `taskq ui serve` uses `TASKQ_HEALTH_TOKEN`. Default: none.
+   */
+  token?: string | null;
+  /**
+   * `TASKQ_ENVIRONMENT`: `dev` or `development` allows starting without authentication (with a
+   * warning); anything else, or none, fails closed. Default: none.
+   */
+  environment?: string | null;
+  /**
+   * `TASKQ_ADMIN_UI_REQUIRE_AUTH`: `false` allows an unauthenticated UI outside dev (only behind an
+   * authenticating proxy or on an air-gapped host). Default `true`.
+   */
+  requireAuth?: boolean;
+  /** `TASKQ_ADMIN_ACTIONS_ENABLED`: show and accept retry / cancel. Default `false`. */
+  actionsEnabled?: boolean;
+  /** `TASKQ_ADMIN_UI_FRAME_ANCESTORS`: who may frame the UI, `none` or `self`. Default `none`. */
+  frameAncestors?: 'none' | 'self';
+  /** `TASKQ_ADMIN_UI_SECURE_COOKIES`: the `Secure` flag on the UI's cookies. Default `true`. */
+  secureCookies?: boolean;
+  /** `TASKQ_ADMIN_MAX_SSE_CONNECTIONS`: live-update streams served at once (≥ 1). Default 50. */
+  maxSseConnections?: number;
+  /**
+   * `TASKQ_ADMIN_UI_POLLING_INTERVAL_SECONDS` as a duration: how often a live stream reads the job,
+   * and how often the page polls when it cannot get a stream (≥ 100 ms). Default `'2s'`.
+   */
+  pollInterval?: Duration;
+  /**
+   * `TASKQ_ADMIN_WORKER_LIVENESS_SECONDS` as a duration: a worker seen within it counts as alive
+   * on the overview (≥ 1 s). Default `'30s'`.
+   */
+  workerLiveness?: Duration;
+  /** Largest payload or result shown on a job page, in characters of JSON. Default 65,536. */
+  maxShownChars?: number;
+  /** Largest error traceback shown, in characters. Default 2,000 (`exceptionMessageMaxChars`). */
+  maxTracebackChars?: number;
+  /** Where `admin-action` and `admin-ui-no-auth` records go. Default: nowhere. */
+  logger?: Logger;
+}
+
+/** {@link AdminOptions} checked, with defaults applied. */
+export interface ResolvedAdminOptions {
+  tq: TaskQ;
+  auth: AdminAuthHook | null;
+  token: string | null;
+  environment: string | null;
+  actionsEnabled: boolean;
+  frameAncestors: 'none' | 'self';
+  secureCookies: boolean;
+  maxSseConnections: number;
+  pollIntervalMs: number;
+  workerLivenessMs: number;
+  maxShownChars: number;
+  maxTracebackChars: number;
+  logger: Logger;
+}
+
+/** Environments in which the UI may run without authentication (the reference's). */
+const DEV_ENVIRONMENTS = ['dev', 'development'];
+
+function positiveInteger(value: unknown, field: string, fallback: number, min = 1): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min)
+    throw new InvalidArgumentError(field, value, `must be an integer >= ${min}`);
+  return value;
+}
+
+function durationAtLeast(
+  value: Duration | undefined,
+  field: string,
+  fallback: number,
+  minMs: number,
+): number {
+  if (value === undefined) return fallback;
+  const ms = toMs(value, field, 'positive', MAX_TIMER_MS);
+  if (ms < minMs) throw new InvalidArgumentError(field, value, `must be at least ${minMs} ms`);
+  return ms;
+}
+
+function booleanOr(value: unknown, field: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') throw new InvalidArgumentError(field, value, 'must be true or false');
+  return value;
+}
+
+/**
+ * Checks the options and applies defaults. Fails closed: outside `dev`/`development`, without an
+ * auth hook or a token and with `requireAuth` left on, it throws. Logs `admin-ui-no-auth` (warn)
+ * whenever the UI will serve without authentication, in every environment.
+ * @throws InvalidArgumentError naming the option, the value and the rule
+ * @throws AdminAuthRequiredError when authentication is required and missing
+ */
+export function resolveAdminOptions(options: AdminOptions): ResolvedAdminOptions {
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError('options', options, 'must be an object with at least { tq }');
+  if (!options.tq || typeof options.tq.list !== 'function')
+    throw new InvalidArgumentError('options.tq', options.tq, 'must be a TaskQ client');
+  if (options.auth !== undefined && typeof options.auth !== 'function')
+    throw new InvalidArgumentError(
+      'options.auth',
+      options.auth,
+      'must be a function (request) => Promise<{ user } | null>',
+    );
+  const token = options.token ?? null;
+  if (token !== null && (typeof token !== 'string' || !/^[\x21-\x7e]{1,1024}$/.test(token)))
+    throw new InvalidArgumentError(
+      'options.token',
+      '<redacted>',
+      'must be 1-1024 visible ASCII characters (no spaces)',
+    );
+  const environment = options.environment ?? null;
+  if (environment !== null && typeof environment !== 'string')
+    throw new InvalidArgumentError('options.environment', environment, 'must be a string or null');
+  const frameAncestors = options.frameAncestors ?? 'none';
+  if (frameAncestors !== 'none' && frameAncestors !== 'self')
+    throw new InvalidArgumentError('options.frameAncestors', frameAncestors, 'must be "none" or "self"');
+  const requireAuth = booleanOr(options.requireAuth, 'options.requireAuth', true);
+  const logger = options.logger ?? silentLogger;
+  const auth = options.auth ?? null;
+  const resolved: ResolvedAdminOptions = {
+    tq: options.tq,
+    auth,
+    token,
+    environment,
+    actionsEnabled: booleanOr(options.actionsEnabled, 'options.actionsEnabled', false),
+    frameAncestors,
+    secureCookies: booleanOr(options.secureCookies, 'options.secureCookies', true),
+    maxSseConnections: positiveInteger(options.maxSseConnections, 'options.maxSseConnections', 50),
+    pollIntervalMs: durationAtLeast(options.pollInterval, 'options.pollInterval', 2000, 100),
+    workerLivenessMs: durationAtLeast(options.workerLiveness, 'options.workerLiveness', 30_000, 1000),
+    maxShownChars: positiveInteger(options.maxShownChars, 'options.maxShownChars', 65_536),
+    maxTracebackChars: positiveInteger(options.maxTracebackChars, 'options.maxTracebackChars', 2000),
+    logger,
+  };
+  if (auth === null && token === null) {
+    const dev = environment !== null && DEV_ENVIRONMENTS.includes(environment.trim().toLowerCase());
+    if (!dev && requireAuth) throw new AdminAuthRequiredError(environment);
+    logger.warn(
+      { environment, reason: dev ? 'dev environment' : 'requireAuth is false' },
+      'admin-ui-no-auth',
+    );
+  }
+  return resolved;
+}

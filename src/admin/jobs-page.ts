@@ -1,0 +1,109 @@
+import type { JobPage } from '../backend/backend.js';
+import { JOB_STATUSES } from '../backend/types.js';
+import { html, time } from './html.js';
+import { layout, type PageContext } from './layout.js';
+
+/** The jobs list's query string: the read API's filters, one value each. */
+export interface JobsQuery {
+  status?: string;
+  queue?: string;
+  actor?: string;
+  tag?: string;
+  order?: string;
+  cursor?: string;
+}
+
+const ORDERS = [
+  ['scheduled_at_asc', 'dispatch order'],
+  ['created_at_desc', 'newest first'],
+  ['finished_at_desc', 'recently finished'],
+] as const;
+
+/** The query string of `query` with `cursor` replaced (the next page keeps every filter). */
+function withCursor(query: JobsQuery, cursor: string): string {
+  const params = new URLSearchParams();
+  for (const key of ['status', 'queue', 'actor', 'tag', 'order'] as const) {
+    const value = query[key];
+    if (value) params.set(key, value);
+  }
+  params.set('cursor', cursor);
+  return params.toString();
+}
+
+/** The jobs list: filters, lookup by id, one page of jobs and a link to the next (keyset cursor). */
+export function jobsPage(
+  ctx: PageContext,
+  query: JobsQuery,
+  page: JobPage | null,
+  problem: string | null,
+): string {
+  const body = html` <h1>Jobs</h1>
+    <form class="filters" method="get" action="${ctx.base}/jobs">
+      <label
+        >Status<select name="status">
+          <option value="">any</option>
+          ${JOB_STATUSES.map(
+            (s) => html`<option value="${s}" ${query.status === s ? html` selected` : ''}>${s}</option>`,
+          )}
+        </select></label
+      >
+      <label>Queue<input name="queue" value="${query.queue ?? ''}" /></label>
+      <label>Actor<input name="actor" value="${query.actor ?? ''}" /></label>
+      <label>Tag<input name="tag" value="${query.tag ?? ''}" /></label>
+      <label
+        >Order<select name="order">
+          ${ORDERS.map(
+            ([value, label]) =>
+              html`<option value="${value}" ${query.order === value ? html` selected` : ''}>
+                ${label}
+              </option>`,
+          )}
+        </select></label
+      >
+      <button type="submit">Filter</button>
+    </form>
+    <form class="filters" method="get" action="${ctx.base}/lookup">
+      <label>Job id<input name="id" size="38" placeholder="0190…" /></label>
+      <button type="submit">Open</button>
+    </form>
+    ${problem === null ? '' : html`<div class="banner" role="alert">${problem}</div>`}
+    ${
+      page === null
+        ? ''
+        : page.jobs.length === 0
+          ? html`<p class="muted">No job matches.</p>`
+          : html`<table>
+                <thead>
+                  <tr>
+                    <th>Job</th>
+                    <th>Actor</th>
+                    <th>Queue</th>
+                    <th>Status</th>
+                    <th>Attempt</th>
+                    <th>Created</th>
+                    <th>Scheduled</th>
+                    <th>Finished</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${page.jobs.map(
+                    (j) =>
+                      html`<tr>
+                        <td>
+                          <a href="${ctx.base}/jobs/${j.id}"><code>${j.id}</code></a>
+                        </td>
+                        <td>${j.actor}</td>
+                        <td>${j.queue}</td>
+                        <td><span class="status status-${j.status}">${j.status}</span></td>
+                        <td>${j.attempt}/${j.maxAttempts}</td>
+                        <td>${time(j.createdAt)}</td>
+                        <td>${time(j.scheduledAt)}</td>
+                        <td>${time(j.finishedAt)}</td>
+                      </tr>`,
+                  )}
+                </tbody>
+              </table>
+              ${page.nextCursor === null ? '' : html`<a rel="next" href="${ctx.base}/jobs?${withCursor(query, page.nextCursor)}">Next page →</a>`}`
+    }`;
+  return layout(ctx, 'Jobs', body);
+}

@@ -1,0 +1,39 @@
+import { html, type SafeHtml } from './html.js';
+
+/** What every page needs besides its body. */
+export interface PageContext {
+  /** The plugin's mount prefix without a trailing slash ('' at the root). */
+  base: string;
+  /** The signed-in user's name, or null without authentication. */
+  user: string | null;
+  /** The CSRF token for the page's forms. */
+  csrfToken: string;
+}
+
+/** The shared page shell: header, navigation, stylesheet and script. */
+export function layout(ctx: PageContext, title: string, body: SafeHtml): string {
+  return html`<!doctype html>
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="csrf-token" content="${ctx.csrfToken}" />
+        <title>${title} · TaskQ</title>
+        <link rel="stylesheet" href="${ctx.base}/assets/admin.css" />
+        <script src="${ctx.base}/assets/admin.js" defer></script>
+      </head>
+      <body>
+        <header>
+          <span class="brand">TaskQ</span>
+          <nav><a href="${ctx.base}/">Overview</a><a href="${ctx.base}/jobs">Jobs</a></nav>
+          <span class="muted">${ctx.user ?? ''}</span>
+        </header>
+        <main>${body}</main>
+      </body>
+    </html>`.value;
+}
+
+/** A hidden CSRF field for a state-changing form. */
+export function csrfField(ctx: PageContext): SafeHtml {
+  return html`<input type="hidden" name="_csrf" value="${ctx.csrfToken}" />`;
+}
