@@ -1,5 +1,3 @@
-import { once } from 'node:events';
-
 import { Command } from 'commander';
 
 import { openClientBackend } from '../backend/open-backend.js';
@@ -14,26 +12,12 @@ import {
   resolveConnection,
   type ConnectionFlags,
 } from './connection-options.js';
-import { CliExit, type CliIo } from './io.js';
+import { CliExit, stopped, type CliIo } from './io.js';
 
 /** Flags of `taskq health metrics`. */
 interface MetricsFlags extends ConnectionFlags {
   port?: string;
   host?: string;
-}
-
-/** Resolves when `io.stop` aborts, or on SIGINT / SIGTERM. */
-function stopped(io: CliIo): Promise<void> {
-  if (io.stop) return io.stop.aborted ? Promise.resolve() : once(io.stop, 'abort').then(() => undefined);
-  return new Promise((resolve) => {
-    const done = (): void => {
-      process.off('SIGINT', done);
-      process.off('SIGTERM', done);
-      resolve();
-    };
-    process.once('SIGINT', done);
-    process.once('SIGTERM', done);
-  });
 }
 
 /** Parses `--port` (0–65535; 0 = a free port). */

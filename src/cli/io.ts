@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+
 /** Where a command writes: injected so commands can be run and checked in-process. */
 export interface CliIo {
   out(line: string): void;
@@ -22,4 +24,18 @@ export class CliExit extends Error {
   ) {
     super(message);
   }
+}
+
+/** Resolves when `io.stop` aborts, or on SIGINT / SIGTERM. */
+export function stopped(io: CliIo): Promise<void> {
+  if (io.stop) return io.stop.aborted ? Promise.resolve() : once(io.stop, 'abort').then(() => undefined);
+  return new Promise((resolve) => {
+    const done = (): void => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.once('SIGINT', done);
+    process.once('SIGTERM', done);
+  });
 }

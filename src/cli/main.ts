@@ -10,6 +10,7 @@ import { schedulesCommand } from './schedules-command.js';
 import { workerCommand } from './worker-command.js';
 import { devCommand } from './dev-command.js';
 import { healthCommand } from './health-command.js';
+import { uiCommand } from './ui-command.js';
 
 /** Builds the `taskq` command tree. */
 export function buildProgram(io: CliIo): Command {
@@ -26,6 +27,7 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(workerCommand(io));
   program.addCommand(devCommand(io));
   program.addCommand(healthCommand(io));
+  program.addCommand(uiCommand(io));
   for (const sub of program.commands) {
     sub.exitOverride();
     for (const leaf of sub.commands) leaf.exitOverride();

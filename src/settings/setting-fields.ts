@@ -115,6 +115,7 @@ const SOCKET_PATH_RULE = `must be a path of 1-${MAX_SOCKET_PATH_BYTES} UTF-8 byt
 const HOST_RULE = 'must be an IPv4 or IPv6 address or a host name';
 const HOST_NAME_RE =
   /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const ENVIRONMENT_RULE = 'must be 1-64 letters, digits, "_", "-" or "."';
 const HEALTH_TOKEN_MAX_CHARS = 1024;
 const HEALTH_TOKEN_RULE = `must be 1-${HEALTH_TOKEN_MAX_CHARS} visible ASCII characters (no spaces), as an HTTP bearer token`;
 
@@ -725,6 +726,57 @@ export const WORKER_SETTING_FIELDS = [
     check: (v) =>
       /^[\x21-\x7e]+$/.test(v) && v.length <= HEALTH_TOKEN_MAX_CHARS ? undefined : HEALTH_TOKEN_RULE,
   },
+  {
+    key: 'environment',
+    env: 'TASKQ_ENVIRONMENT',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    rule: ENVIRONMENT_RULE,
+    check: matching(/^[A-Za-z0-9_.-]{1,64}$/, ENVIRONMENT_RULE),
+  },
+  {
+    key: 'adminHost',
+    env: 'TASKQ_ADMIN_HOST',
+    kind: 'string',
+    default: '0.0.0.0',
+    rule: HOST_RULE,
+    check: (v) => (isIP(v) !== 0 || HOST_NAME_RE.test(v) ? undefined : HOST_RULE),
+  },
+  { key: 'adminPort', env: 'TASKQ_ADMIN_PORT', kind: 'integer', default: 8080, min: 0, max: 65_535 },
+  {
+    key: 'adminMaxSseConnections',
+    env: 'TASKQ_ADMIN_MAX_SSE_CONNECTIONS',
+    kind: 'integer',
+    default: 50,
+    min: 1,
+  },
+  {
+    key: 'adminUiPollingIntervalSeconds',
+    env: 'TASKQ_ADMIN_UI_POLLING_INTERVAL_SECONDS',
+    kind: 'float',
+    default: 2,
+    min: 0.1,
+    max: MAX_TIMER_MS / 1000,
+  },
+  {
+    key: 'adminWorkerLivenessSeconds',
+    env: 'TASKQ_ADMIN_WORKER_LIVENESS_SECONDS',
+    kind: 'integer',
+    default: 30,
+    min: 1,
+    max: Math.floor(MAX_TIMER_MS / 1000),
+  },
+  { key: 'adminUiRequireAuth', env: 'TASKQ_ADMIN_UI_REQUIRE_AUTH', kind: 'boolean', default: true },
+  {
+    key: 'adminUiFrameAncestors',
+    env: 'TASKQ_ADMIN_UI_FRAME_ANCESTORS',
+    kind: 'choice',
+    choices: ['none', 'self'],
+    default: 'none',
+  },
+  { key: 'adminUiSecureCookies', env: 'TASKQ_ADMIN_UI_SECURE_COOKIES', kind: 'boolean', default: true },
+  { key: 'adminActionsEnabled', env: 'TASKQ_ADMIN_ACTIONS_ENABLED', kind: 'boolean', default: false },
 ] as const satisfies readonly SettingField[];
 
 /**
@@ -821,7 +873,7 @@ export interface NotAvailableEnvVar {
   readonly notAvailable: string;
 }
 
-const ADMIN_UI = 'only the admin UI reads it, and the admin UI arrives in a later release';
+const ADMIN_UI = 'the admin UI does not have this feature yet';
 const SSO = 'single sign-on for the admin UI arrives in a later release';
 
 /**
@@ -841,35 +893,17 @@ export const NOT_AVAILABLE_ENV_VARS: readonly NotAvailableEnvVar[] = [
     setting: 'workerGroup',
     notAvailable: 'consumer spans carry no consumer-group name yet',
   },
-  { env: 'TASKQ_ENVIRONMENT', setting: 'environment', notAvailable: ADMIN_UI },
-  { env: 'TASKQ_ADMIN_MAX_SSE_CONNECTIONS', setting: 'adminMaxSseConnections', notAvailable: ADMIN_UI },
   {
     env: 'TASKQ_PROGRESS_MAX_SSE_CONNECTIONS',
     setting: 'progressMaxSseConnections',
     notAvailable: 'TaskQ serves no progress SSE endpoint yet (forward TaskQ.stream() from your own)',
   },
-  { env: 'TASKQ_ADMIN_HOST', setting: 'adminHost', notAvailable: ADMIN_UI },
-  { env: 'TASKQ_ADMIN_PORT', setting: 'adminPort', notAvailable: ADMIN_UI },
   { env: 'TASKQ_ADMIN_URL', setting: 'adminUrl', notAvailable: ADMIN_UI },
-  {
-    env: 'TASKQ_ADMIN_UI_POLLING_INTERVAL_SECONDS',
-    setting: 'adminUiPollingIntervalSeconds',
-    notAvailable: ADMIN_UI,
-  },
-  {
-    env: 'TASKQ_ADMIN_WORKER_LIVENESS_SECONDS',
-    setting: 'adminWorkerLivenessSeconds',
-    notAvailable: ADMIN_UI,
-  },
   {
     env: 'TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET',
     setting: 'adminUiAllowRateLimitReset',
     notAvailable: ADMIN_UI,
   },
-  { env: 'TASKQ_ADMIN_UI_REQUIRE_AUTH', setting: 'adminUiRequireAuth', notAvailable: ADMIN_UI },
-  { env: 'TASKQ_ADMIN_UI_FRAME_ANCESTORS', setting: 'adminUiFrameAncestors', notAvailable: ADMIN_UI },
-  { env: 'TASKQ_ADMIN_UI_SECURE_COOKIES', setting: 'adminUiSecureCookies', notAvailable: ADMIN_UI },
-  { env: 'TASKQ_ADMIN_ACTIONS_ENABLED', setting: 'adminActionsEnabled', notAvailable: ADMIN_UI },
   { env: 'TASKQ_MIGRATE_ON_START', setting: 'migrateOnStart', notAvailable: ADMIN_UI },
   { env: 'TASKQ_SSO_BACKEND', setting: 'ssoBackend', notAvailable: SSO },
   ...[

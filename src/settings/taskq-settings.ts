@@ -35,6 +35,33 @@ export interface TaskQSettings {
    * `Authorization: Bearer <token>`. Default: none (no authentication).
    */
   healthToken: string | null;
+  /**
+   * `TASKQ_ENVIRONMENT`: deployment label. `dev` or `development` lets the admin UI start without
+   * authentication (with the warning `admin-ui-no-auth`); any other value, or none, fails closed.
+   * Default: none.
+   */
+  environment: string | null;
+  /** `TASKQ_ADMIN_HOST`: bind address of `taskq ui serve`. Default `0.0.0.0`. */
+  adminHost: string;
+  /** `TASKQ_ADMIN_PORT`: TCP port of `taskq ui serve` (0 = a free port). Default 8080. */
+  adminPort: number;
+  /** `TASKQ_ADMIN_MAX_SSE_CONNECTIONS`: live-update streams the admin UI serves at once (≥ 1). Default 50. */
+  adminMaxSseConnections: number;
+  /**
+   * `TASKQ_ADMIN_UI_POLLING_INTERVAL_SECONDS`: how often a live stream reads its job, and how often
+   * a page polls without a stream, in seconds (≥ 0.1). Default 2.
+   */
+  adminUiPollingIntervalSeconds: number;
+  /** `TASKQ_ADMIN_WORKER_LIVENESS_SECONDS`: a worker seen within this many seconds is alive on the overview. Default 30. */
+  adminWorkerLivenessSeconds: number;
+  /** `TASKQ_ADMIN_UI_REQUIRE_AUTH`: `false` lets the admin UI start without authentication outside dev. Default true. */
+  adminUiRequireAuth: boolean;
+  /** `TASKQ_ADMIN_UI_FRAME_ANCESTORS`: who may frame the admin UI, `none` or `self`. Default `none`. */
+  adminUiFrameAncestors: 'none' | 'self';
+  /** `TASKQ_ADMIN_UI_SECURE_COOKIES`: the `Secure` flag on the admin UI's cookies. Default true. */
+  adminUiSecureCookies: boolean;
+  /** `TASKQ_ADMIN_ACTIONS_ENABLED`: the admin UI's retry and cancel actions. Default false. */
+  adminActionsEnabled: boolean;
 }
 
 /** The client's settings, by name (every one is also a worker setting: `WorkerSettings` extends these). */
@@ -47,6 +74,16 @@ const TASKQ_KEYS: readonly (keyof TaskQSettings)[] = [
   'idempotencyKeyMaxBytes',
   'payloadMaxBytes',
   'healthToken',
+  'environment',
+  'adminHost',
+  'adminPort',
+  'adminMaxSseConnections',
+  'adminUiPollingIntervalSeconds',
+  'adminWorkerLivenessSeconds',
+  'adminUiRequireAuth',
+  'adminUiFrameAncestors',
+  'adminUiSecureCookies',
+  'adminActionsEnabled',
 ];
 
 /** The client's rows of the settings table (environment variable, kind, default, rule). */

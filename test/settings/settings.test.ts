@@ -134,6 +134,16 @@ describe('loadWorkerSettings defaults', () => {
       healthToken: null,
       pgCredentialProvider: null,
       redisCredentialProvider: null,
+      environment: null,
+      adminHost: '0.0.0.0',
+      adminPort: 8080,
+      adminMaxSseConnections: 50,
+      adminUiPollingIntervalSeconds: 2,
+      adminWorkerLivenessSeconds: 30,
+      adminUiRequireAuth: true,
+      adminUiFrameAncestors: 'none',
+      adminUiSecureCookies: true,
+      adminActionsEnabled: false,
     } satisfies WorkerSettings);
   });
 

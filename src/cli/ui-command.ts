@@ -1,0 +1,101 @@
+import { Command } from 'commander';
+
+import { serveAdmin, type AdminServer } from '../admin/serve-admin.js';
+import { openClientBackend } from '../backend/open-backend.js';
+import { TaskQ } from '../client/taskq.js';
+import { AdminAuthRequiredError } from '../errors/admin-errors.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { createLogger } from '../obs/logger.js';
+import { loadWorkerSettings, SettingsError } from '../settings/load-worker-settings.js';
+import type { WorkerSettings } from '../settings/worker-settings.js';
+import {
+  cliPgSource,
+  PG_CREDENTIAL_PROVIDER_OPTION,
+  resolveConnection,
+  type ConnectionFlags,
+} from './connection-options.js';
+import { CliExit, stopped, type CliIo } from './io.js';
+
+/** Flags of `taskq ui serve`. */
+interface ServeFlags extends ConnectionFlags {
+  host?: string;
+  port?: string;
+}
+
+/** `--port` as a number, or a CLI error naming the rule (exit 2). */
+function parsePort(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text.trim()) || n > 65_535)
+    throw new CliExit(2, `--port: ${JSON.stringify(text)} is invalid: must be an integer from 0 to 65535`);
+  return n;
+}
+
+/**
+ * `taskq ui serve`: the admin UI on `TASKQ_ADMIN_HOST:TASKQ_ADMIN_PORT` (flags win) until SIGINT /
+ * SIGTERM. Authentication is the bearer token `TASKQ_HEALTH_TOKEN` (header or login form); without
+ * one it starts only in `TASKQ_ENVIRONMENT=dev` or with `TASKQ_ADMIN_UI_REQUIRE_AUTH=false`, and
+ * otherwise exits 2 saying so. Every other `TASKQ_ADMIN_*` setting in docs/ui.md applies.
+ */
+export function uiCommand(io: CliIo): Command {
+  const cmd = new Command('ui').description('the admin web UI');
+  cmd
+    .command('serve')
+    .description('serve the admin UI until SIGINT/SIGTERM')
+    .option('--host <host>', 'bind address (default: $TASKQ_ADMIN_HOST or 0.0.0.0)')
+    .option('--port <port>', 'TCP port, 0 = a free one (default: $TASKQ_ADMIN_PORT or 8080)')
+    .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
+    .option(...PG_CREDENTIAL_PROVIDER_OPTION)
+    .option('--schema <schema>', 'schema (default: $TASKQ_SCHEMA_NAME or taskq)')
+    .action(async (flags: ServeFlags) => {
+      const { dsn, schema } = resolveConnection(flags, io);
+      const overrides: Partial<WorkerSettings> = {};
+      if (flags.host !== undefined) overrides.adminHost = flags.host;
+      if (flags.port !== undefined) overrides.adminPort = parsePort(flags.port);
+      let settings: WorkerSettings;
+      try {
+        ({ settings } = loadWorkerSettings({ env: io.env, overrides }));
+      } catch (err) {
+        if (err instanceof SettingsError) throw new CliExit(2, err.message);
+        throw err;
+      }
+      const logger = createLogger({ level: settings.logLevel, format: settings.logFormat });
+      const backend = await openClientBackend({
+        ...(await cliPgSource(flags, io, dsn as string, 4)),
+        schema,
+        maxPoolSize: 4,
+        field: '--dsn',
+      });
+      const tq = new TaskQ(backend, { ownsBackend: true });
+      let server: AdminServer;
+      try {
+        await backend.verifySchema();
+        server = await serveAdmin({
+          tq,
+          host: settings.adminHost,
+          port: settings.adminPort,
+          token: settings.healthToken,
+          environment: settings.environment,
+          requireAuth: settings.adminUiRequireAuth,
+          actionsEnabled: settings.adminActionsEnabled,
+          frameAncestors: settings.adminUiFrameAncestors,
+          secureCookies: settings.adminUiSecureCookies,
+          maxSseConnections: settings.adminMaxSseConnections,
+          pollInterval: Math.round(settings.adminUiPollingIntervalSeconds * 1000),
+          workerLiveness: settings.adminWorkerLivenessSeconds * 1000,
+          logger,
+        });
+      } catch (err) {
+        await tq.close();
+        if (err instanceof AdminAuthRequiredError || err instanceof InvalidArgumentError)
+          throw new CliExit(2, err.message);
+        if (err instanceof Error && 'code' in err && err.code === 'EADDRINUSE')
+          throw new CliExit(2, `port ${settings.adminPort} is in use by another process`);
+        throw err;
+      }
+      io.out(`serving the admin UI of schema ${schema} at ${server.url}/`);
+      await stopped(io);
+      await server.close();
+      await tq.close();
+    });
+  return cmd;
+}

@@ -1,0 +1,169 @@
+/**
+ * `taskq ui serve` in a child process: it fails closed without authentication outside dev, serves
+ * behind TASKQ_HEALTH_TOKEN, and applies every TASKQ_ADMIN_* setting it reads (each set off its
+ * default here and observed over HTTP).
+ */
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { TaskQ } from '../../src/client/taskq.js';
+import { actor } from '../../src/core/actor.js';
+import { REPO_ROOT, TSX, cleanEnv, runTsx } from '../fixtures/cli/run-cli-process.js';
+import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { waitFor } from '../helpers/wait.js';
+
+let db: TestSchema;
+let tq: TaskQ;
+let failedJob: string;
+const work = actor({ name: 'ui_cli_work', queue: 'ui_cli_q' }, async () => undefined);
+
+/** A running `taskq ui serve`: its port, and `stop()` (SIGTERM) resolving with its exit code. */
+async function startServe(
+  env: Record<string, string>,
+): Promise<{ port: number; stop(): Promise<number | null> }> {
+  const child = spawn(
+    TSX,
+    [
+      resolve(REPO_ROOT, 'src/cli/bin.ts'),
+      'ui',
+      'serve',
+      '--dsn',
+      TEST_DSN,
+      '--schema',
+      db.schema,
+      '--host',
+      '127.0.0.1',
+    ],
+    { cwd: REPO_ROOT, env: cleanEnv({ TASKQ_LOG_LEVEL: 'warn', TASKQ_ADMIN_PORT: '0', ...env }) },
+  );
+  let stdout = '';
+  let stderr = '';
+  let exit: number | null | undefined;
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((done) => child.on('close', (code) => done((exit = code))));
+  let port = 0;
+  await waitFor(
+    () => {
+      if (exit !== undefined) throw new Error(`taskq ui serve exited ${exit}:\n${stdout}\n${stderr}`);
+      const m = /serving the admin UI of schema \S+ at http:\/\/127\.0\.0\.1:(\d+)\/$/m.exec(stdout);
+      if (m) port = Number(m[1]);
+      return m !== null;
+    },
+    30_000,
+    'taskq ui serve to listen',
+  );
+  return {
+    port,
+    stop: () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+beforeAll(async () => {
+  db = await migratedSchema('ui_cli');
+  tq = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema });
+  failedJob = (await tq.enqueue(work, {})).jobId;
+  // A pending job on a queue no worker serves: the overview lists the queue with a banner.
+  await tq.enqueue(work, {});
+  await db.pool.query(
+    `UPDATE "${db.schema}".jobs SET status = 'failed', attempt = 1, finished_at = clock_timestamp() WHERE id = $1`,
+    [failedJob],
+  );
+});
+afterAll(async () => {
+  await tq.close();
+  await db.drop();
+});
+
+describe('taskq ui serve', () => {
+  it('refuses to start (exit 2) without authentication outside dev, saying what to do', async () => {
+    const extras: Record<string, string>[] = [{}, { TASKQ_ENVIRONMENT: 'production' }];
+    for (const extra of extras) {
+      const r = await runTsx(
+        'src/cli/bin.ts',
+        ['ui', 'serve', '--dsn', TEST_DSN, '--schema', db.schema, '--port', '0'],
+        { env: cleanEnv(extra) },
+      );
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(/refuses to start without authentication/);
+      expect(r.stderr).toMatch(/TASKQ_HEALTH_TOKEN/);
+    }
+  });
+
+  it('refuses a bad setting (exit 2) naming it', async () => {
+    const r = await runTsx('src/cli/bin.ts', ['ui', 'serve', '--dsn', TEST_DSN, '--schema', db.schema], {
+      env: cleanEnv({ TASKQ_ENVIRONMENT: 'dev', TASKQ_ADMIN_UI_FRAME_ANCESTORS: 'everyone' }),
+    });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/TASKQ_ADMIN_UI_FRAME_ANCESTORS/);
+  });
+
+  it('serves behind TASKQ_HEALTH_TOKEN: 401 without the bearer token, 200 with it', async () => {
+    const server = await startServe({ TASKQ_ENVIRONMENT: 'production', TASKQ_HEALTH_TOKEN: 'ui-cli-token' });
+    try {
+      const url = `http://127.0.0.1:${server.port}/`;
+      expect((await fetch(url)).status).toBe(401);
+      const ok = await fetch(url, { headers: { authorization: 'Bearer ui-cli-token' } });
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toContain('ui_cli_q');
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+
+  it('TASKQ_ADMIN_UI_REQUIRE_AUTH=false starts without authentication outside dev', async () => {
+    const server = await startServe({
+      TASKQ_ENVIRONMENT: 'production',
+      TASKQ_ADMIN_UI_REQUIRE_AUTH: 'false',
+    });
+    try {
+      expect((await fetch(`http://127.0.0.1:${server.port}/`)).status).toBe(200);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it('applies TASKQ_ENVIRONMENT=dev and the TASKQ_ADMIN_* settings', async () => {
+    const server = await startServe({
+      TASKQ_ENVIRONMENT: 'dev',
+      TASKQ_ADMIN_UI_FRAME_ANCESTORS: 'self',
+      TASKQ_ADMIN_UI_SECURE_COOKIES: 'false',
+      TASKQ_ADMIN_ACTIONS_ENABLED: 'true',
+      TASKQ_ADMIN_MAX_SSE_CONNECTIONS: '1',
+      TASKQ_ADMIN_UI_POLLING_INTERVAL_SECONDS: '0.5',
+      TASKQ_ADMIN_WORKER_LIVENESS_SECONDS: '7',
+    });
+    const base = `http://127.0.0.1:${server.port}`;
+    const streams = new AbortController();
+    try {
+      // dev: no authentication needed.
+      const overview = await fetch(`${base}/`);
+      expect(overview.status).toBe(200);
+      expect(overview.headers.get('x-frame-options')).toBe('SAMEORIGIN');
+      expect(overview.headers.get('content-security-policy')).toContain("frame-ancestors 'self'");
+      const cookie = overview.headers.getSetCookie().find((c) => c.startsWith('taskq_admin_csrf='));
+      expect(cookie).toBeDefined();
+      expect(cookie).not.toMatch(/;\s*Secure/i);
+      // The unserved queue's banner names the liveness window.
+      expect((await overview.text()).replace(/\s+/g, ' ')).toMatch(/no alive worker serves it \(none seen in the last 7 s\)/);
+
+      const page = await (await fetch(`${base}/jobs/${failedJob}`)).text();
+      expect(page).toContain(`action="/jobs/${failedJob}/retry"`);
+      expect(page).toContain('data-poll-ms="500"');
+
+      const pending = (await tq.enqueue(work, {})).jobId;
+      const first = await fetch(`${base}/jobs/${pending}/stream`, { signal: streams.signal });
+      expect(first.status).toBe(200);
+      const second = await fetch(`${base}/jobs/${pending}/stream`, { signal: streams.signal });
+      expect(second.status).toBe(503);
+    } finally {
+      streams.abort();
+      expect(await server.stop()).toBe(0);
+    }
+  });
+});
