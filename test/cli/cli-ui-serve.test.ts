@@ -22,21 +22,20 @@ const work = actor({ name: 'ui_cli_work', queue: 'ui_cli_q' }, async () => undef
 /** A running `taskq ui serve`: its port, and `stop()` (SIGTERM) resolving with its exit code. */
 async function startServe(
   env: Record<string, string>,
+  flags: string[] = [],
 ): Promise<{ port: number; stop(): Promise<number | null> }> {
   const child = spawn(
     TSX,
-    [
-      resolve(REPO_ROOT, 'src/cli/bin.ts'),
-      'ui',
-      'serve',
-      '--dsn',
-      TEST_DSN,
-      '--schema',
-      db.schema,
-      '--host',
-      '127.0.0.1',
-    ],
-    { cwd: REPO_ROOT, env: cleanEnv({ TASKQ_LOG_LEVEL: 'warn', TASKQ_ADMIN_PORT: '0', ...env }) },
+    [resolve(REPO_ROOT, 'src/cli/bin.ts'), 'ui', 'serve', '--dsn', TEST_DSN, '--schema', db.schema, ...flags],
+    {
+      cwd: REPO_ROOT,
+      env: cleanEnv({
+        TASKQ_LOG_LEVEL: 'warn',
+        TASKQ_ADMIN_HOST: '127.0.0.1',
+        TASKQ_ADMIN_PORT: '0',
+        ...env,
+      }),
+    },
   );
   let stdout = '';
   let stderr = '';
@@ -104,7 +103,16 @@ describe('taskq ui serve', () => {
   });
 
   it('serves behind TASKQ_HEALTH_TOKEN: 401 without the bearer token, 200 with it', async () => {
-    const server = await startServe({ TASKQ_ENVIRONMENT: 'production', TASKQ_HEALTH_TOKEN: 'ui-cli-token' });
+    // The flags win over TASKQ_ADMIN_HOST / TASKQ_ADMIN_PORT.
+    const server = await startServe(
+      {
+        TASKQ_ENVIRONMENT: 'production',
+        TASKQ_HEALTH_TOKEN: 'ui-cli-token',
+        TASKQ_ADMIN_HOST: '::1',
+        TASKQ_ADMIN_PORT: '1',
+      },
+      ['--host', '127.0.0.1', '--port', '0'],
+    );
     try {
       const url = `http://127.0.0.1:${server.port}/`;
       expect((await fetch(url)).status).toBe(401);
@@ -150,7 +158,9 @@ describe('taskq ui serve', () => {
       expect(cookie).toBeDefined();
       expect(cookie).not.toMatch(/;\s*Secure/i);
       // The unserved queue's banner names the liveness window.
-      expect((await overview.text()).replace(/\s+/g, ' ')).toMatch(/no alive worker serves it \(none seen in the last 7 s\)/);
+      expect((await overview.text()).replace(/\s+/g, ' ')).toMatch(
+        /no alive worker serves it \(none seen in the last 7 s\)/,
+      );
 
       const page = await (await fetch(`${base}/jobs/${failedJob}`)).text();
       expect(page).toContain(`action="/jobs/${failedJob}/retry"`);

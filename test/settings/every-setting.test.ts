@@ -46,6 +46,7 @@ const WIRING = 'test/worker/settings-wiring.test.ts';
 const HEALTH_SERVER = 'test/obs/health/health-server.test.ts';
 const OPEN_HEALTH = 'src/obs/health/open-worker-health.ts';
 const WATCHDOG = 'src/worker/watchdog/watchdog.ts';
+const UI_SERVE = 'test/cli/cli-ui-serve.test.ts';
 
 /** Every wired setting and its proof. Only list a file that really changes the setting and looks. */
 const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
@@ -355,6 +356,34 @@ const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
     via: { name: 'token', wiredAt: OPEN_HEALTH },
     shows: 'every route requires the bearer token when one is set',
   },
+  environment: {
+    file: UI_SERVE,
+    shows: 'taskq ui serve starts without authentication with dev, and exits 2 with production or none',
+  },
+  adminHost: {
+    file: UI_SERVE,
+    shows: 'taskq ui serve listens on the host given (127.0.0.1, where the test connects)',
+  },
+  adminPort: { file: UI_SERVE, shows: 'taskq ui serve listens on the port given (0: a free one, printed)' },
+  adminMaxSseConnections: { file: UI_SERVE, shows: 'with 1, a second live stream is refused with 503' },
+  adminUiPollingIntervalSeconds: {
+    file: UI_SERVE,
+    shows: "0.5 s reaches the job page's polling fallback as data-poll-ms=500",
+  },
+  adminWorkerLivenessSeconds: {
+    file: UI_SERVE,
+    shows: "7 s is the liveness window the overview's banner names",
+  },
+  adminUiRequireAuth: {
+    file: UI_SERVE,
+    shows: 'false lets taskq ui serve start without authentication outside dev',
+  },
+  adminUiFrameAncestors: {
+    file: UI_SERVE,
+    shows: "self sends frame-ancestors 'self' and X-Frame-Options SAMEORIGIN",
+  },
+  adminUiSecureCookies: { file: UI_SERVE, shows: 'false drops the Secure flag from the CSRF cookie' },
+  adminActionsEnabled: { file: UI_SERVE, shows: 'true shows the retry button on a failed job' },
 };
 
 const FIELDS: readonly SettingField[] = WORKER_SETTING_FIELDS;

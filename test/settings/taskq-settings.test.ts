@@ -26,6 +26,16 @@ describe('loadTaskQSettings', () => {
       healthToken: null,
       pgCredentialProvider: null,
       redisCredentialProvider: null,
+      environment: null,
+      adminHost: '0.0.0.0',
+      adminPort: 8080,
+      adminMaxSseConnections: 50,
+      adminUiPollingIntervalSeconds: 2,
+      adminWorkerLivenessSeconds: 30,
+      adminUiRequireAuth: true,
+      adminUiFrameAncestors: 'none',
+      adminUiSecureCookies: true,
+      adminActionsEnabled: false,
     });
   });
 
@@ -46,6 +56,16 @@ describe('loadTaskQSettings', () => {
       healthToken: null,
       pgCredentialProvider: null,
       redisCredentialProvider: null,
+      environment: null,
+      adminHost: '0.0.0.0',
+      adminPort: 8080,
+      adminMaxSseConnections: 50,
+      adminUiPollingIntervalSeconds: 2,
+      adminWorkerLivenessSeconds: 30,
+      adminUiRequireAuth: true,
+      adminUiFrameAncestors: 'none',
+      adminUiSecureCookies: true,
+      adminActionsEnabled: false,
     });
     expect(loadTaskQSettings({ env, overrides: { schema: 'jobs_b', redisUrl: null } })).toMatchObject({
       schema: 'jobs_b',
