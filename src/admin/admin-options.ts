@@ -77,20 +77,33 @@ export interface AdminOptions {
   logger?: Logger;
 }
 
-/** {@link AdminOptions} checked, with defaults applied. */
+/** {@link AdminOptions} checked, with defaults applied (each field as documented there). */
 export interface ResolvedAdminOptions {
+  /** The client. */
   tq: TaskQ;
+  /** The auth hook, or null. */
   auth: AdminAuthHook | null;
+  /** The bearer token, or null. */
   token: string | null;
+  /** The environment label, or null. */
   environment: string | null;
+  /** Retry and cancel allowed. */
   actionsEnabled: boolean;
+  /** CSP `frame-ancestors` / `X-Frame-Options`. */
   frameAncestors: 'none' | 'self';
+  /** `Secure` cookies (and HSTS). */
   secureCookies: boolean;
+  /** Live streams served at once. */
   maxSseConnections: number;
+  /** Stream read and page poll interval, ms. */
   pollIntervalMs: number;
+  /** Worker liveness window, ms. */
   workerLivenessMs: number;
+  /** Bound on shown payloads and results, characters. */
   maxShownChars: number;
+  /** Bound on shown error messages and tracebacks, characters. */
   maxTracebackChars: number;
+  /** Where the UI's events go. */
   logger: Logger;
 }
 

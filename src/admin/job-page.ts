@@ -5,15 +5,21 @@ import { csrfField, layout, type PageContext } from './layout.js';
 
 /** What the job page shows besides the row. */
 export interface JobPageData {
+  /** The job's row. */
   job: JobRow;
+  /** Its finished attempts, oldest first. */
   attempts: AttemptRow[];
+  /** Its event log. */
   events: EventRow[];
   /** May the user read the payload and the result? */
   readPayloads: boolean;
   /** Show the retry and cancel buttons (actions enabled and the user may act). */
   actionsEnabled: boolean;
+  /** Bound on shown payloads and results, characters. */
   maxShownChars: number;
+  /** Bound on shown error messages and tracebacks, characters. */
   maxTracebackChars: number;
+  /** The polling fallback's interval, ms (read by admin.js). */
   pollIntervalMs: number;
   /** A one-line outcome of the action that led here (`?done=` after a redirect). */
   notice: string | null;

@@ -7,11 +7,17 @@ import { TERMINAL_STATUSES } from '../backend/state-machine.js';
 
 /** What the job page's live updates carry: status and progress, never the payload or result. */
 export interface JobState {
+  /** The job's id. */
   id: string;
+  /** Its status. */
   status: JobRow['status'];
+  /** Its attempt counter. */
   attempt: number;
+  /** Its last reported progress. */
   progress: Record<string, unknown>;
+  /** Sequence number of that report. */
   progressSeq: number;
+  /** A cancel was requested. */
   cancelRequested: boolean;
 }
 

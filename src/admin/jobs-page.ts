@@ -5,11 +5,17 @@ import { layout, type PageContext } from './layout.js';
 
 /** The jobs list's query string: the read API's filters, one value each. */
 export interface JobsQuery {
+  /** One status. */
   status?: string;
+  /** Queue name. */
   queue?: string;
+  /** Actor name. */
   actor?: string;
+  /** One tag the jobs carry. */
   tag?: string;
+  /** A `JobSortField` value. */
   order?: string;
+  /** The previous page's `nextCursor`. */
   cursor?: string;
 }
 

@@ -295,6 +295,11 @@ const PACKAGE_ERRORS: Case[] = [
     make: () => new taskq.LeadershipLostError('018f0000-0000-7000-8000-0000000000a1', '7'),
     code: 'TASKQ_LEADERSHIP_LOST',
   },
+  {
+    cls: taskq.AdminAuthRequiredError,
+    make: () => new taskq.AdminAuthRequiredError('production'),
+    code: 'TASKQ_ADMIN_AUTH_REQUIRED',
+  },
   { cls: taskq.Snooze, make: () => new taskq.Snooze('1s'), code: 'TASKQ_SNOOZE' },
   { cls: taskq.RetryAfter, make: () => new taskq.RetryAfter(500), code: 'TASKQ_RETRY_AFTER' },
   {
