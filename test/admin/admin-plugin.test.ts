@@ -2,10 +2,16 @@
  * The admin UI over HTTP (`app.inject`, real Postgres): fail-closed start, authentication, CSRF,
  * framing headers, escaping, payload visibility, the retry / cancel actions and the jobs list.
  */
+import { Script } from 'node:vm';
+
+import fastifyCookie from '@fastify/cookie';
+import fastifyHelmet from '@fastify/helmet';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
+import { ADMIN_JS } from '../../src/admin/admin-assets.js';
 import { adminPlugin, type AdminOptions } from '../../src/admin/index.js';
+import { InMemoryBackend } from '../../src/backend/memory/in-memory-backend.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
@@ -427,5 +433,32 @@ describe('actions', () => {
     expect(records.length).toBeGreaterThan(0);
     expect(JSON.stringify(records)).not.toContain('never-log-me');
     await app.close();
+  });
+});
+
+describe('mounting', () => {
+  it('lives beside a host app that has its own cookie and helmet plugins, without changing its routes', async () => {
+    const memory = new TaskQ(new InMemoryBackend());
+    const app = Fastify();
+    await app.register(fastifyCookie);
+    await app.register(fastifyHelmet);
+    app.get('/', async () => 'host');
+    await app.register(adminPlugin, { prefix: '/ops/taskq', tq: memory, environment: 'dev' });
+    await app.ready();
+    const ui = await app.inject({ url: '/ops/taskq/' });
+    expect(ui.statusCode).toBe(200);
+    expect(ui.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(ui.body).toContain('href="/ops/taskq/jobs"');
+    expect((await app.inject({ url: '/ops/taskq/assets/admin.js' })).statusCode).toBe(200);
+    const host = await app.inject({ url: '/' });
+    expect(host.body).toBe('host');
+    // The host keeps its own policy: the UI's hooks stay inside its prefix.
+    expect(host.headers['content-security-policy']).not.toContain("frame-ancestors 'none'");
+    await app.close();
+    await memory.close();
+  });
+
+  it('serves a script that parses (no build step, no inline code)', () => {
+    expect(() => new Script(ADMIN_JS)).not.toThrow();
   });
 });
