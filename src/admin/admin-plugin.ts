@@ -4,6 +4,7 @@ import fastifyHelmet from '@fastify/helmet';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 
 import { isUuid } from '../core/ids.js';
+import { checkStorableText } from '../core/text-checks.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { JobNotFoundError } from '../errors/job-errors.js';
 import type { TaskQError } from '../errors/taskq-error.js';
@@ -158,13 +159,32 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
   });
 
   app.get('/lookup', async (request, reply) => {
-    const id = one((request.query as Record<string, unknown>).id);
-    if (id === undefined || !isUuid(id)) {
-      const c = await ctx(request, reply);
-      const problem = `${JSON.stringify(id ?? '')} is not a job id: paste a job's UUID (8-4-4-4-12 hexadecimal digits)`;
-      return sendPage(reply, 400, jobsPage(c, {}, null, problem));
+    const q = request.query as Record<string, unknown>;
+    const id = one(q.id);
+    const key = one(q.key);
+    const refuse = async (status: number, problem: string) =>
+      sendPage(reply, status, jobsPage(await ctx(request, reply), {}, null, problem));
+    if (id !== undefined) {
+      if (!isUuid(id))
+        return refuse(
+          400,
+          `${JSON.stringify(id)} is not a job id: paste a job's UUID (8-4-4-4-12 hexadecimal digits)`,
+        );
+      return reply.redirect(`${base}/jobs/${id.toLowerCase()}`, 303);
     }
-    return reply.redirect(`${base}/jobs/${id.toLowerCase()}`, 303);
+    if (key === undefined) return refuse(400, 'Give a job id or an idempotency key to look up.');
+    // Keys are stored as given: the raw values (not trimmed) are looked up.
+    const rawKey = typeof q.key === 'string' ? q.key : key;
+    const scope = typeof q.scope === 'string' ? q.scope : '';
+    checkStorableText(rawKey, 'key');
+    checkStorableText(scope, 'scope');
+    const job = await o.tq.backend.getByIdempotencyKey(rawKey, scope);
+    if (job === null)
+      return refuse(
+        404,
+        `No job holds the idempotency key ${JSON.stringify(rawKey)} in ${scope === '' ? 'the default scope' : `scope ${JSON.stringify(scope)}`} (a pruned job is no longer found).`,
+      );
+    return reply.redirect(`${base}/jobs/${job.id}`, 303);
   });
 
   app.get<{ Params: { id: string }; Querystring: { done?: string } }>('/jobs/:id', async (request, reply) => {

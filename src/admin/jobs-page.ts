@@ -36,7 +36,7 @@ function withCursor(query: JobsQuery, cursor: string): string {
   return params.toString();
 }
 
-/** The jobs list: filters, lookup by id, one page of jobs and a link to the next (keyset cursor). */
+/** The jobs list: filters, lookup by id or idempotency key, one page of jobs and a link to the next (keyset cursor). */
 export function jobsPage(
   ctx: PageContext,
   query: JobsQuery,
@@ -70,6 +70,8 @@ export function jobsPage(
     </form>
     <form class="filters" method="get" action="${ctx.base}/lookup">
       <label>Job id<input name="id" size="38" placeholder="0190…" /></label>
+      <label>or idempotency key<input name="key" /></label>
+      <label>in scope<input name="scope" placeholder="(default)" /></label>
       <button type="submit">Open</button>
     </form>
     ${problem === null ? '' : html`<div class="banner" role="alert">${problem}</div>`}

@@ -143,6 +143,11 @@ export interface Backend {
 
   /** The job, or null. */
   get(jobId: string): Promise<JobRow | null>;
+  /**
+   * The job holding idempotency key `key` in `scope` (`''` is the default scope), or null: the
+   * admin UI's lookup. Jobs pruned from the live table are not found.
+   */
+  getByIdempotencyKey(key: string, scope: string): Promise<JobRow | null>;
   /** One page of jobs in the filter's keyset order. */
   listJobs(filter: NormalizedJobFilter): Promise<JobPage>;
   /** Pending + scheduled counts of the given actors (absent = 0), in one round trip. */

@@ -334,6 +334,17 @@ describe('pages', () => {
     expect(bad.body).not.toContain('<x>');
     const lookup = await app.inject({ url: '/admin/lookup?id=nope' });
     expect(lookup.statusCode).toBe(400);
+    const keyed = await tq.enqueue(work, {}, { idempotencyKey: 'order <7>', idempotencyScope: 'shop' });
+    const byKey = await app.inject({
+      url: `/admin/lookup?key=${encodeURIComponent('order <7>')}&scope=shop`,
+    });
+    expect(byKey.statusCode).toBe(303);
+    expect(byKey.headers.location).toBe(`/admin/jobs/${keyed.jobId}`);
+    const otherScope = await app.inject({ url: `/admin/lookup?key=${encodeURIComponent('order <7>')}` });
+    expect(otherScope.statusCode).toBe(404);
+    expect(otherScope.body).toContain('order &lt;7&gt;');
+    expect((await app.inject({ url: '/admin/lookup' })).statusCode).toBe(400);
+    expect((await app.inject({ url: '/admin/lookup?key=a%00b' })).statusCode).toBe(400);
     const found = await app.inject({ url: '/admin/lookup?id=01900000-0000-7000-8000-0000000000FF' });
     expect(found.statusCode).toBe(303);
     expect(found.headers.location).toBe('/admin/jobs/01900000-0000-7000-8000-0000000000ff');

@@ -161,6 +161,19 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         expect(await count()).toBe(2);
       });
 
+      it('finds a job by idempotency key within its scope only', async () => {
+        const a = await client.enqueue(plain, { n: 1 }, { idempotencyKey: 'find:1' });
+        const b = await client.enqueue(
+          plain,
+          { n: 2 },
+          { idempotencyKey: 'find:1', idempotencyScope: 'run-2' },
+        );
+        expect((await h.backend.getByIdempotencyKey('find:1', ''))?.id).toBe(a.jobId);
+        expect((await h.backend.getByIdempotencyKey('find:1', 'run-2'))?.id).toBe(b.jobId);
+        expect(await h.backend.getByIdempotencyKey('find:1', 'run-3')).toBeNull();
+        expect(await h.backend.getByIdempotencyKey('find:2', '')).toBeNull();
+      });
+
       it('keeps deduplicating an idempotency key after the job finished', async () => {
         const a = await client.enqueue(plain, { n: 1 }, { idempotencyKey: 'k' });
         await client.cancel(a.jobId);

@@ -308,6 +308,12 @@ export class InMemoryBackend implements Backend {
     return r ? clone(r) : null;
   }
 
+  async getByIdempotencyKey(key: string, scope: string): Promise<JobRow | null> {
+    for (const r of this.jobs.values())
+      if (r.idempotencyKey === key && r.idempotencyScope === scope) return clone(r);
+    return null;
+  }
+
   async listJobs(filter: NormalizedJobFilter): Promise<JobPage> {
     return listing.listJobs(this.jobs.values(), filter);
   }

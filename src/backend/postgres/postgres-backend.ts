@@ -294,6 +294,11 @@ export class PostgresBackend implements Backend {
     return rows[0] ? toJobRow(rows[0]) : null;
   }
 
+  async getByIdempotencyKey(key: string, scope: string): Promise<JobRow | null> {
+    const rows = await this.run('getJobByIdempotencyKey', [key, scope]);
+    return rows[0] ? toJobRow(rows[0]) : null;
+  }
+
   async listJobs(filter: NormalizedJobFilter): Promise<JobPage> {
     if (filter.limit === 0) return { jobs: [], nextCursor: null };
     const q = listQuery(filter, this.quoted, JOB_COLUMNS);

@@ -104,6 +104,9 @@ export const observeFleet = "-- The fleet gauges' snapshot (Backend.observeFleet
 export const getJob = "SELECT {job_columns} FROM {schema}.jobs j WHERE j.id = $1;";
 
 /** From jobs-read.sql. */
+export const getJobByIdempotencyKey = "-- $1 key, $2 scope: one probe of jobs_idempotency_scope_key_uniq.\nSELECT {job_columns} FROM {schema}.jobs j\nWHERE j.idempotency_scope = $2 AND j.idempotency_key = $1;";
+
+/** From jobs-read.sql. */
 export const countPendingJobs = "SELECT actor, count(*)::int AS n FROM {schema}.jobs\nWHERE actor = ANY ($1::text[]) AND status IN ('pending', 'scheduled')\nGROUP BY actor;";
 
 /** From jobs-read.sql. */

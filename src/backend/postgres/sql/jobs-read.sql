@@ -1,6 +1,11 @@
 -- name: getJob
 SELECT {job_columns} FROM {schema}.jobs j WHERE j.id = $1;
 
+-- name: getJobByIdempotencyKey
+-- $1 key, $2 scope: one probe of jobs_idempotency_scope_key_uniq.
+SELECT {job_columns} FROM {schema}.jobs j
+WHERE j.idempotency_scope = $2 AND j.idempotency_key = $1;
+
 -- name: countPendingJobs
 SELECT actor, count(*)::int AS n FROM {schema}.jobs
 WHERE actor = ANY ($1::text[]) AND status IN ('pending', 'scheduled')
