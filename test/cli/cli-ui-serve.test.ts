@@ -23,7 +23,7 @@ const work = actor({ name: 'ui_cli_work', queue: 'ui_cli_q' }, async () => undef
 async function startServe(
   env: Record<string, string>,
   flags: string[] = [],
-): Promise<{ port: number; stop(): Promise<number | null> }> {
+): Promise<{ port: number; output(): string; stop(): Promise<number | null> }> {
   const child = spawn(
     TSX,
     [resolve(REPO_ROOT, 'src/cli/bin.ts'), 'ui', 'serve', '--dsn', TEST_DSN, '--schema', db.schema, ...flags],
@@ -56,6 +56,7 @@ async function startServe(
   );
   return {
     port,
+    output: () => `stdout:\n${stdout}\nstderr:\n${stderr}`,
     stop: () => {
       child.kill('SIGTERM');
       return exited;
@@ -115,12 +116,12 @@ describe('taskq ui serve', () => {
     );
     try {
       const url = `http://127.0.0.1:${server.port}/`;
-      expect((await fetch(url)).status).toBe(401);
+      expect((await fetch(url)).status, server.output()).toBe(401);
       const ok = await fetch(url, { headers: { authorization: 'Bearer ui-cli-token' } });
-      expect(ok.status).toBe(200);
+      expect(ok.status, server.output()).toBe(200);
       expect(await ok.text()).toContain('ui_cli_q');
     } finally {
-      expect(await server.stop()).toBe(0);
+      expect(await server.stop(), server.output()).toBe(0);
     }
   });
 
@@ -173,7 +174,7 @@ describe('taskq ui serve', () => {
       expect(second.status).toBe(503);
     } finally {
       streams.abort();
-      expect(await server.stop()).toBe(0);
+      expect(await server.stop(), server.output()).toBe(0);
     }
   });
 });
