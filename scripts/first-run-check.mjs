@@ -133,6 +133,7 @@ import { actor, ConnectionError, InvalidArgumentError, TaskQ } from 'taskq';
 import { runWorker } from 'taskq/worker';
 import { FakeClock, InMemoryBackend } from 'taskq/testing';
 import { TokenBucket } from 'taskq/ratelimit';
+import { adminPlugin, serveAdmin } from 'taskq/admin';
 
 export const sendEmail = actor(
   { name: 'send_email', queue: 'emails', payload: z.object({ to: z.string().email() }) },
@@ -157,7 +158,7 @@ export const badConfig = (err: unknown): boolean =>
   err instanceof InvalidArgumentError || (err instanceof ConnectionError && err.reason === 'auth-failed');
 
 export const worker = (): Promise<number> => runWorker({ actors: [sendEmail], settings: { queues: ['emails'] } });
-export const parts = [FakeClock, InMemoryBackend, TokenBucket] as const;
+export const parts = [FakeClock, InMemoryBackend, TokenBucket, adminPlugin, serveAdmin] as const;
 `;
 
 async function main() {
