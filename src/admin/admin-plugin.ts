@@ -231,8 +231,10 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
         });
     }
     const abort = new AbortController();
-    request.raw.once('close', () => abort.abort());
+    // The response closes when the client goes away; Fastify then destroys the stream too.
+    reply.raw.once('close', () => abort.abort());
     const stream = jobStateStream(o.tq, id, o.pollIntervalMs, abort.signal, () => slots.release());
+    stream.once('close', () => abort.abort());
     return reply
       .header('content-type', 'text/event-stream; charset=utf-8')
       .header('cache-control', 'no-store')

@@ -72,6 +72,8 @@ export function jobStateStream(
   onEnd: () => void,
 ): PassThrough {
   const out = new PassThrough();
+  // A write racing the client's disconnect must not become an unhandled 'error'.
+  out.on('error', () => undefined);
   const run = async (): Promise<void> => {
     let last = '';
     let lastWrite = Date.now();
