@@ -5,6 +5,8 @@ import { TASKQ_VERSION } from '../core/version.js';
 import { CliExit, processIo, type CliIo } from './io.js';
 import { migrateCommand } from './migrate-command.js';
 import { actorConfigCommand, queuesCommand } from './queues-command.js';
+import { actorsCommand } from './actors-command.js';
+import { jobsCommand } from './jobs-command.js';
 import { rateLimitsCommand } from './ratelimits-command.js';
 import { schedulesCommand } from './schedules-command.js';
 import { workerCommand } from './worker-command.js';
@@ -21,6 +23,8 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(migrateCommand(io));
   program.addCommand(queuesCommand(io));
   program.addCommand(actorConfigCommand(io));
+  program.addCommand(actorsCommand(io));
+  program.addCommand(jobsCommand(io));
   program.addCommand(rateLimitsCommand(io));
   program.addCommand(schedulesCommand(io));
   program.addCommand(workerCommand(io));
