@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import type { JobFilter } from '../backend/job-filter.js';
 import { JobSortField } from '../backend/cursor.js';
 import { MAX_LIST_LIMIT } from '../backend/job-filter.js';
-import type { JobStatus } from '../backend/types.js';
+import { JOB_STATUSES, type JobStatus } from '../backend/types.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { CliExit } from './io.js';
 
@@ -65,12 +65,21 @@ export function withJobPageFlags(c: Command): Command {
 export function jobFilterOf(flags: JobFilterFlags & JobPageFlags): JobFilter {
   if (flags.active && flags.finished)
     throw new CliExit(2, '--active and --finished are mutually exclusive: give one');
+  if ((flags.active || flags.finished) && flags.status !== undefined)
+    throw new CliExit(
+      2,
+      `--status and --${flags.active ? 'active' : 'finished'} are mutually exclusive: give one`,
+    );
+  // Each status is checked here so that the error quotes the one that is wrong, not the list.
+  const unknown = flags.status?.find((s) => !(JOB_STATUSES as readonly string[]).includes(s));
+  if (unknown !== undefined)
+    throw new CliExit(
+      2,
+      `--status: ${JSON.stringify(unknown)} is invalid: must be one of ${JOB_STATUSES.join(', ')}`,
+    );
   const filter: JobFilter = {};
   if (flags.queue !== undefined) filter.queue = flags.queue;
-  // One status is passed as it was typed, so that a bad one is quoted in the error.
-  if (flags.status !== undefined)
-    filter.status =
-      flags.status.length === 1 ? (flags.status[0] as JobStatus) : (flags.status as JobStatus[]);
+  if (flags.status !== undefined) filter.status = flags.status as JobStatus[];
   if (flags.actor !== undefined) filter.actor = flags.actor;
   if (flags.identityKey !== undefined) filter.identityKey = flags.identityKey;
   if (flags.batchId !== undefined) filter.batchId = flags.batchId;

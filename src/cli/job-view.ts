@@ -146,7 +146,7 @@ export function describeJob(
     `  started       ${iso(j.startedAt)}`,
     `  finished      ${iso(j.finishedAt)}`,
     `  worker        ${j.lockedByWorker === null ? '-' : `${j.lockedByWorker} (lease until ${iso(j.lockExpiresAt)})`}`,
-    `  cancel        ${j.cancelRequestedAt === null ? '-' : `requested ${iso(j.cancelRequestedAt)} (phase ${j.cancelPhase})`}`,
+    `  cancel        ${j.cancelRequestedAt === null ? '-' : `requested ${iso(j.cancelRequestedAt)}${j.cancelPhase > 0 ? ` (phase ${j.cancelPhase})` : ''}`}`,
     `  progress      ${progressText}`,
     valueLine('payload', j.payload, withValues),
     valueLine('result', j.result, withValues),

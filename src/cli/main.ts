@@ -30,9 +30,15 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(workerCommand(io));
   program.addCommand(devCommand(io));
   program.addCommand(healthCommand(io));
+  // Commands built apart and added (addCommand) inherit neither setting: a usage error of a
+  // subcommand would otherwise bypass `io` and exit the process.
+  const output = {
+    writeOut: (s: string) => io.out(s.trimEnd()),
+    writeErr: (s: string) => io.err(s.trimEnd()),
+  };
   for (const sub of program.commands) {
-    sub.exitOverride();
-    for (const leaf of sub.commands) leaf.exitOverride();
+    sub.exitOverride().configureOutput(output);
+    for (const leaf of sub.commands) leaf.exitOverride().configureOutput(output);
   }
   return program;
 }
