@@ -4,7 +4,7 @@ import type { JobFilter } from '../backend/job-filter.js';
 import { JobSortField } from '../backend/cursor.js';
 import { MAX_LIST_LIMIT } from '../backend/job-filter.js';
 import { JOB_STATUSES, type JobStatus } from '../backend/types.js';
-import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import type { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { CliExit } from './io.js';
 
 /** The filter flags of `taskq jobs list` and `taskq jobs cancel --where`, as commander parses them. */
