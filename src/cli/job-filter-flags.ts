@@ -9,20 +9,31 @@ import { CliExit } from './io.js';
 
 /** The filter flags of `taskq jobs list` and `taskq jobs cancel --where`, as commander parses them. */
 export interface JobFilterFlags {
+  /** `--queue`: queue name equals. */
   queue?: string;
+  /** `--status`, every value of every occurrence, split on commas. */
   status?: string[];
+  /** `--actor`: actor name equals. */
   actor?: string;
+  /** `--identity-key`: identity key equals. */
   identityKey?: string;
+  /** `--batch-id`: the jobs of one batch. */
   batchId?: string;
+  /** `--tag`, every value of every occurrence, split on commas: jobs carrying all of them. */
   tag?: string[];
+  /** `--active`: jobs not finished. */
   active?: boolean;
+  /** `--finished`: jobs in a terminal status. */
   finished?: boolean;
 }
 
 /** The paging flags of `taskq jobs list`. */
 export interface JobPageFlags {
+  /** `--limit`: rows per page, as typed. */
   limit?: string;
+  /** `--cursor`: a previous page's `nextCursor`. */
   cursor?: string;
+  /** `--order-by`: one of `JobSortField`'s values. */
   orderBy?: string;
 }
 

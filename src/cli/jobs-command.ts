@@ -173,8 +173,9 @@ export function jobsCommand(io: CliIo): Command {
       if (id !== undefined) {
         await withClient(flags, io, async (tq) => {
           const r = await tq.cancel(id, flags.reason ?? null);
-          if (flags.json) return json(r);
-          if (r.newStatus === 'cancelled' && r.cancellationInitiated)
+          const refused = r.newStatus !== 'cancelled' && r.newStatus !== 'running';
+          if (flags.json) json(r);
+          else if (r.newStatus === 'cancelled' && r.cancellationInitiated)
             io.out(`job ${r.jobId}: ${r.previousStatus} → cancelled`);
           else if (r.newStatus === 'running')
             io.out(
@@ -183,7 +184,9 @@ export function jobsCommand(io: CliIo): Command {
                 : `job ${r.jobId}: running, cancel already requested`,
             );
           else if (r.newStatus === 'cancelled') io.out(`job ${r.jobId}: already cancelled`);
-          else throw new CliExit(1, `job ${r.jobId} is ${r.newStatus}: a finished job cannot be cancelled`);
+          // A job that ended otherwise cannot be cancelled: exit 1, with --json too.
+          if (refused)
+            throw new CliExit(1, `job ${r.jobId} is ${r.newStatus}: a finished job cannot be cancelled`);
         });
         return;
       }

@@ -382,6 +382,15 @@ describe('taskq jobs cancel', () => {
     const refused = await run(['jobs', 'cancel', done]);
     expect(refused.code).toBe(1);
     expect(refused.err).toContain('is succeeded: a finished job cannot be cancelled');
+    const refusedJson = await run(['jobs', 'cancel', done, '--json']);
+    expect(refusedJson.code).toBe(1);
+    expect(JSON.parse(refusedJson.out)).toMatchObject({
+      jobId: done,
+      previousStatus: 'succeeded',
+      newStatus: 'succeeded',
+      cancellationInitiated: false,
+    });
+    expect(await statusOf(done)).toBe('succeeded');
   });
 
   it('cancels by filter with --yes and prints counts that match the database', async () => {
