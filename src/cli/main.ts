@@ -5,6 +5,8 @@ import { TASKQ_VERSION } from '../core/version.js';
 import { CliExit, processIo, type CliIo } from './io.js';
 import { migrateCommand } from './migrate-command.js';
 import { actorConfigCommand, queuesCommand } from './queues-command.js';
+import { actorsCommand } from './actors-command.js';
+import { jobsCommand } from './jobs-command.js';
 import { rateLimitsCommand } from './ratelimits-command.js';
 import { schedulesCommand } from './schedules-command.js';
 import { workerCommand } from './worker-command.js';
@@ -22,15 +24,23 @@ export function buildProgram(io: CliIo): Command {
   program.addCommand(migrateCommand(io));
   program.addCommand(queuesCommand(io));
   program.addCommand(actorConfigCommand(io));
+  program.addCommand(actorsCommand(io));
+  program.addCommand(jobsCommand(io));
   program.addCommand(rateLimitsCommand(io));
   program.addCommand(schedulesCommand(io));
   program.addCommand(workerCommand(io));
   program.addCommand(devCommand(io));
   program.addCommand(healthCommand(io));
   program.addCommand(uiCommand(io));
+  // Commands built apart and added (addCommand) inherit neither setting: a usage error of a
+  // subcommand would otherwise bypass `io` and exit the process.
+  const output = {
+    writeOut: (s: string) => io.out(s.trimEnd()),
+    writeErr: (s: string) => io.err(s.trimEnd()),
+  };
   for (const sub of program.commands) {
-    sub.exitOverride();
-    for (const leaf of sub.commands) leaf.exitOverride();
+    sub.exitOverride().configureOutput(output);
+    for (const leaf of sub.commands) leaf.exitOverride().configureOutput(output);
   }
   return program;
 }

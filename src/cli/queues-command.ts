@@ -11,6 +11,8 @@ import {
 } from './connection-options.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { CliExit, type CliIo } from './io.js';
+import { QUEUE_TABLE_HEADER, queueTableRow, queueViews, WORKER_ALIVE_WITHIN_MS } from './queue-view.js';
+import { formatTable } from './schedules-command.js';
 
 async function withAdmin<T>(flags: ConnectionFlags, io: CliIo, fn: (b: Backend) => Promise<T>): Promise<T> {
   const { dsn, schema } = resolveConnection(flags, io);
@@ -36,16 +38,25 @@ const connectionOptions = (c: Command): Command =>
 /** `taskq queues list|set-mode|set-max-concurrent`. */
 export function queuesCommand(io: CliIo): Command {
   const cmd = new Command('queues').description('queue dispatch modes and fleet-wide caps');
-  connectionOptions(cmd.command('list').description('list configured queues')).action(
-    async (flags: ConnectionFlags) => {
-      await withAdmin(flags, io, async (a) => {
-        const rows = await a.listQueues();
-        if (rows.length === 0) io.out('no queue configured (every queue is strict_fifo without a cap)');
-        for (const r of rows)
-          io.out(`${r.name.padEnd(32)} ${r.mode.padEnd(12)} max-concurrent ${r.maxConcurrent ?? '-'}`);
-      });
-    },
-  );
+  connectionOptions(
+    cmd
+      .command('list')
+      .description('queues: mode, cap, live jobs by status, alive workers')
+      .option('--json', 'print JSON'),
+  ).action(async (flags: ConnectionFlags & { json?: boolean }) => {
+    await withAdmin(flags, io, async (a) => {
+      const views = queueViews(
+        await a.listQueues(),
+        await a.observeFleet({ aliveWithinMs: WORKER_ALIVE_WITHIN_MS, keyedReservationBases: [] }),
+      );
+      if (flags.json) return io.out(JSON.stringify(views, null, 2));
+      if (views.length === 0)
+        return io.out(
+          'no queue: no job, no configured queue and no alive worker (every queue is strict_fifo without a cap)',
+        );
+      for (const l of formatTable(QUEUE_TABLE_HEADER, views.map(queueTableRow))) io.out(l);
+    });
+  });
   connectionOptions(
     cmd
       .command('set-mode <queue> <mode>')

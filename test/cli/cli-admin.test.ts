@@ -33,13 +33,13 @@ async function run(...argv: string[]): Promise<{ code: number; out: string; err:
 
 describe('taskq queues', () => {
   it('sets modes and caps with upserts, and lists them', async () => {
-    expect((await run('queues', 'list')).out).toContain('no queue configured');
+    expect((await run('queues', 'list')).out).toContain('no queue: no job, no configured queue');
     expect(await run('queues', 'set-mode', 'emails', 'round_robin')).toMatchObject({
       code: 0,
       out: 'queue emails: mode round_robin',
     });
     expect((await run('queues', 'set-max-concurrent', 'emails', '--max-concurrent', '5')).code).toBe(0);
-    expect((await run('queues', 'list')).out).toMatch(/emails\s+round_robin\s+max-concurrent 5/);
+    expect((await run('queues', 'list')).out).toMatch(/emails\s+round_robin\s+5\s+0\s+0\s+0\s+-\s+0/);
     expect((await run('queues', 'set-max-concurrent', 'emails', '--clear')).out).toContain(
       'max-concurrent none',
     );

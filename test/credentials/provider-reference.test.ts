@@ -76,7 +76,7 @@ describe('resolveCredentialProvider', () => {
 });
 
 describe('settings and CLI', () => {
-  it('taskq migrate, queues and schedules connect through --pg-credential-provider', async () => {
+  it('taskq migrate, queues, schedules, jobs and actors connect through --pg-credential-provider', async () => {
     const db = await migratedSchema('cliprov');
     try {
       const dsn = `${TEST_DSN}${TEST_DSN.includes('?') ? '&' : '?'}sslmode=disable`;
@@ -85,6 +85,8 @@ describe('settings and CLI', () => {
         ['migrate', 'status'],
         ['queues', 'list'],
         ['schedules', 'list'],
+        ['jobs', 'list'],
+        ['actors'],
       ]) {
         const cli = io({});
         expect(await runCli([...args, ...flags], cli), `${args.join(' ')}: ${cli.stderr.join('\n')}`).toBe(0);

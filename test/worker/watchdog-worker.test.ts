@@ -65,8 +65,9 @@ describe('the loop-lag thread', () => {
     try {
       await watchdog.whenWatching();
       watchdog.armNow();
-      // Long enough for the inspector to find it still spinning on a loaded machine (it gets 1 s).
-      spinFor(4_000);
+      // Long enough for the inspector to find it still spinning on a loaded machine (it gets 1 s),
+      // even when the watchdog thread waits seconds for a core before it sees the lag.
+      spinFor(8_000);
       await waitFor(() => watchdog.warnings === 1, 10_000, 'the lag warning');
       const warning = lines.find((l) => l.msg === 'watchdog-loop-lag-warning');
       console.log(
@@ -89,7 +90,7 @@ describe('the loop-lag thread', () => {
     }
     expect(watchdog.watching).toBe(false);
     expect(lines.filter((l) => l.level === 'error')).toEqual([]);
-  }, 30_000);
+  }, 40_000);
 });
 
 const noop = actor({ name: 'wd_noop', queue: 'wd', payload: z.object({}) }, async () => undefined);
