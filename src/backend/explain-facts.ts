@@ -13,11 +13,15 @@ export interface ExplainFactsRequest {
   jobId: string;
   /** A worker counts as alive when its `last_seen_at` is at most this old (ms). */
   aliveWithinMs: number;
-  /** Longest list of job ids each fact carries (running jobs, jobs ahead). */
+  /** Longest list of job ids each fact carries (running jobs, jobs ahead), 0-1000. */
   listLimit: number;
-  /** Jobs ahead are counted up to this many; beyond it the count is a lower bound. */
-  countCap: number;
 }
+
+/**
+ * Jobs ahead are counted up to this many; beyond it the count is a lower bound. Fixed, and written
+ * as a literal (1001 = this + 1) in `postgres/sql/explain.sql`: a bound the generic plan can see.
+ */
+export const EXPLAIN_AHEAD_COUNT_CAP = 1000;
 
 /** The fields of the job that an explanation needs (never its payload or result). */
 export interface ExplainedJob {
@@ -40,7 +44,7 @@ export interface ExplainedJob {
 
 /** A bounded list of job ids and the exact number they were taken from. */
 export interface JobIdSample {
-  /** How many jobs there are (for jobs ahead: at most `countCap`, see `countIsLowerBound`). */
+  /** How many jobs there are (for jobs ahead: at most {@link EXPLAIN_AHEAD_COUNT_CAP}, see `countIsLowerBound`). */
   count: number;
   /** The first `listLimit` of them, in the order named where the fact is defined. */
   jobIds: string[];
@@ -91,9 +95,7 @@ export function checkExplainFactsRequest(r: ExplainFactsRequest): void {
   const ms = r.aliveWithinMs;
   if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)
     throw new InvalidArgumentError('aliveWithinMs', ms, 'must be a finite number of milliseconds >= 0');
-  for (const field of ['listLimit', 'countCap'] as const) {
-    const v = r[field];
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 100_000)
-      throw new InvalidArgumentError(field, v, 'must be an integer from 0 to 100000');
-  }
+  const n = r.listLimit;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > 1000)
+    throw new InvalidArgumentError('listLimit', n, 'must be an integer from 0 to 1000');
 }

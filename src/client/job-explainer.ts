@@ -22,8 +22,6 @@ import type {
 export const DEFAULT_EXPLAIN_ALIVE_WITHIN_MS = 60_000;
 /** Default longest list of job ids in a reason. */
 export const DEFAULT_EXPLAIN_LIST_LIMIT = 10;
-/** Jobs ahead are counted up to this many; beyond it the count is a lower bound (a bounded scan). */
-export const EXPLAIN_AHEAD_COUNT_CAP = 10_000;
 
 const OPTION_KEYS: readonly string[] = ['workerAliveWithin', 'listLimit'];
 
@@ -52,7 +50,6 @@ export async function explainJob(
     jobId: jobId.toLowerCase(),
     aliveWithinMs,
     listLimit,
-    countCap: EXPLAIN_AHEAD_COUNT_CAP,
   });
   return facts ? explanationOf(facts, aliveWithinMs) : null;
 }

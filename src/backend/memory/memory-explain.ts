@@ -5,6 +5,7 @@
 import type { Clock } from '../../core/clock.js';
 import {
   checkExplainFactsRequest,
+  EXPLAIN_AHEAD_COUNT_CAP,
   type ExplainFactsRequest,
   type JobExplainFacts,
 } from '../explain-facts.js';
@@ -128,9 +129,9 @@ export function explainJob(s: ExplainState, request: ExplainFactsRequest): JobEx
         : (running.find((r) => r.actor === job.actor && r.identityKey === job.identityKey && r.id !== job.id)
             ?.id ?? null),
     ahead: {
-      count: Math.min(ahead.length, request.countCap),
+      count: Math.min(ahead.length, EXPLAIN_AHEAD_COUNT_CAP),
       jobIds: ahead.slice(0, request.listLimit).map((r) => r.id),
-      countIsLowerBound: ahead.length > request.countCap,
+      countIsLowerBound: ahead.length > EXPLAIN_AHEAD_COUNT_CAP,
     },
     lastAttempt: last
       ? { outcome: last.outcome, errorMessage: last.errorMessage, finishedAt: last.finishedAt }

@@ -4,6 +4,7 @@
  */
 import {
   checkExplainFactsRequest,
+  EXPLAIN_AHEAD_COUNT_CAP,
   type ExplainFactsRequest,
   type JobExplainFacts,
 } from '../explain-facts.js';
@@ -21,12 +22,7 @@ const ids = (v: unknown): string[] => (Array.isArray(v) ? v.map(String) : []);
 /** The facts about one job, in one round trip; null when there is no such job. */
 export async function explainJob(ops: PgOps, request: ExplainFactsRequest): Promise<JobExplainFacts | null> {
   checkExplainFactsRequest(request);
-  const [r] = await ops.run<Raw>('explainJob', [
-    request.jobId,
-    request.aliveWithinMs,
-    request.listLimit,
-    request.countCap,
-  ]);
+  const [r] = await ops.run<Raw>('explainJob', [request.jobId, request.aliveWithinMs, request.listLimit]);
   if (!r) return null;
   const ahead = Number(r.ahead);
   return {
@@ -70,9 +66,9 @@ export async function explainJob(ops: PgOps, request: ExplainFactsRequest): Prom
     queueRunning: { count: Number(r.queue_running), jobIds: ids(r.queue_running_ids) },
     identityHolder: strOrNull(r.identity_holder),
     ahead: {
-      count: Math.min(ahead, request.countCap),
+      count: Math.min(ahead, EXPLAIN_AHEAD_COUNT_CAP),
       jobIds: ids(r.ahead_ids),
-      countIsLowerBound: ahead > request.countCap,
+      countIsLowerBound: ahead > EXPLAIN_AHEAD_COUNT_CAP,
     },
     lastAttempt:
       r.last_outcome === null || r.last_outcome === undefined

@@ -4,11 +4,61 @@
 -- arrays bounded by $3. Every time predicate reads one database clock reading (`n.t`), the one
 -- the job's `scheduled_at` is compared with. Nothing is locked: the answer is a snapshot.
 -- The running jobs are read through jobs_running_idx (the running set is small); the jobs ahead
--- through the two pending dispatch indexes, counted up to $4 + 1 rows so a deep backlog costs a
--- bounded scan.
---   $1 job id, $2 alive window ms (workers), $3 longest id list, $4 count cap of the jobs ahead
+-- through the two pending dispatch indexes, at most 1001 of them (EXPLAIN_AHEAD_COUNT_CAP + 1 in
+-- explain-facts.ts: a literal, so that the generic plan knows the bound) so that a deep backlog
+-- costs a bounded scan (see `ahead`).
+--   $1 job id, $2 alive window ms (workers), $3 longest id list
 WITH n AS (
   SELECT clock_timestamp() AS t
+),
+target AS (
+  SELECT t.id, t.queue, t.actor, t.status, t.priority, t.scheduled_at FROM {schema}.jobs t WHERE t.id = $1
+),
+-- The jobs ahead in dispatch order: higher priority, or the same priority and an earlier
+-- (scheduled_at, id). Only for a pending job (a scheduled one is not in line yet). Four branches,
+-- each bounded by the index order of one pending dispatch index (key-less or keyed: together every
+-- pending job once) so that each reads only the rows it returns — a single OR over both would be a
+-- filter, read through the whole backlog behind the job. The job's values are scalar subqueries,
+-- not a join: joined, the index order would not reach the ORDER BY (a nested loop keeps the outer
+-- side's order), and the planner chose to read every matching row through a bitmap and sort them.
+ahead AS (
+  SELECT u.id, u.priority, u.scheduled_at FROM (
+    (SELECT a.id, a.priority, a.scheduled_at FROM {schema}.jobs a
+     WHERE (SELECT status FROM target) = 'pending'
+       AND a.queue = (SELECT queue FROM target) AND a.actor = (SELECT actor FROM target)
+       AND a.status = 'pending' AND a.fairness_key IS NULL
+       AND a.priority > (SELECT priority FROM target)
+       AND a.scheduled_at <= (SELECT t FROM n)
+     ORDER BY a.priority DESC, a.scheduled_at, a.id LIMIT 1001)
+    UNION ALL
+    (SELECT a.id, a.priority, a.scheduled_at FROM {schema}.jobs a
+     WHERE (SELECT status FROM target) = 'pending'
+       AND a.queue = (SELECT queue FROM target) AND a.actor = (SELECT actor FROM target)
+       AND a.status = 'pending' AND a.fairness_key IS NOT NULL
+       AND a.priority > (SELECT priority FROM target)
+       AND a.scheduled_at <= (SELECT t FROM n)
+     ORDER BY a.priority DESC, a.scheduled_at, a.id LIMIT 1001)
+    UNION ALL
+    (SELECT a.id, a.priority, a.scheduled_at FROM {schema}.jobs a
+     WHERE (SELECT status FROM target) = 'pending'
+       AND a.queue = (SELECT queue FROM target) AND a.actor = (SELECT actor FROM target)
+       AND a.status = 'pending' AND a.fairness_key IS NULL
+       AND a.priority = (SELECT priority FROM target)
+       AND (a.scheduled_at, a.id) < ((SELECT scheduled_at FROM target), (SELECT id FROM target))
+       AND a.scheduled_at <= (SELECT t FROM n)
+     ORDER BY a.priority DESC, a.scheduled_at, a.id LIMIT 1001)
+    UNION ALL
+    (SELECT a.id, a.priority, a.scheduled_at FROM {schema}.jobs a
+     WHERE (SELECT status FROM target) = 'pending'
+       AND a.queue = (SELECT queue FROM target) AND a.actor = (SELECT actor FROM target)
+       AND a.status = 'pending' AND a.fairness_key IS NOT NULL
+       AND a.priority = (SELECT priority FROM target)
+       AND (a.scheduled_at, a.id) < ((SELECT scheduled_at FROM target), (SELECT id FROM target))
+       AND a.scheduled_at <= (SELECT t FROM n)
+     ORDER BY a.priority DESC, a.scheduled_at, a.id LIMIT 1001)
+  ) u
+  ORDER BY u.priority DESC, u.scheduled_at, u.id
+  LIMIT 1001
 )
 SELECT
   floor(extract(epoch FROM n.t) * 1000)::float8 AS now_ms,
@@ -48,22 +98,9 @@ SELECT
    WHERE j.identity_key IS NOT NULL AND r.status = 'running' AND r.actor = j.actor
      AND r.identity_key = j.identity_key AND r.id <> j.id
    LIMIT 1) AS identity_holder,
-  -- The jobs ahead in dispatch order: higher priority, or the same priority and earlier
-  -- (scheduled_at, id). Only for a pending job (a scheduled one is not in line yet).
-  (SELECT count(*) FROM (
-     SELECT 1 FROM {schema}.jobs a
-     WHERE j.status = 'pending' AND a.queue = j.queue AND a.actor = j.actor AND a.status = 'pending'
-       AND a.scheduled_at <= n.t AND a.id <> j.id
-       AND (a.priority > j.priority
-            OR (a.priority = j.priority AND (a.scheduled_at, a.id) < (j.scheduled_at, j.id)))
-     LIMIT $4::int + 1) x)::int AS ahead,
-  ARRAY(SELECT a.id::text FROM {schema}.jobs a
-        WHERE j.status = 'pending' AND a.queue = j.queue AND a.actor = j.actor AND a.status = 'pending'
-          AND a.scheduled_at <= n.t AND a.id <> j.id
-          AND (a.priority > j.priority
-               OR (a.priority = j.priority AND (a.scheduled_at, a.id) < (j.scheduled_at, j.id)))
-        ORDER BY a.priority DESC, a.scheduled_at, a.id
-        LIMIT $3::int) AS ahead_ids,
+  (SELECT count(*) FROM ahead)::int AS ahead,
+  ARRAY(SELECT a.id::text FROM ahead a ORDER BY a.priority DESC, a.scheduled_at, a.id LIMIT $3::int)
+    AS ahead_ids,
   la.outcome AS last_outcome,
   la.error_message AS last_error_message,
   floor(extract(epoch FROM la.finished_at) * 1000)::float8 AS last_finished_at,
