@@ -23,7 +23,10 @@ export interface ExplainFactsRequest {
  */
 export const EXPLAIN_AHEAD_COUNT_CAP = 1000;
 
-/** The fields of the job that an explanation needs (never its payload or result). */
+/**
+ * The fields of the job that an explanation needs (never its payload or result); each means what
+ * the field of the same name in `JobRow` means.
+ */
 export interface ExplainedJob {
   id: string;
   actor: string;
@@ -54,6 +57,7 @@ export interface JobIdSample {
 export interface JobExplainFacts {
   /** The backend clock's reading when the facts were read (the database's on Postgres). */
   now: Date;
+  /** The job itself. */
   job: ExplainedJob;
   /** The actor's stored `actor_config` row (null: no worker has registered the actor, or it was deregistered). */
   actorConfig: { maxConcurrent: number | null } | null;

@@ -25,6 +25,7 @@ export interface ScheduledReason extends ReasonBase {
  */
 export interface AwaitingPromotionReason extends ReasonBase {
   kind: 'awaiting-promotion';
+  /** When it became due. */
   scheduledAt: Date;
   /** Milliseconds since it became due. */
   overdueMs: number;
@@ -35,6 +36,7 @@ export interface AwaitingPromotionReason extends ReasonBase {
 /** No worker seen recently lists the job's queue. */
 export interface NoWorkerReason extends ReasonBase {
   kind: 'no-worker';
+  /** The job's queue. */
   queue: string;
   /** The last time any worker serving the queue was seen (null: no worker row names it). */
   lastSeenAt: Date | null;
@@ -45,19 +47,23 @@ export interface NoWorkerReason extends ReasonBase {
 /** No `actor_config` row: no worker running this actor has ever started (or it was deregistered). */
 export interface UnregisteredActorReason extends ReasonBase {
   kind: 'unregistered-actor';
+  /** The job's actor. */
   actor: string;
 }
 
 /** The actor is drained: its stored `maxConcurrent` is 0 (`taskq actor-config set --max-concurrent 0`). */
 export interface DisabledReason extends ReasonBase {
   kind: 'disabled';
+  /** The drained actor. */
   actor: string;
 }
 
 /** The actor's stored `maxConcurrent` is in use by running jobs. */
 export interface ActorMaxConcurrentReason extends ReasonBase {
   kind: 'actor-max-concurrent';
+  /** The job's actor. */
   actor: string;
+  /** The stored cap. */
   maxConcurrent: number;
   /** Running jobs of the actor. */
   running: number;
@@ -68,7 +74,9 @@ export interface ActorMaxConcurrentReason extends ReasonBase {
 /** The queue's fleet-wide cap (`queues.max_concurrent`) is in use by running jobs. */
 export interface QueueCapReason extends ReasonBase {
   kind: 'queue-cap';
+  /** The job's queue. */
   queue: string;
+  /** The queue's cap. */
   maxConcurrent: number;
   /** Running jobs of the queue. */
   running: number;
@@ -79,6 +87,7 @@ export interface QueueCapReason extends ReasonBase {
 /** Another job of the same actor with the same identity key is running (one runs at a time). */
 export interface IdentityKeyReason extends ReasonBase {
   kind: 'identity-key';
+  /** The job's identity key. */
   identityKey: string;
   /** The running job holding the key. */
   heldByJobId: string;
@@ -102,6 +111,7 @@ export interface ReservationReason extends ReasonBase {
   reservation: string | null;
   /** True when the reservation is the queue's own cap (`taskq:global:queue:<queue>`). */
   queueCap: boolean;
+  /** When the denial was recorded. */
   deniedAt: Date;
   /** When the job is due again (its `scheduledAt`: the denial's retry hint). */
   liftsAt: Date;
@@ -110,6 +120,7 @@ export interface ReservationReason extends ReasonBase {
 /** Strict-FIFO queue: due pending jobs of the same actor and queue are ahead of this one. */
 export interface FifoHeadOfLineReason extends ReasonBase {
   kind: 'fifo-head-of-line';
+  /** The job's queue. */
   queue: string;
   /** How many are ahead (see `aheadIsLowerBound`). */
   ahead: number;
@@ -128,6 +139,7 @@ export interface RunningReason extends ReasonBase {
   hostname: string | null;
   /** When the handler started (null: claimed, waiting in the worker's local queue). */
   since: Date | null;
+  /** When its lease expires unless the worker renews it. */
   lockExpiresAt: Date | null;
   /** Whether that worker was seen within the alive window (null: no registry row). */
   workerAlive: boolean | null;
@@ -138,7 +150,9 @@ export interface RunningReason extends ReasonBase {
 /** The job has ended. */
 export interface TerminalReason extends ReasonBase {
   kind: 'terminal';
+  /** How it ended. */
   status: Exclude<JobStatus, 'pending' | 'scheduled' | 'running'>;
+  /** When it ended. */
   finishedAt: Date | null;
 }
 
@@ -169,10 +183,15 @@ export type ExplainVerdict = 'ready' | 'waiting' | 'running' | 'finished';
 
 /** What `tq.explain(jobId)` returns. */
 export interface JobExplanation {
+  /** The job's id. */
   jobId: string;
+  /** The job's actor. */
   actor: string;
+  /** The job's queue. */
   queue: string;
+  /** The job's status as read. */
   status: JobStatus;
+  /** What the reasons add up to. */
   verdict: ExplainVerdict;
   /**
    * Most decisive first. Empty for a `ready` job; a single `running` or `terminal` reason for a

@@ -302,6 +302,18 @@ export function defineExplainContract(name: string, makeHarness: () => Promise<C
       expect(rr).toMatchObject({ verdict: 'ready', reasons: [], queueMode: 'round_robin' });
     });
 
+    it('fifo-head-of-line: a line longer than the count cap is a lower bound', async () => {
+      await fleet();
+      const items = Array.from({ length: 1000 }, () => ({ actor: work, payload: {} }));
+      await client.enqueueBatch(items);
+      await client.enqueueBatch(items.slice(0, 1));
+      const last = await client.enqueue(work, {});
+      const e = await explain(last.jobId);
+      expect(reason(e, 'fifo-head-of-line')).toMatchObject({ ahead: 1000, aheadIsLowerBound: true });
+      expect(reason(e, 'fifo-head-of-line').headJobIds).toHaveLength(10);
+      expect(reason(e, 'fifo-head-of-line').message).toContain('1000+ due job(s)');
+    });
+
     it('running: not waiting, on which worker since when', async () => {
       await fleet();
       const job = await client.enqueue(work, {});
