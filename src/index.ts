@@ -75,6 +75,32 @@ export { MAX_BATCH_PAGE, type BatchFilter } from './client/batch-filter.js';
 export { MIN_SNOOZE_INTERVAL_MS, type WaitForBatchOptions } from './client/wait-for-batch.js';
 export type { BatchCounts, BatchRow, BatchStatus, BatchPage } from './backend/batch-types.js';
 export { JobHandle } from './client/job-handle.js';
+export type {
+  ActorMaxConcurrentReason,
+  AwaitingPromotionReason,
+  DisabledReason,
+  ExplainOptions,
+  ExplainReason,
+  ExplainReasonKind,
+  ExplainVerdict,
+  FifoHeadOfLineReason,
+  IdentityKeyReason,
+  JobExplanation,
+  NoWorkerReason,
+  QueueCapReason,
+  RateLimitReason,
+  ReservationReason,
+  RunningReason,
+  ScheduledReason,
+  TerminalReason,
+  UnregisteredActorReason,
+} from './client/job-explanation.js';
+export type {
+  JobExplainFacts,
+  ExplainFactsRequest,
+  ExplainedJob,
+  JobIdSample,
+} from './backend/explain-facts.js';
 export { RECLAIM_EVENT_VISIBILITY_DELAY_MS, type WatchReclaimsOptions } from './client/reclaim-watcher.js';
 export type { EnqueueOptions } from './client/enqueue-options.js';
 export {

@@ -11,6 +11,7 @@ import type {
   ScheduleUpdateArgs,
 } from './schedule-types.js';
 import type { FleetObservation, FleetObservationRequest } from './fleet-observation.js';
+import type { ExplainFactsRequest, JobExplainFacts } from './explain-facts.js';
 import type {
   BatchCounts,
   BatchPage,
@@ -441,6 +442,16 @@ export interface Backend {
    * the fleet gauges. One round trip on Postgres. See {@link FleetObservation}.
    */
   observeFleet(request: FleetObservationRequest): Promise<FleetObservation>;
+
+  /**
+   * The raw facts about one job that say what holds it back (`tq.explain`): the job, its actor's
+   * and queue's configuration, the workers serving its queue, the running jobs of its actor and
+   * queue, the holder of its identity key, the jobs ahead of it, its latest attempt and the
+   * leader's liveness — read together, on the backend's clock, locking nothing. One round trip on
+   * Postgres. Null when there is no such job. The client decides what the facts mean.
+   * @throws InvalidArgumentError for a malformed request (nothing is read)
+   */
+  explainJob(request: ExplainFactsRequest): Promise<JobExplainFacts | null>;
 
   // --- batches ---------------------------------------------------------------------------------
   //

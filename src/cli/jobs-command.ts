@@ -1,3 +1,4 @@
+import { jobsExplainCommand } from './jobs-explain-command.js';
 import { Command } from 'commander';
 
 import type { JobRow } from '../backend/types.js';
@@ -75,7 +76,7 @@ async function rowOf(tq: TaskQ, id: string): Promise<JobRow> {
 
 const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 
-/** `taskq jobs list|show|retry|cancel` (docs/cli.md#taskq-jobs). */
+/** `taskq jobs list|show|retry|cancel|explain` (docs/cli.md#taskq-jobs). */
 export function jobsCommand(io: CliIo): Command {
   const cmd = new Command('jobs').description('find, inspect, retry and cancel jobs');
   const json = (value: unknown): void => io.out(JSON.stringify(value, null, 2));
@@ -194,6 +195,7 @@ export function jobsCommand(io: CliIo): Command {
     },
   );
 
+  cmd.addCommand(jobsExplainCommand(io));
   return cmd;
 }
 

@@ -66,6 +66,8 @@ import { progressStream, type ProgressStreamOptions } from './progress-stream.js
 import { watchReclaims, type WatchReclaimsOptions } from './reclaim-watcher.js';
 import type { StreamSources } from './stream-sources.js';
 import { waitForTerminal } from './wait-for-terminal.js';
+import { explainJob } from './job-explainer.js';
+import type { ExplainOptions, JobExplanation } from './job-explanation.js';
 
 /** Default byte bound of idempotency keys and scopes. */
 export const DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES = 1024;
@@ -801,6 +803,16 @@ export class TaskQ implements AsyncDisposable {
     }
     this.metrics?.cancelRequested('where');
     return this.backend.cancelWhere(f, reason ?? null);
+  }
+
+  /**
+   * Why the job is not running, from the database's current state: typed reasons, most decisive
+   * first (docs/explain.md). Null when there is no such job, as for {@link get}.
+   * @throws InvalidArgumentError for a `jobId` that is not a UUID or a bad option
+   */
+  async explain(jobId: string, options?: ExplainOptions): Promise<JobExplanation | null> {
+    this.checkOpen();
+    return explainJob(this.backend, jobId, options);
   }
 
   /** Sends a failed, crashed, cancelled or abandoned job back to `pending` with a fresh attempt budget. */

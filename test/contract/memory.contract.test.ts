@@ -5,6 +5,7 @@ import { defineWorkerBackendContract } from './worker-backend-contract.js';
 import { defineMaintenanceContract } from './maintenance-contract.js';
 import { defineOperatorConfigContract } from './operator-config-contract.js';
 import { defineFleetObservationContract } from './fleet-observation-contract.js';
+import { defineExplainContract } from './explain-contract.js';
 import { defineScheduleContract } from './schedule-contract.js';
 import { defineBatchContract, type BatchContractHarness } from './batch-contract.js';
 
@@ -79,5 +80,6 @@ defineWorkerBackendContract('InMemoryBackend', harness);
 defineMaintenanceContract('InMemoryBackend', harness);
 defineOperatorConfigContract('InMemoryBackend', harness);
 defineFleetObservationContract('InMemoryBackend', harness);
+defineExplainContract('InMemoryBackend', harness);
 defineScheduleContract('InMemoryBackend', harness);
 defineBatchContract('InMemoryBackend', harness);

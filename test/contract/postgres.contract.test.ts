@@ -5,6 +5,7 @@ import { defineWorkerBackendContract } from './worker-backend-contract.js';
 import { defineMaintenanceContract } from './maintenance-contract.js';
 import { defineOperatorConfigContract } from './operator-config-contract.js';
 import { defineFleetObservationContract } from './fleet-observation-contract.js';
+import { defineExplainContract } from './explain-contract.js';
 import { defineScheduleContract } from './schedule-contract.js';
 import { defineBatchContract, type BatchContractHarness } from './batch-contract.js';
 
@@ -112,5 +113,6 @@ defineWorkerBackendContract('PostgresBackend', harness);
 defineMaintenanceContract('PostgresBackend', harness);
 defineOperatorConfigContract('PostgresBackend', harness);
 defineFleetObservationContract('PostgresBackend', harness);
+defineExplainContract('PostgresBackend', harness);
 defineScheduleContract('PostgresBackend', harness);
 defineBatchContract('PostgresBackend', harness);

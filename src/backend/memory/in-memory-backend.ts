@@ -19,6 +19,7 @@ import type {
   ScheduleUpdateArgs,
 } from '../schedule-types.js';
 import type { FleetObservation, FleetObservationRequest } from '../fleet-observation.js';
+import type { ExplainFactsRequest, JobExplainFacts } from '../explain-facts.js';
 import { isDeepStrictEqual } from 'node:util';
 
 import type { Clock } from '../../core/clock.js';
@@ -86,6 +87,7 @@ import { announcedIds } from '../announcements.js';
 import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 import { MemoryRateLimitStore } from '../../ratelimit/stores/memory/memory-rate-limit-store.js';
 import { observeFleet } from './memory-fleet-observation.js';
+import { explainJob } from './memory-explain.js';
 import { deregisterInMemory } from './memory-actor-deregistration.js';
 
 /** Options of {@link InMemoryBackend}. */
@@ -785,6 +787,22 @@ export class InMemoryBackend implements Backend {
         queueRows: this.queues.keys(),
         workers: this.workers.values(),
         reservations: await this.sharedRateLimits.listReservations(),
+        leaderValid: this.leaderLease.read()?.valid ?? false,
+      },
+      request,
+    );
+  }
+
+  /** {@link Backend.explainJob}: from this backend's state, on its clock. */
+  async explainJob(request: ExplainFactsRequest): Promise<JobExplainFacts | null> {
+    return explainJob(
+      {
+        clock: this.clock,
+        jobs: this.jobs,
+        attempts: this.attempts,
+        actorConfig: this.actorConfig,
+        queues: this.queues,
+        workers: this.workers,
         leaderValid: this.leaderLease.read()?.valid ?? false,
       },
       request,
