@@ -191,7 +191,12 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
     const id = jobIdParam(request.params.id);
     const job = await o.tq.getRow(id);
     if (job === null) throw new JobNotFoundError(id);
-    const [attempts, events] = await Promise.all([o.tq.backend.getAttempts(id), o.tq.backend.getEvents(id)]);
+    const waiting = job.status === 'pending' || job.status === 'scheduled';
+    const [attempts, events, explanation] = await Promise.all([
+      o.tq.backend.getAttempts(id),
+      o.tq.backend.getEvents(id),
+      waiting ? o.tq.explain(id, { workerAliveWithin: o.workerLivenessMs }) : Promise.resolve(null),
+    ]);
     const user = users.get(request) ?? null;
     const notice = NOTICES[one(request.query.done) ?? ''] ?? null;
     return sendPage(
@@ -207,6 +212,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
         maxTracebackChars: o.maxTracebackChars,
         pollIntervalMs: o.pollIntervalMs,
         notice,
+        explanation,
       }),
     );
   });

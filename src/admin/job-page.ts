@@ -1,5 +1,6 @@
 import { ACTIVE_STATUSES, RETRYABLE_TERMINAL_STATUSES } from '../backend/state-machine.js';
 import type { AttemptRow, EventRow, JobRow } from '../backend/types.js';
+import type { JobExplanation } from '../client/job-explanation.js';
 import { bounded, html, time, type SafeHtml } from './html.js';
 import { csrfField, layout, type PageContext } from './layout.js';
 
@@ -23,6 +24,24 @@ export interface JobPageData {
   pollIntervalMs: number;
   /** A one-line outcome of the action that led here (`?done=` after a redirect). */
   notice: string | null;
+  /** What holds the job back (`tq.explain`), for a pending or scheduled job; null otherwise. */
+  explanation: JobExplanation | null;
+}
+
+/** "Why isn't this job running?": the reasons `tq.explain` gives, most decisive first. */
+function explanationPanel(e: JobExplanation | null): SafeHtml | string {
+  if (e === null) return '';
+  return html`<h2>Why isn't this job running?</h2>
+    ${
+      e.reasons.length === 0
+        ? html`<p id="job-explain">
+            Nothing holds it back: a worker serving its queue should claim it soon.
+          </p>`
+        : html`<ul id="job-explain">
+            ${e.reasons.map((r) => html`<li><code>${r.kind}</code> ${r.message}</li>`)}
+          </ul>`
+    }
+    <p class="muted">Read ${time(e.checkedAt)} (database clock).</p>`;
 }
 
 /** JSON of a stored value, cut to `maxChars`. */
@@ -67,7 +86,7 @@ export function jobPage(ctx: PageContext, d: JobPageData): string {
       data-state-url="${ctx.base}/jobs/${j.id}/state"
       data-stream-url="${ctx.base}/jobs/${j.id}/stream"
     ></div>
-    ${actions}
+    ${actions} ${explanationPanel(d.explanation)}
     <dl class="row">
       <dt>Status</dt>
       <dd>

@@ -324,6 +324,31 @@ describe('pages', () => {
     await app.close();
   });
 
+  it("the job page says why a waiting job isn't running (tq.explain), and says nothing for a finished one", async () => {
+    const nobody = actor({ name: 'ui_explained', queue: 'ui_explain_q' }, async () => undefined);
+    const waiting = await tq.enqueue(nobody, {});
+    const later = await tq.enqueue(nobody, {}, { delay: '1h' });
+    const done = await tq.enqueue(nobody, {});
+    await db.pool.query(
+      `UPDATE ${s}.jobs SET status = 'succeeded', finished_at = clock_timestamp() WHERE id = $1`,
+      [done.jobId],
+    );
+    const app = await mount({ environment: 'dev' });
+    const page = async (id: string): Promise<string> => {
+      const res = await app.inject({ url: `/admin/jobs/${id}` });
+      expect(res.statusCode).toBe(200);
+      return res.body.replace(/\s+/g, ' ');
+    };
+    const first = await page(waiting.jobId);
+    expect(first).toContain("Why isn't this job running?");
+    expect(first).toMatch(/<li><code>no-worker<\/code> [^<]*ui_explain_q/);
+    const second = await page(later.jobId);
+    expect(second).toMatch(/<li><code>scheduled<\/code>/);
+    const third = await page(done.jobId);
+    expect(third).not.toContain("Why isn't this job running?");
+    await app.close();
+  });
+
   it('unknown and malformed job ids answer 404 and 400', async () => {
     const app = await mount({ environment: 'dev' });
     expect((await app.inject({ url: '/admin/jobs/01900000-0000-7000-8000-0000000000ff' })).statusCode).toBe(
