@@ -1,15 +1,8 @@
 import { Command } from 'commander';
 
 import type { ActorConfigRow } from '../backend/types.js';
-import { TaskQ } from '../client/taskq.js';
-import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import {
-  cliPgSource,
-  PG_CREDENTIAL_PROVIDER_OPTION,
-  resolveConnection,
-  type ConnectionFlags,
-} from './connection-options.js';
-import { CliExit, type CliIo } from './io.js';
+import { openCliClient, PG_CREDENTIAL_PROVIDER_OPTION, type ConnectionFlags } from './connection-options.js';
+import { type CliIo } from './io.js';
 import { formatTable } from './schedules-command.js';
 
 const ms = (n: number | null): string => (n === null ? '-' : `${n}ms`);
@@ -43,18 +36,7 @@ export function actorsCommand(io: CliIo): Command {
     .option(...PG_CREDENTIAL_PROVIDER_OPTION)
     .option('--schema <schema>', 'schema (default: $TASKQ_SCHEMA_NAME or taskq)')
     .action(async (flags: ConnectionFlags & { json?: boolean }) => {
-      const { dsn, schema } = resolveConnection(flags, io);
-      let tq: TaskQ;
-      try {
-        tq = await TaskQ.open({
-          ...(await cliPgSource(flags, io, dsn as string, 1)),
-          schema,
-          maxPoolSize: 1,
-        });
-      } catch (err) {
-        if (err instanceof InvalidArgumentError) throw new CliExit(2, err.message);
-        throw err;
-      }
+      const tq = await openCliClient(flags, io);
       try {
         const rows = await tq.actors.list();
         if (flags.json) return io.out(JSON.stringify(rows, null, 2));

@@ -1,5 +1,9 @@
 import type pg from 'pg';
 
+import type { Backend } from '../backend/backend.js';
+import { openClientBackend } from '../backend/open-backend.js';
+import { TaskQ } from '../client/taskq.js';
+
 import { makePgPoolFactory } from '../credentials/pg-pool-factory.js';
 import {
   resolveCredentialProvider,
@@ -123,4 +127,29 @@ export async function cliPgSource(
   const provider = await cliCredentialProvider(flags, io, 'pg');
   if (provider === null) return { dsn };
   return { poolFactory: makePgPoolFactory(dsn, provider, { maxSize, applicationName: 'taskq' }) };
+}
+
+/**
+ * A client for one command, over one connection, from `--dsn` / `--schema` / the credential flags.
+ * @throws CliExit (2) for a bad connection string, schema or option; (1) for an unusable provider
+ */
+export async function openCliClient(flags: ConnectionFlags & CredentialFlags, io: CliIo): Promise<TaskQ> {
+  const { dsn, schema } = resolveConnection(flags, io);
+  try {
+    return await TaskQ.open({ ...(await cliPgSource(flags, io, dsn as string, 1)), schema, maxPoolSize: 1 });
+  } catch (err) {
+    if (err instanceof InvalidArgumentError) throw new CliExit(2, err.message);
+    throw err;
+  }
+}
+
+/** A backend for one command (the admin reads a client does not expose), as {@link openCliClient}. */
+export async function openCliBackend(flags: ConnectionFlags & CredentialFlags, io: CliIo): Promise<Backend> {
+  const { dsn, schema } = resolveConnection(flags, io);
+  return openClientBackend({
+    ...(await cliPgSource(flags, io, dsn as string, 1)),
+    schema,
+    maxPoolSize: 1,
+    field: '--dsn',
+  });
 }

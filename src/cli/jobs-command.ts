@@ -3,16 +3,11 @@ import { Command } from 'commander';
 
 import type { JobRow } from '../backend/types.js';
 import { RETRYABLE_TERMINAL_STATUSES } from '../backend/state-machine.js';
-import { TaskQ } from '../client/taskq.js';
+import type { TaskQ } from '../client/taskq.js';
 import { EmptyFilterError } from '../errors/client-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { JobNotFoundError } from '../errors/job-errors.js';
-import {
-  cliPgSource,
-  PG_CREDENTIAL_PROVIDER_OPTION,
-  resolveConnection,
-  type ConnectionFlags,
-} from './connection-options.js';
+import { openCliClient, PG_CREDENTIAL_PROVIDER_OPTION, type ConnectionFlags } from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 import {
   flagOfFilterError,
@@ -34,14 +29,7 @@ interface JsonFlag extends ConnectionFlags {
  * naming the flag; a job that does not exist exits 1.
  */
 async function withClient<T>(flags: ConnectionFlags, io: CliIo, fn: (tq: TaskQ) => Promise<T>): Promise<T> {
-  const { dsn, schema } = resolveConnection(flags, io);
-  let tq: TaskQ;
-  try {
-    tq = await TaskQ.open({ ...(await cliPgSource(flags, io, dsn as string, 1)), schema, maxPoolSize: 1 });
-  } catch (err) {
-    if (err instanceof InvalidArgumentError) throw new CliExit(2, err.message);
-    throw err;
-  }
+  const tq = await openCliClient(flags, io);
   try {
     return await fn(tq);
   } catch (err) {

@@ -1,17 +1,11 @@
 import { Command } from 'commander';
 
-import { openClientBackend } from '../backend/open-backend.js';
 import { explainJob } from '../client/job-explainer.js';
 import type { ExplainOptions, JobExplanation } from '../client/job-explanation.js';
 import { isUuid } from '../core/ids.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { JobNotFoundError } from '../errors/job-errors.js';
-import {
-  cliPgSource,
-  PG_CREDENTIAL_PROVIDER_OPTION,
-  resolveConnection,
-  type ConnectionFlags,
-} from './connection-options.js';
+import { openCliBackend, PG_CREDENTIAL_PROVIDER_OPTION, type ConnectionFlags } from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 
 /** Flags of `taskq jobs explain`. */
@@ -74,13 +68,7 @@ export function jobsExplainCommand(io: CliIo): Command {
           );
         options.listLimit = Number(flags.listLimit);
       }
-      const { dsn, schema } = resolveConnection(flags, io);
-      const backend = await openClientBackend({
-        ...(await cliPgSource(flags, io, dsn as string, 1)),
-        schema,
-        maxPoolSize: 1,
-        field: '--dsn',
-      });
+      const backend = await openCliBackend(flags, io);
       let explanation: JobExplanation | null;
       try {
         explanation = await explainJob(backend, jobId, options);

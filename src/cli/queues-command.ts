@@ -1,27 +1,15 @@
 import { Command } from 'commander';
 
 import type { Backend } from '../backend/backend.js';
-import { openClientBackend } from '../backend/open-backend.js';
 import { toMsOrNull } from '../core/duration.js';
-import {
-  cliPgSource,
-  PG_CREDENTIAL_PROVIDER_OPTION,
-  resolveConnection,
-  type ConnectionFlags,
-} from './connection-options.js';
+import { openCliBackend, PG_CREDENTIAL_PROVIDER_OPTION, type ConnectionFlags } from './connection-options.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { CliExit, type CliIo } from './io.js';
 import { QUEUE_TABLE_HEADER, queueTableRow, queueViews, WORKER_ALIVE_WITHIN_MS } from './queue-view.js';
 import { formatTable } from './schedules-command.js';
 
 async function withAdmin<T>(flags: ConnectionFlags, io: CliIo, fn: (b: Backend) => Promise<T>): Promise<T> {
-  const { dsn, schema } = resolveConnection(flags, io);
-  const backend = await openClientBackend({
-    ...(await cliPgSource(flags, io, dsn as string, 1)),
-    schema,
-    maxPoolSize: 1,
-    field: '--dsn',
-  });
+  const backend = await openCliBackend(flags, io);
   try {
     return await fn(backend);
   } finally {

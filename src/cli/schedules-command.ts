@@ -3,17 +3,12 @@ import { Command } from 'commander';
 import type { ScheduleFireRecord, ScheduleRecord } from '../backend/schedule-types.js';
 import { CRON_FIRE_HISTORY } from '../backend/schedule-types.js';
 import type { CreateScheduleOptions, ScheduleHandle, UpdateScheduleOptions } from '../client/schedules.js';
-import { TaskQ } from '../client/taskq.js';
+import type { TaskQ } from '../client/taskq.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { PayloadTooLarge } from '../errors/payload-too-large.js';
 import { PayloadValidationError } from '../errors/payload-validation-error.js';
 import { ScheduleExistsError, ScheduleNotFoundError } from '../errors/schedule-errors.js';
-import {
-  cliPgSource,
-  PG_CREDENTIAL_PROVIDER_OPTION,
-  resolveConnection,
-  type ConnectionFlags,
-} from './connection-options.js';
+import { openCliClient, PG_CREDENTIAL_PROVIDER_OPTION, type ConnectionFlags } from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 
 interface JsonFlag extends ConnectionFlags {
@@ -58,14 +53,7 @@ function flagMessage(err: InvalidArgumentError): string {
  * the command line, is what differs from what the user expected).
  */
 async function withClient<T>(flags: ConnectionFlags, io: CliIo, fn: (tq: TaskQ) => Promise<T>): Promise<T> {
-  const { dsn, schema } = resolveConnection(flags, io);
-  let tq: TaskQ;
-  try {
-    tq = await TaskQ.open({ ...(await cliPgSource(flags, io, dsn as string, 1)), schema, maxPoolSize: 1 });
-  } catch (err) {
-    if (err instanceof InvalidArgumentError) throw new CliExit(2, err.message);
-    throw err;
-  }
+  const tq = await openCliClient(flags, io);
   try {
     return await fn(tq);
   } catch (err) {
