@@ -136,8 +136,13 @@ export class ReloadableRedisCredentials implements ReloadableResource {
     );
     if (signal.aborted) throw signal.reason;
     // A connection that dropped mid-AUTH reconnects with a fresh fetch anyway; a refusal is the news.
+    // A connection that entered subscriber mode after the filter above refuses AUTH for that reason
+    // alone: like the other subscribers, it takes the credential at its next reconnect.
     const refused = results.find(
-      (r): r is PromiseRejectedResult => r.status === 'rejected' && isReplyError(r.reason),
+      (r): r is PromiseRejectedResult =>
+        r.status === 'rejected' &&
+        isReplyError(r.reason) &&
+        !/allowed in this context/.test(String(r.reason)),
     );
     if (!refused) return;
     this.current = previous;
