@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { validateConnectionString } from '../db/connection-string.js';
 import type { Driver } from '../db/driver.js';
 import { PgDriver } from '../db/pg-driver.js';
+import { PoolFactoryReload } from '../credentials/pool-factory-reload.js';
 import {
   PINNED_PLAN_SESSION_SETTINGS,
   TASKQ_SESSION_SETTINGS,
@@ -97,12 +98,23 @@ const checkDsn = (dsn: unknown, field: string): string => validateConnectionStri
  * before anything connects; connections are made lazily, on the first call that needs one.
  */
 export async function openClientBackend(o: ClientBackendOptions): Promise<Backend> {
+  return (await openReloadableClientBackend(o)).backend;
+}
+
+/**
+ * {@link openClientBackend}, with what a credential reload rebuilds: the pool of a `poolFactory`
+ * source (rebuilt through the factory and swapped in); nothing for the other sources.
+ */
+export async function openReloadableClientBackend(
+  o: ClientBackendOptions,
+): Promise<{ backend: Backend; reloadables: ReloadableResource[] }> {
   const field = o.field ?? 'TaskQ.open';
   if (o === null || typeof o !== 'object')
     throw new InvalidArgumentError(field, o, 'options must be an object');
   const source = pickSource(o, field);
   const schema = validateSchemaName(o.schema ?? 'taskq', `${field}.schema`);
   let driver: Driver;
+  const reloadables: ReloadableResource[] = [];
   switch (source) {
     case 'driver':
       driver = o.driver!;
@@ -117,7 +129,9 @@ export async function openClientBackend(o: ClientBackendOptions): Promise<Backen
           o.poolFactory,
           'must be a function returning a pg.Pool',
         );
-      driver = new PgDriver({ pool: await o.poolFactory(), ownPool: true });
+      const pooled = new PgDriver({ pool: await o.poolFactory(), ownPool: true });
+      reloadables.push(new PoolFactoryReload(pooled, o.poolFactory, o.logger));
+      driver = pooled;
       break;
     }
     case 'dsn':
@@ -129,7 +143,10 @@ export async function openClientBackend(o: ClientBackendOptions): Promise<Backen
       });
       break;
   }
-  return new PostgresBackend(driver, { schema, ...(o.logger ? { logger: o.logger } : {}) });
+  return {
+    backend: new PostgresBackend(driver, { schema, ...(o.logger ? { logger: o.logger } : {}) }),
+    reloadables,
+  };
 }
 
 /** Options of {@link openCredentialedWorkerBackend}. */

@@ -12,19 +12,16 @@ import type pg from 'pg';
 import type { ActorRef, AnyActor } from '../core/actor.js';
 import type { Backend, JobPage } from '../backend/backend.js';
 import { normalizeJobFilter, type JobFilter } from '../backend/job-filter.js';
-import { openClientBackend } from '../backend/open-backend.js';
+import { openReloadableClientBackend } from '../backend/open-backend.js';
 import type { BulkCancelResult, CancelResult, EnqueueArgs, EventRow, JobRow } from '../backend/types.js';
 import type { Clock } from '../core/clock.js';
 import { SystemClock } from '../core/clock.js';
 import type { Driver } from '../db/driver.js';
 import { validateConnectionString } from '../db/connection-string.js';
-import { PgDriver } from '../db/pg-driver.js';
 import { TASKQ_SESSION_SETTINGS } from '../db/session-settings.js';
-import { PostgresBackend } from '../backend/postgres/postgres-backend.js';
 import type { PgCredentialProvider } from '../credentials/credential-types.js';
 import { makePgPoolFactory } from '../credentials/pg-pool-factory.js';
 import { resolveCredentialProvider } from '../credentials/provider-reference.js';
-import { PoolFactoryReload } from '../credentials/pool-factory-reload.js';
 import type { ReloadableResource } from '../credentials/reloadable-resource.js';
 import { toMs, type Duration } from '../core/duration.js';
 import { EmptyFilterError, TaskQStateError } from '../errors/client-errors.js';
@@ -378,10 +375,11 @@ export class TaskQ implements AsyncDisposable {
       throw new InvalidArgumentError('TaskQ.open.otelEnabled', options.otelEnabled, 'must be a boolean');
     const redis = TaskQ.redisOf(options, logger);
     const source = clientPoolSource(options);
-    const backend = await openClientBackend({ ...source, field: 'TaskQ.open', logger });
-    const reloadables: ReloadableResource[] = [];
-    if (source.poolFactory && backend instanceof PostgresBackend && backend.driver instanceof PgDriver)
-      reloadables.push(new PoolFactoryReload(backend.driver, source.poolFactory, logger));
+    const { backend, reloadables } = await openReloadableClientBackend({
+      ...source,
+      field: 'TaskQ.open',
+      logger,
+    });
     return new TaskQ(backend, {
       reloadables,
       logger,
