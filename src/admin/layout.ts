@@ -19,6 +19,7 @@ export function layout(ctx: PageContext, title: string, body: SafeHtml): string 
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <meta name="csrf-token" content="${ctx.csrfToken}" />
         <title>${title} · TaskQ</title>
+        <link rel="icon" href="data:," />
         <link rel="stylesheet" href="${ctx.base}/assets/admin.css" />
         <script src="${ctx.base}/assets/admin.js" defer></script>
       </head>
