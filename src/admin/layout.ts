@@ -10,6 +10,17 @@ export interface PageContext {
   csrfToken: string;
 }
 
+/** The navigation: every page of the UI, in order. */
+const NAV: readonly (readonly [path: string, label: string])[] = [
+  ['/', 'Overview'],
+  ['/jobs', 'Jobs'],
+  ['/actors', 'Actors'],
+  ['/queues', 'Queues'],
+  ['/rate-limits', 'Rate limits'],
+  ['/batches', 'Batches'],
+  ['/schedules', 'Schedules'],
+];
+
 /** The shared page shell: header, navigation, stylesheet and script. */
 export function layout(ctx: PageContext, title: string, body: SafeHtml): string {
   return html`<!doctype html>
@@ -26,7 +37,7 @@ export function layout(ctx: PageContext, title: string, body: SafeHtml): string 
       <body>
         <header>
           <span class="brand">TaskQ</span>
-          <nav><a href="${ctx.base}/">Overview</a><a href="${ctx.base}/jobs">Jobs</a></nav>
+          <nav>${NAV.map(([path, label]) => html`<a href="${ctx.base}${path}">${label}</a>`)}</nav>
           <span class="muted">${ctx.user ?? ''}</span>
         </header>
         <main>${body}</main>
