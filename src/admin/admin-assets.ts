@@ -60,9 +60,23 @@ export const ADMIN_JS = `
     if (status) { status.textContent = state.status; status.className = 'status status-' + state.status; }
     var progress = document.getElementById('job-progress');
     if (progress) progress.textContent = JSON.stringify(state.progress);
-    // A change of status changes attempts, events and actions: reload once it settles.
-    if (state.status !== shownStatus && TERMINAL.indexOf(state.status) >= 0) location.reload();
+    // A settled job has new attempts, events and actions: swap them in from a fresh copy of this
+    // page, in place (no navigation, so the reader keeps their scroll position and nothing flashes).
+    if (state.status !== shownStatus && TERMINAL.indexOf(state.status) >= 0) refreshMain();
     return TERMINAL.indexOf(state.status) >= 0;
+  }
+  function refreshMain() {
+    fetch(location.pathname, { credentials: 'same-origin', headers: { accept: 'text/html' } })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (text) {
+        if (text === null) return;
+        var fresh = new DOMParser().parseFromString(text, 'text/html').querySelector('main');
+        var main = document.querySelector('main');
+        if (!fresh || !main) return;
+        main.innerHTML = fresh.innerHTML;
+        localTimes(main);
+      })
+      .catch(function () { /* the status shown is already right; the rest waits for a reload */ });
   }
   function poll() {
     fetch(stateUrl, { credentials: 'same-origin', headers: { accept: 'application/json' } })
