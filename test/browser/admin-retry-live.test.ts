@@ -26,7 +26,7 @@ if (unavailable !== null) console.warn(`skipping browser tests: ${unavailable}`)
 /** The first attempt fails; once healed, an attempt waits for the test's go before it succeeds. */
 let healed = false;
 let release: () => void = () => undefined;
-let gate = new Promise<void>((resolve) => (release = resolve));
+const gate = new Promise<void>((resolve) => (release = resolve));
 const flaky = actor(
   { name: 'ui_flaky', queue: 'ui_live_q', retry: { maxAttempts: 1 } },
   async (payload: { order: number }) => {
