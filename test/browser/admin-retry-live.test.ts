@@ -108,8 +108,8 @@ describe.skipIf(unavailable !== null)('admin UI in chromium: find, retry and wat
       }, `/jobs/${failedId}/retry`);
       expect(forged.status).toBe(403);
       expect(forged.text.toLowerCase()).toContain('csrf');
-      await page.evaluate(() => {
-        for (const field of document.querySelectorAll('input[name="_csrf"]')) field.remove();
+      await page.locator('input[name="_csrf"]').evaluateAll((fields) => {
+        for (const field of fields) field.remove();
       });
       const stripped = page.waitForResponse((r) => r.url().endsWith('/retry'));
       await page.getByRole('button', { name: 'Retry' }).click();
