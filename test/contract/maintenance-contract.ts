@@ -542,7 +542,9 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
         expect(a!.archivedAt.getTime()).toBeGreaterThanOrEqual(before.getTime());
         expect(a!.archivedAt.getTime()).toBeLessThanOrEqual(after.getTime());
         // Two readings of the database clock in one statement: equal to the millisecond, or nearly.
-        expect(Math.abs(a!.expireAt.getTime() - a!.archivedAt.getTime() - retention.archiveMs)).toBeLessThan(50);
+        expect(Math.abs(a!.expireAt.getTime() - a!.archivedAt.getTime() - retention.archiveMs)).toBeLessThan(
+          50,
+        );
         expect(await h.backend.get(d.jobId)).toBeNull();
         await h.timeTravel(11 * DAY);
         expect(await h.backend.expireArchive(100)).toBe(1);
