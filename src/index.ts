@@ -194,7 +194,12 @@ export {
   type CreateScheduleOptions,
   type UpdateScheduleOptions,
 } from './client/schedules.js';
-export { CRON_FIRE_HISTORY, type ScheduleRecord, type ScheduleFireRecord, type ScheduleSkipResult } from './backend/schedule-types.js';
+export {
+  CRON_FIRE_HISTORY,
+  type ScheduleRecord,
+  type ScheduleFireRecord,
+  type ScheduleSkipResult,
+} from './backend/schedule-types.js';
 
 // Credentials: providers, factories and DSN helpers (docs/credentials.md).
 export type {

@@ -327,7 +327,11 @@ describe('cancel by filter', () => {
     expect(preview.statusCode).toBe(400);
     expect(preview.body).toContain('Choose at least one filter');
     expect(preview.body).not.toContain('cancel-where');
-    for (const fields of [{ expected: '3' }, { expected: '3', queue: '  ', order: 'created_at_desc' }]) {
+    const forms: Record<string, string>[] = [
+      { expected: '3' },
+      { expected: '3', queue: '  ', order: 'created_at_desc' },
+    ];
+    for (const fields of forms) {
       const res = await post(app, '/admin/jobs/cancel-where', '/admin/jobs', fields);
       expect(res.statusCode).toBe(400);
       expect(res.body).toContain('Choose at least one filter');
