@@ -29,6 +29,7 @@ form.inline { display: inline; }
 form.filters { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; margin-bottom: .5rem; }
 form.filters label { display: flex; flex-direction: column; font-size: 12px; }
 button { cursor: pointer; }
+a.button { padding: .2rem .6rem; border: 1px solid var(--line); border-radius: 3px; text-decoration: none; }
 dl.row { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
 dl.row dt { font-weight: 600; }
 `;
@@ -40,11 +41,22 @@ dl.row dt { font-weight: 600; }
 export const ADMIN_JS = `
 (function () {
   'use strict';
+  function pad(n) { return (n < 10 ? '0' : '') + n; }
+  // "2026-03-29 03:30:00 +02:00": the browser's zone, with its offset so the text is unambiguous;
+  // the server's UTC text stays in the title attribute (hover).
+  function localText(d) {
+    var off = -d.getTimezoneOffset();
+    var sign = off < 0 ? '-' : '+';
+    off = Math.abs(off);
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' +
+      pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds()) + ' ' +
+      sign + pad(Math.floor(off / 60)) + ':' + pad(off % 60);
+  }
   function localTimes(root) {
     var els = root.querySelectorAll('time[datetime]');
     for (var i = 0; i < els.length; i++) {
       var d = new Date(els[i].getAttribute('datetime'));
-      if (!isNaN(d.getTime())) els[i].textContent = d.toLocaleString();
+      if (!isNaN(d.getTime())) els[i].textContent = localText(d);
     }
   }
   localTimes(document);

@@ -14,6 +14,7 @@ import { html } from './html.js';
 import { registerJobRoutes } from './job-routes.js';
 import { csrfField, layout, type PageContext } from './layout.js';
 import { overviewPage } from './overview-page.js';
+import { registerScheduleRoutes } from './schedule-routes.js';
 
 /**
  * The admin UI as a Fastify plugin. Register it under a prefix in your own app:
@@ -100,6 +101,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
   });
 
   registerJobRoutes(app, rc);
+  registerScheduleRoutes(app, rc);
 };
 
 function cookieOptions(o: ResolvedAdminOptions, base: string) {

@@ -1,5 +1,6 @@
 import type { JobPage } from '../backend/backend.js';
-import { JOB_STATUSES } from '../backend/types.js';
+import type { JobFilter } from '../backend/job-filter.js';
+import { JOB_STATUSES, type JobStatus } from '../backend/types.js';
 import { html, time } from './html.js';
 import { layout, type PageContext } from './layout.js';
 
@@ -17,6 +18,40 @@ export interface JobsQuery {
   order?: string;
   /** The previous page's `nextCursor`. */
   cursor?: string;
+}
+
+/** The filter fields of the list that select jobs (not order or cursor): what cancel-by-filter takes. */
+export const FILTER_KEYS = ['status', 'queue', 'actor', 'tag'] as const;
+
+/**
+ * The API filter of the list's selecting fields (`status`, `queue`, `actor`, `tag`); the API
+ * validates the values when it reads. Order, cursor and limit are the caller's.
+ */
+export function jobFilterOf(query: JobsQuery): JobFilter {
+  const filter: JobFilter = {};
+  if (query.status) filter.status = query.status as JobStatus;
+  if (query.queue) filter.queue = query.queue;
+  if (query.actor) filter.actor = query.actor;
+  if (query.tag) filter.tags = [query.tag];
+  return filter;
+}
+
+/** The query string of the selecting fields of `query` (empty when none is set). */
+export function filterQueryString(query: JobsQuery): string {
+  const params = new URLSearchParams();
+  for (const key of FILTER_KEYS) {
+    const value = query[key];
+    if (value) params.set(key, value);
+  }
+  return params.toString();
+}
+
+/** What the jobs list shows besides its rows. */
+export interface JobsPageExtras {
+  /** Offer "Cancel matching…" (actions enabled and the user may act). */
+  canCancel?: boolean;
+  /** A one-line outcome of the action that led here (a fixed text with counts). */
+  notice?: string | null;
 }
 
 const ORDERS = [
@@ -42,7 +77,9 @@ export function jobsPage(
   query: JobsQuery,
   page: JobPage | null,
   problem: string | null,
+  extras: JobsPageExtras = {},
 ): string {
+  const selecting = filterQueryString(query);
   const body = html` <h1>Jobs</h1>
     <form class="filters" method="get" action="${ctx.base}/jobs">
       <label
@@ -67,6 +104,15 @@ export function jobsPage(
         </select></label
       >
       <button type="submit">Filter</button>
+      ${
+        !extras.canCancel
+          ? ''
+          : selecting === ''
+            ? html`<span class="muted">Filter (status, queue, actor or tag) to cancel matching jobs.</span>`
+            : html`<a class="button" id="cancel-matching" href="${ctx.base}/jobs/cancel-preview?${selecting}"
+                >Cancel matching…</a
+              >`
+      }
     </form>
     <form class="filters" method="get" action="${ctx.base}/lookup">
       <label>Job id<input name="id" size="38" placeholder="0190…" /></label>
@@ -74,6 +120,7 @@ export function jobsPage(
       <label>in scope<input name="scope" placeholder="(default)" /></label>
       <button type="submit">Open</button>
     </form>
+    ${extras.notice ? html`<div class="banner" role="status">${extras.notice}</div>` : ''}
     ${problem === null ? '' : html`<div class="banner" role="alert">${problem}</div>`}
     ${
       page === null

@@ -16,6 +16,7 @@ import type {
   ScheduleFireRecord,
   ScheduleFireResult,
   ScheduleRecord,
+  ScheduleSkipResult,
   ScheduleUpdateArgs,
 } from '../schedule-types.js';
 import type { FleetObservation, FleetObservationRequest } from '../fleet-observation.js';
@@ -39,6 +40,7 @@ import { ACTIVE_STATUSES } from '../state-machine.js';
 import type {
   ActorCapacityChange,
   ActorConfigRow,
+  ArchivedJob,
   AttemptRow,
   BulkCancelResult,
   EnqueueArgs,
@@ -368,6 +370,18 @@ export class InMemoryBackend implements Backend {
 
   async getEvents(jobId: string): Promise<EventRow[]> {
     return this.events.filter((e) => e.jobId === jobId).map(clone);
+  }
+
+  async getArchivedJob(jobId: string): Promise<ArchivedJob | null> {
+    const row = this.archive.get(jobId);
+    if (!row) return null;
+    const { archivedAt, expireAt, ...job } = clone(row);
+    return {
+      job,
+      archivedAt,
+      expireAt,
+      attempts: this.archivedAttempts.filter((a) => a.jobId === jobId).map(clone),
+    };
   }
 
   // --- worker side -------------------------------------------------------------------------
@@ -756,6 +770,14 @@ export class InMemoryBackend implements Backend {
     nextSlot: NextSlot,
   ): Promise<ScheduleRecord | null> {
     return this.schedules.update(id, change, nextSlot);
+  }
+
+  async skipScheduleFire(
+    id: string,
+    slotAfter: NextSlot,
+    expected?: Date,
+  ): Promise<ScheduleSkipResult | null> {
+    return this.schedules.skip(id, slotAfter, expected);
   }
 
   async deleteSchedule(id: string): Promise<boolean> {

@@ -17,6 +17,7 @@ import type {
   ScheduleFireRecord,
   ScheduleFireResult,
   ScheduleRecord,
+  ScheduleSkipResult,
   ScheduleUpdateArgs,
 } from '../schedule-types.js';
 import type { FleetObservation, FleetObservationRequest } from '../fleet-observation.js';
@@ -53,6 +54,7 @@ import type { NormalizedJobFilter } from '../job-filter.js';
 import type {
   ActorCapacityChange,
   ActorConfigRow,
+  ArchivedJob,
   AttemptRow,
   BulkCancelResult,
   ClaimedJob,
@@ -438,6 +440,19 @@ export class PostgresBackend implements Backend {
     return (await this.run('getEvents', [jobId])).map(toEventRow);
   }
 
+  async getArchivedJob(jobId: string): Promise<ArchivedJob | null> {
+    const rows = await this.run('getArchivedJob', [jobId]);
+    const r = rows[0];
+    if (!r) return null;
+    const attempts = await this.run('getArchivedAttempts', [jobId]);
+    return {
+      job: toJobRow(r),
+      archivedAt: new Date(r.archived_at as number),
+      expireAt: new Date(r.expire_at as number),
+      attempts: attempts.map(toAttemptRow),
+    };
+  }
+
   // --- worker side -------------------------------------------------------------------------
 
   async dispatchBatch(req: DispatchRequest): Promise<ClaimedJob[]> {
@@ -751,6 +766,14 @@ export class PostgresBackend implements Backend {
     nextSlot: NextSlot,
   ): Promise<ScheduleRecord | null> {
     return schedules.updateSchedule(this.ops, id, change, nextSlot);
+  }
+
+  async skipScheduleFire(
+    id: string,
+    slotAfter: NextSlot,
+    expected?: Date,
+  ): Promise<ScheduleSkipResult | null> {
+    return schedules.skipScheduleFire(this.ops, id, slotAfter, expected);
   }
 
   async deleteSchedule(id: string): Promise<boolean> {
