@@ -26,6 +26,11 @@ function shown(field: CapacityField, value: number | null | undefined): string {
   return field === 'resultTtlMs' ? formatMs(value) : String(value);
 }
 
+/** The code's literal in a comparison: "none" reads better than a dash there. */
+function declaredText(c: CapacityView): string {
+  return c.declared === null ? 'none' : shown(c.field, c.declared);
+}
+
 /** A capacity cell: the value in force, where it comes from, and the other value when they differ. */
 function capacityCell(c: CapacityView): SafeHtml {
   const inForce = c.source === 'operator' ? c.stored : c.source === 'code' ? c.declared : null;
@@ -39,7 +44,7 @@ function capacityCell(c: CapacityView): SafeHtml {
           : 'not stored; code not known';
   return html`<td class="capacity" data-field="${c.field}" data-source="${c.source}">
     ${shown(c.field, inForce)} <span class="muted">(${source})</span>
-    ${c.overridden ? html`<br /><span class="drift">code declares ${shown(c.field, c.declared)}</span>` : ''}
+    ${c.overridden ? html`<br /><span class="drift">code declares ${declaredText(c)}</span>` : ''}
   </td>`;
 }
 
@@ -60,8 +65,8 @@ function driftCell(a: ActorView): SafeHtml {
     ${overrides.map(
       (c) =>
         html`<div>
-          <strong>${LABELS[c.field]}:</strong> operator ${shown(c.field, c.stored)}, code
-          ${shown(c.field, c.declared)} <span class="muted">(operator's value applies)</span>
+          <strong>${LABELS[c.field]}:</strong> operator ${shown(c.field, c.stored)}, code ${declaredText(c)}
+          <span class="muted">(operator's value applies)</span>
         </div>`,
     )}
   </td>`;

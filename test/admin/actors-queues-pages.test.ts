@@ -153,7 +153,7 @@ beforeEach(async () => {
 
 describe('actors page', () => {
   it('lists each row with its live jobs, alive workers, capacity sources and drift against the code', async () => {
-    await tq.actors.setCapacity('aq_send', { maxConcurrent: 5 });
+    await tq.actors.setCapacity('aq_send', { maxConcurrent: 5, resultTtl: '1h' });
     await tq.enqueue(send, {});
     await tq.enqueue(send, {});
     await tq.enqueue(send, {}, { delay: '1h' });
@@ -175,13 +175,15 @@ describe('actors page', () => {
     const cells = [...sendRow.matchAll(/<td[^>]*>([\s\S]*?)<\/td>/g)].map((m) => text(m[1]!));
     // Actor, queue, pending, scheduled, running, workers alive.
     expect(cells.slice(0, 6)).toEqual(['aq_send', 'aq_mail', '2', '1', '0', '1']);
-    // The operator's 5 applies over the code's 2; maxPending is the code's; result TTL is not set.
+    // The operator's 5 applies over the code's 2; maxPending is the code's; the code sets no TTL.
     expect(cells[6]).toBe('5 (operator) code declares 2');
     expect(cells[7]).toBe("100 (code's literal)");
-    expect(cells[8]).toBe('— (not set)');
+    expect(cells[8]).toBe('1h (operator) code declares none');
     expect(text(sendRow)).toContain("Max concurrent: operator 5, code 2 (operator's value applies)");
 
     const reportRow = rowOf(res.body, 'data-actor', 'aq_report');
+    // Neither the operator nor the code sets its capacity.
+    expect(text(reportRow)).toMatch(/^aq_report aq_old_q 0 0 0 0 — \(not set\) — \(not set\) — \(not set\) /);
     expect(text(reportRow)).toContain(
       'queue: code "aq_new_q", stored "aq_old_q" (a worker refuses to start)',
     );
