@@ -26,6 +26,7 @@ th { font-weight: 600; }
 pre { white-space: pre-wrap; word-break: break-word; padding: .5rem; border: 1px solid var(--line);
   max-height: 30rem; overflow: auto; }
 form.inline { display: inline; }
+.drift { color: var(--bad); }
 form.filters { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; margin-bottom: .5rem; }
 form.filters label { display: flex; flex-direction: column; font-size: 12px; }
 button { cursor: pointer; }

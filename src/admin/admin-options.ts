@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 
 import type { TaskQ } from '../client/taskq.js';
+import type { ActorDefinition } from '../core/actor.js';
 import { MAX_TIMER_MS, toMs, type Duration } from '../core/duration.js';
 import { AdminAuthRequiredError } from '../errors/admin-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
@@ -75,6 +76,14 @@ export interface AdminOptions {
   maxTracebackChars?: number;
   /** Where `admin-action` and `admin-ui-no-auth` records go. Default: nowhere. */
   logger?: Logger;
+  /**
+   * The actors your code declares (the refs you give your workers). With them the actors page
+   * shows drift: where a stored row's queue or metadata differs from the code (a worker refuses to
+   * start on that) and where an operator's capacity value differs from the code's literal. Without
+   * them the page shows the stored rows only: the database does not hold the code's declarations.
+   * Default: none.
+   */
+  actors?: readonly ActorDefinition[];
 }
 
 /** {@link AdminOptions} checked, with defaults applied (each field as documented there). */
@@ -105,6 +114,8 @@ export interface ResolvedAdminOptions {
   maxTracebackChars: number;
   /** Where the UI's events go. */
   logger: Logger;
+  /** The code's actor declarations by name, or null when none were given. */
+  actors: ReadonlyMap<string, ActorDefinition> | null;
 }
 
 /** Environments in which the UI may run without authentication (the reference's). */
@@ -183,6 +194,7 @@ export function resolveAdminOptions(options: AdminOptions): ResolvedAdminOptions
     maxShownChars: positiveInteger(options.maxShownChars, 'options.maxShownChars', 65_536),
     maxTracebackChars: positiveInteger(options.maxTracebackChars, 'options.maxTracebackChars', 2000),
     logger,
+    actors: declaredActors(options.actors),
   };
   if (auth === null && token === null) {
     const dev = environment !== null && DEV_ENVIRONMENTS.includes(environment.trim().toLowerCase());
@@ -193,4 +205,28 @@ export function resolveAdminOptions(options: AdminOptions): ResolvedAdminOptions
     );
   }
   return resolved;
+}
+
+/** The `actors` option by name; a repeated name is refused (which declaration would drift?). */
+function declaredActors(
+  actors: readonly ActorDefinition[] | undefined,
+): ReadonlyMap<string, ActorDefinition> | null {
+  if (actors === undefined) return null;
+  if (!Array.isArray(actors))
+    throw new InvalidArgumentError('options.actors', actors, 'must be an array of actors (actor() refs)');
+  const byName = new Map<string, ActorDefinition>();
+  for (const [i, a] of (actors as unknown[]).entries()) {
+    const ref = a as Partial<ActorDefinition> | null;
+    if (
+      ref === null ||
+      typeof ref !== 'object' ||
+      typeof ref.name !== 'string' ||
+      typeof ref.queue !== 'string'
+    )
+      throw new InvalidArgumentError(`options.actors[${i}]`, a, 'must be an actor declared with actor()');
+    if (byName.has(ref.name))
+      throw new InvalidArgumentError(`options.actors[${i}]`, ref.name, 'names an actor already in the list');
+    byName.set(ref.name, ref as ActorDefinition);
+  }
+  return byName;
 }

@@ -11,7 +11,9 @@ import { authenticate, isToken, SESSION_COOKIE, sessionValue } from './admin-aut
 import { resolveAdminOptions, type AdminOptions, type ResolvedAdminOptions } from './admin-options.js';
 import { errorPage, makeRouteContext, rememberUser, sendPage } from './admin-route-context.js';
 import { html } from './html.js';
+import { registerActorsRoutes } from './actors-routes.js';
 import { registerJobRoutes } from './job-routes.js';
+import { registerQueuesRoutes } from './queues-routes.js';
 import { csrfField, layout, type PageContext } from './layout.js';
 import { overviewPage } from './overview-page.js';
 import { registerScheduleRoutes } from './schedule-routes.js';
@@ -102,6 +104,8 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
 
   registerJobRoutes(app, rc);
   registerScheduleRoutes(app, rc);
+  registerActorsRoutes(app, rc);
+  registerQueuesRoutes(app, rc);
 };
 
 function cookieOptions(o: ResolvedAdminOptions, base: string) {

@@ -11,6 +11,7 @@ import type {
   ScheduleSkipResult,
   ScheduleUpdateArgs,
 } from './schedule-types.js';
+import type { ActorObservation, ActorObservationRequest } from './actor-observation.js';
 import type { FleetObservation, FleetObservationRequest } from './fleet-observation.js';
 import type { ExplainFactsRequest, JobExplainFacts } from './explain-facts.js';
 import type {
@@ -458,6 +459,15 @@ export interface Backend {
    * the fleet gauges. One round trip on Postgres. See {@link FleetObservation}.
    */
   observeFleet(request: FleetObservationRequest): Promise<FleetObservation>;
+
+  /**
+   * Every actor with an `actor_config` row, by name: its pending, scheduled and running jobs and
+   * the alive workers serving its queue (see {@link ActorObservation}), for the admin UI's actors
+   * page. One round trip on Postgres, whose cost follows the actors' live jobs (read index-only),
+   * never the finished ones.
+   * @throws InvalidArgumentError for a malformed request (nothing is read)
+   */
+  observeActors(request: ActorObservationRequest): Promise<ActorObservation[]>;
 
   /**
    * The raw facts about one job that say what holds it back (`tq.explain`): the job, its actor's

@@ -15,11 +15,13 @@ import {
   type ConnectionFlags,
 } from './connection-options.js';
 import { CliExit, stopped, type CliIo } from './io.js';
+import { loadActorModule } from './worker-command.js';
 
 /** Flags of `taskq ui serve`. */
 interface ServeFlags extends ConnectionFlags {
   host?: string;
   port?: string;
+  module?: string;
 }
 
 /** `--port` as a number, or a CLI error naming the rule (exit 2). */
@@ -34,7 +36,9 @@ function parsePort(text: string): number {
  * `taskq ui serve`: the admin UI on `TASKQ_ADMIN_HOST:TASKQ_ADMIN_PORT` (flags win) until SIGINT /
  * SIGTERM. Authentication is the bearer token `TASKQ_HEALTH_TOKEN` (header or login form); without
  * one it starts only in `TASKQ_ENVIRONMENT=dev` or with `TASKQ_ADMIN_UI_REQUIRE_AUTH=false`, and
- * otherwise exits 2 saying so. Every other `TASKQ_ADMIN_*` setting in docs/ui.md applies.
+ * otherwise exits 2 saying so. Every other `TASKQ_ADMIN_*` setting in docs/ui.md applies. With
+ * `--module`, the module's actors (found as `taskq worker` finds them) are the code the actors page
+ * checks stored configuration against (drift).
  */
 export function uiCommand(io: CliIo): Command {
   const cmd = new Command('ui').description('the admin web UI');
@@ -46,8 +50,12 @@ export function uiCommand(io: CliIo): Command {
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
     .option(...PG_CREDENTIAL_PROVIDER_OPTION)
     .option('--schema <schema>', 'schema (default: $TASKQ_SCHEMA_NAME or taskq)')
+    .option('--module <file>', "your actors' module, so the actors page shows drift against the code")
     .action(async (flags: ServeFlags) => {
       const { dsn, schema } = resolveConnection(flags, io);
+      // Loaded before connecting: a bad module is a usage error (exit 2) whatever the database.
+      const actors =
+        flags.module === undefined ? undefined : (await loadActorModule(flags.module, io)).actors;
       const overrides: Partial<WorkerSettings> = {};
       if (flags.host !== undefined) overrides.adminHost = flags.host;
       if (flags.port !== undefined) overrides.adminPort = parsePort(flags.port);
@@ -83,6 +91,7 @@ export function uiCommand(io: CliIo): Command {
           pollInterval: Math.round(settings.adminUiPollingIntervalSeconds * 1000),
           workerLiveness: settings.adminWorkerLivenessSeconds * 1000,
           logger,
+          ...(actors === undefined ? {} : { actors }),
         });
       } catch (err) {
         await tq.close();

@@ -177,4 +177,35 @@ describe('taskq ui serve', () => {
       expect(await server.stop(), server.output()).toBe(0);
     }
   });
+
+  it("--module: the actors page checks the stored rows against the module's actors (drift)", async () => {
+    // A row as an older version of the code left it: cli_echo on another queue.
+    await tq.backend.syncActorConfig([{ actor: 'cli_echo', queue: 'ui_cli_old_q', metadata: {} }], {
+      force: false,
+    });
+    const missing = await runTsx(
+      'src/cli/bin.ts',
+      ['ui', 'serve', '--dsn', TEST_DSN, '--schema', db.schema, '--module', 'test/fixtures/cli/nowhere.ts'],
+      { env: cleanEnv({ TASKQ_ENVIRONMENT: 'dev' }) },
+    );
+    expect(missing.code, missing.stderr).toBe(2);
+    expect(missing.stderr).toMatch(/--module test\/fixtures\/cli\/nowhere\.ts: no such file/);
+
+    const server = await startServe({ TASKQ_ENVIRONMENT: 'dev' }, [
+      '--module',
+      'test/fixtures/cli/actors.ts',
+    ]);
+    try {
+      const page = (await (await fetch(`http://127.0.0.1:${server.port}/actors`)).text()).replace(
+        /\s+/g,
+        ' ',
+      );
+      expect(page).not.toContain('Drift is not shown');
+      expect(page).toContain('queue:</strong> code &quot;cli_fixture&quot;, stored &quot;ui_cli_old_q&quot;');
+      // Declared in the module, never registered by a worker.
+      expect(page).toContain('cli_sum');
+    } finally {
+      expect(await server.stop(), server.output()).toBe(0);
+    }
+  });
 });

@@ -21,6 +21,7 @@ import type {
   ScheduleUpdateArgs,
 } from '../schedule-types.js';
 import type { FleetObservation, FleetObservationRequest } from '../fleet-observation.js';
+import type { ActorObservation, ActorObservationRequest } from '../actor-observation.js';
 import type { ExplainFactsRequest, JobExplainFacts } from '../explain-facts.js';
 import { executorFromClient, type ClientLike, type Driver, type Executor } from '../../db/driver.js';
 import { assertNoRepeatedKey } from '../repeated-key.js';
@@ -108,6 +109,7 @@ import {
 import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
 import { PgAnnouncer } from './pg-announcer.js';
 import { observeFleet } from './pg-fleet-observation.js';
+import { observeActors } from './pg-actor-observation.js';
 import { explainJob } from './pg-explain.js';
 import * as sweeps from './pg-maintenance.js';
 import * as config from './pg-operator-config.js';
@@ -798,6 +800,11 @@ export class PostgresBackend implements Backend {
 
   async observeFleet(request: FleetObservationRequest): Promise<FleetObservation> {
     return observeFleet(this.ops, request);
+  }
+
+  /** {@link Backend.observeActors}: one statement (sql/fleet.sql) on the dispatcher pool. */
+  async observeActors(request: ActorObservationRequest): Promise<ActorObservation[]> {
+    return observeActors(this.ops, request);
   }
 
   /** {@link Backend.explainJob}: one statement (sql/explain.sql) on the dispatcher pool. */
