@@ -28,6 +28,7 @@ export function registerJobRoutes(app: FastifyInstance, rc: AdminRouteContext): 
       queue: one(q.queue),
       actor: one(q.actor),
       tag: one(q.tag),
+      batch: one(q.batch),
       order: one(q.order),
       cursor: one(q.cursor),
     };
@@ -36,11 +37,12 @@ export function registerJobRoutes(app: FastifyInstance, rc: AdminRouteContext): 
     if (query.queue) filter.queue = query.queue;
     if (query.actor) filter.actor = query.actor;
     if (query.tag) filter.tags = [query.tag];
+    if (query.batch) filter.batchId = query.batch;
     if (query.order) filter.orderBy = query.order as JobSortField;
     if (query.cursor) filter.cursor = query.cursor;
     const c = await rc.page(request, reply);
     try {
-      // list() validates every field (status, order, cursor) before it reads anything.
+      // list() validates every field (status, batch, order, cursor) before it reads anything.
       const page = await rc.o.tq.list(filter);
       return sendPage(reply, 200, jobsPage(c, query, page, null));
     } catch (err) {

@@ -13,6 +13,8 @@ export interface JobsQuery {
   actor?: string;
   /** One tag the jobs carry. */
   tag?: string;
+  /** A batch id: the jobs enqueued in that batch (`metadata.batch_id`). */
+  batch?: string;
   /** A `JobSortField` value. */
   order?: string;
   /** The previous page's `nextCursor`. */
@@ -28,7 +30,7 @@ const ORDERS = [
 /** The query string of `query` with `cursor` replaced (the next page keeps every filter). */
 function withCursor(query: JobsQuery, cursor: string): string {
   const params = new URLSearchParams();
-  for (const key of ['status', 'queue', 'actor', 'tag', 'order'] as const) {
+  for (const key of ['status', 'queue', 'actor', 'tag', 'batch', 'order'] as const) {
     const value = query[key];
     if (value) params.set(key, value);
   }
@@ -56,6 +58,7 @@ export function jobsPage(
       <label>Queue<input name="queue" value="${query.queue ?? ''}" /></label>
       <label>Actor<input name="actor" value="${query.actor ?? ''}" /></label>
       <label>Tag<input name="tag" value="${query.tag ?? ''}" /></label>
+      <label>Batch<input name="batch" size="38" value="${query.batch ?? ''}" /></label>
       <label
         >Order<select name="order">
           ${ORDERS.map(
