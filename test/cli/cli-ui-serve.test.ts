@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
+import { RateLimitRegistry, syncRateLimitBuckets, TokenBucket } from '../../src/ratelimit/index.js';
 import { REPO_ROOT, TSX, cleanEnv, runTsx } from '../fixtures/cli/run-cli-process.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { waitFor } from '../helpers/wait.js';
@@ -174,6 +175,43 @@ describe('taskq ui serve', () => {
       expect(second.status).toBe(503);
     } finally {
       streams.abort();
+      expect(await server.stop(), server.output()).toBe(0);
+    }
+  });
+
+  it('TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET=true (with actions) shows Reset and the reset refills the limit', async () => {
+    const quota = new TokenBucket('ui_cli_quota', { capacity: 2, refillPerSecond: 0, backend: 'postgres' });
+    const registry = new RateLimitRegistry();
+    registry.register(quota);
+    const ctx = { driver: db.driver, schema: db.schema };
+    await syncRateLimitBuckets(registry, ctx);
+    await quota.acquire(ctx, 2);
+    const server = await startServe({
+      TASKQ_ENVIRONMENT: 'dev',
+      TASKQ_ADMIN_UI_SECURE_COOKIES: 'false',
+      TASKQ_ADMIN_ACTIONS_ENABLED: 'true',
+      TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET: 'true',
+    });
+    const base = `http://127.0.0.1:${server.port}`;
+    try {
+      const page = await fetch(`${base}/rate-limits`);
+      const text = await page.text();
+      expect(page.status, server.output()).toBe(200);
+      expect(text).toContain('action="/rate-limits/ui_cli_quota/reset"');
+      const token = /<meta name="csrf-token" content="([^"]+)"/.exec(text)?.[1] ?? '';
+      const cookie = page.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('taskq_admin_csrf='))
+        ?.split(';')[0];
+      const reset = await fetch(`${base}/rate-limits/ui_cli_quota/reset`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie ?? '' },
+        body: new URLSearchParams({ _csrf: token }).toString(),
+      });
+      expect(reset.status, server.output()).toBe(303);
+      expect((await quota.peek(ctx)).tokensRemaining).toBe(2);
+    } finally {
       expect(await server.stop(), server.output()).toBe(0);
     }
   });
