@@ -77,7 +77,7 @@ export function batchesPage(
                     <th>Queue</th>
                     <th>Status</th>
                     <th>Children</th>
-                    <th>Open</th>
+                    <th>Not finished</th>
                     <th>Finished children</th>
                     <th>Created</th>
                     <th>Completed</th>
@@ -138,7 +138,7 @@ export function batchPage(ctx: PageContext, b: BatchRow, o: BatchPageOptions): s
       <dt>Queue</dt>
       <dd>${b.queue}</dd>
       <dt>Expected size</dt>
-      <dd>${b.expectedSize} children${b.sealed ? '' : ' so far'}</dd>
+      <dd>${b.expectedSize} ${b.expectedSize === 1 ? 'child' : 'children'}${b.sealed ? '' : ' so far'}</dd>
       <dt>Sealed</dt>
       <dd>
         ${b.sealed ? 'yes' : 'no: a streaming enqueue may still add children (an open batch never completes)'}
