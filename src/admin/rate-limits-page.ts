@@ -47,12 +47,18 @@ export interface RateLimitsView {
   limits: LimitView[];
   /** Static rate limits beyond the bound, counted only. */
   limitsNotShown: number;
-  /** Keyed rate limits by group. */
+  /** Keyed rate limits by group (bounded, most recently used first). */
   keyedLimits: KeyedLimitGroup[];
-  /** Static reservations. */
+  /** Keyed rate-limit groups beyond the bound, counted only. */
+  keyedLimitGroupsNotShown: number;
+  /** Static reservations (bounded). */
   reservations: ReservationRow[];
-  /** Keyed reservations by group. */
+  /** Static reservations beyond the bound, counted only. */
+  reservationsNotShown: number;
+  /** Keyed reservations by group (bounded, busiest first). */
   keyedReservations: KeyedReservationGroup[];
+  /** Keyed reservation groups beyond the bound, counted only. */
+  keyedReservationGroupsNotShown: number;
   /** The UI's client has Redis (Redis-backed state can be read). */
   redis: boolean;
   /** The user may see keys (they come from payloads). */
@@ -61,6 +67,11 @@ export interface RateLimitsView {
   canReset: boolean;
   /** A fixed outcome text after an action, or null. */
   notice: string | null;
+}
+
+/** "N more … are not shown", or nothing. */
+function notShown(n: number, what: string): SafeHtml | '' {
+  return n > 0 ? html`<p class="muted">${n} more ${what} are not shown.</p>` : '';
 }
 
 const fixed = (n: number): string => (Number.isInteger(n) ? String(n) : n.toFixed(2));
@@ -158,7 +169,8 @@ function keyedLimitsSection(ctx: PageContext, view: RateLimitsView): SafeHtml | 
                       : ''
                   }`
           }`,
-    )}`;
+    )}
+    ${notShown(view.keyedLimitGroupsNotShown, 'keyed rate-limit groups (the least recently used)')}`;
 }
 
 function reservationsSection(view: RateLimitsView): SafeHtml {
@@ -197,6 +209,7 @@ function reservationsSection(view: RateLimitsView): SafeHtml {
             </tbody>
           </table>`
     }
+    ${notShown(view.reservationsNotShown, 'reservations')}
     ${view.keyedReservations.map(
       (g) =>
         html`<h3><code>${g.label}</code></h3>
@@ -221,7 +234,8 @@ function reservationsSection(view: RateLimitsView): SafeHtml {
                       : ''
                   }`
           }`,
-    )}`;
+    )}
+    ${notShown(view.keyedReservationGroupsNotShown, 'keyed reservation groups (the least busy)')}`;
 }
 
 /** The rate-limits page: published limits with their peeked state, keyed groups, reservations. */
@@ -248,11 +262,7 @@ export function rateLimitsPage(ctx: PageContext, view: RateLimitsView): string {
             </tbody>
           </table>`
     }
-    ${
-      view.limitsNotShown > 0
-        ? html`<p class="muted">${view.limitsNotShown} more rate limits are not shown.</p>`
-        : ''
-    }
-    ${keyedLimitsSection(ctx, view)} ${reservationsSection(view)}`;
+    ${notShown(view.limitsNotShown, 'rate limits')} ${keyedLimitsSection(ctx, view)}
+    ${reservationsSection(view)}`;
   return layout(ctx, 'Rate limits', body);
 }

@@ -19,6 +19,8 @@ import {
 
 /** Static rate limits peeked and shown per page view; more are counted, not read. */
 export const MAX_STATIC_LIMITS_SHOWN = 200;
+/** Keyed groups shown per section (the most recently used); more are counted. */
+export const MAX_GROUPS_SHOWN = 50;
 /** Keys peeked and shown per keyed group (the most recently used); the rest are counted only. */
 export const KEYS_SHOWN_PER_GROUP = 10;
 
@@ -110,7 +112,7 @@ async function limitsView(
   haveRedis: boolean,
   readPayloads: boolean,
   logger: Logger,
-): Promise<Pick<RateLimitsView, 'limits' | 'limitsNotShown' | 'keyedLimits'>> {
+): Promise<Pick<RateLimitsView, 'limits' | 'limitsNotShown' | 'keyedLimits' | 'keyedLimitGroupsNotShown'>> {
   const statics = rows.filter((r) => !r.keyed);
   const groups = new Map<string, { rows: RateLimitBucketRow[]; first: RateLimitBucketRow }>();
   for (const r of rows) {
@@ -136,31 +138,36 @@ async function limitsView(
       return { row, state: null, problem: 'state could not be read (see the server log)' };
     }
   };
+  const byRecency = (a: { lastUsedAt: Date }, b: { lastUsedAt: Date }) =>
+    b.lastUsedAt.getTime() - a.lastUsedAt.getTime();
+  const sorted = [...groups.values()].map((g) => ({ ...g, rows: [...g.rows].sort(byRecency) }));
+  const ordered = sorted.map((g) => ({ ...g, lastUsedAt: g.rows[0]!.lastUsedAt })).sort(byRecency);
   const keyedLimits: KeyedLimitGroup[] = await Promise.all(
-    [...groups.values()].map(async (g) => {
-      const recent = [...g.rows].sort((a, b) => b.lastUsedAt.getTime() - a.lastUsedAt.getTime());
-      return {
-        label: `${prefixOf(g.first.name)}:*`,
-        shape: g.first,
-        keys: g.rows.length,
-        lastUsedAt: recent[0]!.lastUsedAt,
-        // Keys come from payloads (the ref's keyFn): only users who may read payloads see them.
-        shown: readPayloads ? await Promise.all(recent.slice(0, KEYS_SHOWN_PER_GROUP).map(peek)) : [],
-      };
-    }),
+    ordered.slice(0, MAX_GROUPS_SHOWN).map(async (g) => ({
+      label: `${prefixOf(g.first.name)}:*`,
+      shape: g.first,
+      keys: g.rows.length,
+      lastUsedAt: g.lastUsedAt,
+      // Keys come from payloads (the ref's keyFn): only users who may read payloads see them.
+      shown: readPayloads ? await Promise.all(g.rows.slice(0, KEYS_SHOWN_PER_GROUP).map(peek)) : [],
+    })),
   );
   return {
     limits: await Promise.all(statics.slice(0, MAX_STATIC_LIMITS_SHOWN).map(peek)),
     limitsNotShown: Math.max(0, statics.length - MAX_STATIC_LIMITS_SHOWN),
     keyedLimits,
+    keyedLimitGroupsNotShown: Math.max(0, ordered.length - MAX_GROUPS_SHOWN),
   };
 }
 
-/** Static reservations as they are; keyed ones summed per group with their busiest keys. */
+/** Static reservations (bounded); keyed ones summed per group with their busiest keys. */
 function reservationsView(
   rows: readonly ReservationRow[],
   readPayloads: boolean,
-): Pick<RateLimitsView, 'reservations' | 'keyedReservations'> {
+): Pick<
+  RateLimitsView,
+  'reservations' | 'reservationsNotShown' | 'keyedReservations' | 'keyedReservationGroupsNotShown'
+> {
   const groups = new Map<string, ReservationRow[]>();
   for (const r of rows) {
     if (!r.keyed) continue;
@@ -169,7 +176,8 @@ function reservationsView(
     if (g) g.push(r);
     else groups.set(id, [r]);
   }
-  const keyedReservations: KeyedReservationGroup[] = [...groups.entries()].map(([prefix, rs]) => ({
+  // Busiest groups first: a full reservation is what an operator comes looking for.
+  const all: KeyedReservationGroup[] = [...groups.entries()].map(([prefix, rs]) => ({
     label: `${prefix}:*`,
     keys: rs.length,
     slots: rs.reduce((n, r) => n + r.slots, 0),
@@ -178,5 +186,12 @@ function reservationsView(
       ? [...rs].sort((a, b) => b.held - a.held || a.name.localeCompare(b.name)).slice(0, KEYS_SHOWN_PER_GROUP)
       : [],
   }));
-  return { reservations: rows.filter((r) => !r.keyed), keyedReservations };
+  all.sort((a, b) => b.held - a.held || a.label.localeCompare(b.label));
+  const statics = rows.filter((r) => !r.keyed);
+  return {
+    reservations: statics.slice(0, MAX_STATIC_LIMITS_SHOWN),
+    reservationsNotShown: Math.max(0, statics.length - MAX_STATIC_LIMITS_SHOWN),
+    keyedReservations: all.slice(0, MAX_GROUPS_SHOWN),
+    keyedReservationGroupsNotShown: Math.max(0, all.length - MAX_GROUPS_SHOWN),
+  };
 }

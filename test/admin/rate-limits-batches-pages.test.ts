@@ -186,6 +186,30 @@ describe('rate-limits page', () => {
   });
 });
 
+describe('rate-limits page bounds', () => {
+  it('shows at most 50 keyed groups, most recently used first, and counts the rest', async () => {
+    const store = new PostgresRateLimitStore({ driver: db.driver, schema: db.schema });
+    for (let i = 0; i < 52; i++)
+      await store.publishBucket({
+        name: `ui_many_${run_}_${String(i).padStart(2, '0')}:k`,
+        kind: 'gcra',
+        capacity: 5,
+        refillPerSecond: null,
+        windowMs: 1000,
+        backend: 'postgres',
+        keyed: true,
+      });
+    const app = await mount();
+    const p = await get(app, '/rate-limits');
+    // 53 groups (these 52 and the first test's): the 3 least recently used are counted only.
+    expect(p.text).toContain('3 more keyed rate-limit groups (the least recently used) are not shown.');
+    expect(p.body.match(/<h3><code>[^<]+:\*<\/code><\/h3>/g)?.length).toBe(50 + 1); // + the keyed reservation
+    expect(p.body).not.toContain(`${KEYED}:*`);
+    expect(p.body).toContain(`ui_many_${run_}_51:*`);
+    await app.close();
+  });
+});
+
 describe('rate-limit reset', () => {
   it('answers 403 and changes nothing when the setting is off, even with actions on', async () => {
     const app = await mount({ actionsEnabled: true });
