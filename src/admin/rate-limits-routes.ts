@@ -55,44 +55,50 @@ export function registerRateLimitRoutes(app: FastifyInstance, rc: AdminRouteCont
     return sendPage(reply, 200, rateLimitsPage(await rc.page(request, reply), view));
   });
 
-  app.post<{ Params: { name: string } }>(
-    '/rate-limits/:name/reset',
-    { preHandler: app.csrfProtection },
-    async (request, reply) => {
-      if (!o.allowRateLimitReset)
+  // `/rate-limits/<name>/reset` as a wildcard: a name may be 512 bytes (past Fastify's 100-character
+  // parameter limit) and hold '/', so it is read from the raw path, percent-decoded once.
+  app.post('/rate-limits/*', { preHandler: app.csrfProtection }, async (request, reply) => {
+    const path = (request.url.split('?')[0] ?? '').slice(base.length);
+    const encoded = /^\/rate-limits\/([^/]+)\/reset$/.exec(path)?.[1];
+    if (encoded === undefined) return sendPage(reply, 404, errorPage(base, 'No such page.'));
+    if (!o.allowRateLimitReset)
+      return sendPage(
+        reply,
+        403,
+        errorPage(
+          base,
+          'Rate-limit resets are disabled: set allowRateLimitReset / TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET=true (with actions enabled) to allow them.',
+        ),
+      );
+    const user = rc.mayAct(request, reply, 'reset rate limits');
+    if (user === undefined) return reply;
+    let name: string;
+    try {
+      name = decodeURIComponent(encoded);
+    } catch {
+      throw new InvalidArgumentError('name', encoded, 'must be a percent-encoded rate-limit name');
+    }
+    try {
+      const row = await admin.reset(name);
+      // Warn, not info: a reset readmits a whole burst at once, so it stands out in the log.
+      o.logger.warn(
+        { user, action: 'rate-limit-reset', name: row.name, kind: row.kind, backend: row.backend },
+        'admin-action',
+      );
+    } catch (err) {
+      if (err instanceof RateLimitNotFound) return sendPage(reply, 404, errorPage(base, err.message));
+      // A reservation: RateLimitAdmin says why it is never reset.
+      if (err instanceof InvalidArgumentError) return sendPage(reply, 400, errorPage(base, err.message));
+      if (err instanceof RateLimitBackendMissing)
         return sendPage(
           reply,
-          403,
-          errorPage(
-            base,
-            'Rate-limit resets are disabled: set allowRateLimitReset / TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET=true (with actions enabled) to allow them.',
-          ),
+          409,
+          errorPage(base, `${err.message} (the admin UI's TaskQ client has no Redis: give it redisUrl)`),
         );
-      const user = rc.mayAct(request, reply, 'reset rate limits');
-      if (user === undefined) return reply;
-      const name = request.params.name;
-      try {
-        const row = await admin.reset(name);
-        // Warn, not info: a reset readmits a whole burst at once, so it stands out in the log.
-        o.logger.warn(
-          { user, action: 'rate-limit-reset', name: row.name, kind: row.kind, backend: row.backend },
-          'admin-action',
-        );
-      } catch (err) {
-        if (err instanceof RateLimitNotFound) return sendPage(reply, 404, errorPage(base, err.message));
-        // A reservation: RateLimitAdmin says why it is never reset.
-        if (err instanceof InvalidArgumentError) return sendPage(reply, 400, errorPage(base, err.message));
-        if (err instanceof RateLimitBackendMissing)
-          return sendPage(
-            reply,
-            409,
-            errorPage(base, `${err.message} (the admin UI's TaskQ client has no Redis: give it redisUrl)`),
-          );
-        throw err;
-      }
-      return reply.redirect(`${base}/rate-limits?done=reset`, 303);
-    },
-  );
+      throw err;
+    }
+    return reply.redirect(`${base}/rate-limits?done=reset`, 303);
+  });
 }
 
 /** The text before a keyed name's first ':' (keyed names are `<baseName>:<key>`). */

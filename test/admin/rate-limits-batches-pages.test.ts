@@ -284,6 +284,37 @@ describe('rate-limit reset', () => {
     await app.close();
   });
 
+  it('resets a name of any text and length (past the 100-character parameter limit, with "/")', async () => {
+    const odd = new TokenBucket(`ui_odd_${run_}/${'x'.repeat(150)} é?#%`, {
+      capacity: 2,
+      refillPerSecond: 0,
+      backend: 'postgres',
+    });
+    const registry = new RateLimitRegistry();
+    registry.register(odd);
+    await syncRateLimitBuckets(registry, ctx());
+    await odd.acquire(ctx(), 2);
+    const app = await mount({ allowRateLimitReset: true, actionsEnabled: true });
+    expect((await get(app, '/rate-limits')).body).toContain(
+      `action="/rate-limits/${encodeURIComponent(odd.name)}/reset"`,
+    );
+    expect((await reset(app, odd.name)).statusCode).toBe(303);
+    expect((await odd.peek(ctx())).tokensRemaining).toBe(2);
+    // Only /rate-limits/<one encoded name>/reset is an endpoint; a broken encoding is a 400.
+    const page = await get(app, '/rate-limits');
+    const post = (url: string) =>
+      app.inject({
+        method: 'POST',
+        url,
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: page.cookie },
+        payload: `_csrf=${encodeURIComponent(page.token)}`,
+      });
+    expect((await post(`/rate-limits/${pgQuota.name}`)).statusCode).toBe(404);
+    expect((await post(`/rate-limits/a/b/reset`)).statusCode).toBe(404);
+    expect((await post(`/rate-limits/%E0%A4%A/reset`)).statusCode).toBe(400);
+    await app.close();
+  });
+
   it('refuses a reservation with a clear message, and an unknown name with 404', async () => {
     const app = await mount({ allowRateLimitReset: true, actionsEnabled: true });
     const r = await reset(app, slots.name);
