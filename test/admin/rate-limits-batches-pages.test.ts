@@ -27,7 +27,7 @@ import {
 } from '../../src/ratelimit/index.js';
 import { PostgresRateLimitStore } from '../../src/ratelimit/stores/index.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
-import { testRedis } from '../ratelimit/helpers.js';
+import { deadRedis, testRedis } from '../ratelimit/helpers.js';
 
 let db: TestSchema;
 let redis: Redis;
@@ -174,6 +174,21 @@ describe('rate-limits page', () => {
     expect(p.text).toMatch(new RegExp(`ui_redis_${run_}.*?state needs Redis`));
     expect(p.text).toContain('1 / 3 tokens left');
     await app.close();
+  });
+
+  it('with Redis down, a Redis-backed limit is read from the Postgres fallback and says so', async () => {
+    const dead = deadRedis();
+    const tqDead = await TaskQ.open({ dsn: TEST_DSN, schema: db.schema, redis: dead });
+    const app = await mount({ tq: tqDead });
+    try {
+      const p = await get(app, '/rate-limits');
+      expect(p.status).toBe(200);
+      expect(p.text).toMatch(new RegExp(`ui_redis_${run_}.*?5 / 5 tokens left.*?\\(read from postgres\\)`));
+    } finally {
+      await app.close();
+      await tqDead.close();
+      dead.disconnect();
+    }
   });
 
   it('hides keys (they come from payloads) from users who may not read payloads', async () => {
