@@ -54,6 +54,13 @@ export interface AdminOptions {
   requireAuth?: boolean;
   /** `TASKQ_ADMIN_ACTIONS_ENABLED`: show and accept retry / cancel. Default `false`. */
   actionsEnabled?: boolean;
+  /**
+   * `TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET`: show a Reset button per rate limit on the rate-limits
+   * page and serve `POST /rate-limits/:name/reset`. Needs `actionsEnabled` too (and a user with
+   * `actions`); each reset is logged at warn level with who did it. Default `false`: a reset
+   * readmits a whole burst at once, so it is off unless asked for.
+   */
+  allowRateLimitReset?: boolean;
   /** `TASKQ_ADMIN_UI_FRAME_ANCESTORS`: who may frame the UI, `none` or `self`. Default `none`. */
   frameAncestors?: 'none' | 'self';
   /** `TASKQ_ADMIN_UI_SECURE_COOKIES`: the `Secure` flag on the UI's cookies. Default `true`. */
@@ -98,6 +105,8 @@ export interface ResolvedAdminOptions {
   environment: string | null;
   /** Retry and cancel allowed. */
   actionsEnabled: boolean;
+  /** Rate-limit resets allowed (with `actionsEnabled`). */
+  allowRateLimitReset: boolean;
   /** CSP `frame-ancestors` / `X-Frame-Options`. */
   frameAncestors: 'none' | 'self';
   /** `Secure` cookies (and HSTS). */
@@ -186,6 +195,7 @@ export function resolveAdminOptions(options: AdminOptions): ResolvedAdminOptions
     token,
     environment,
     actionsEnabled: booleanOr(options.actionsEnabled, 'options.actionsEnabled', false),
+    allowRateLimitReset: booleanOr(options.allowRateLimitReset, 'options.allowRateLimitReset', false),
     frameAncestors,
     secureCookies: booleanOr(options.secureCookies, 'options.secureCookies', true),
     maxSseConnections: positiveInteger(options.maxSseConnections, 'options.maxSseConnections', 50),

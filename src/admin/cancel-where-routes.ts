@@ -8,7 +8,7 @@ import { FILTER_KEYS, filterQueryString, jobFilterOf, type JobsQuery } from './j
 
 /** Why an empty filter is refused: cancelling "everything" is never one click away. */
 const EMPTY_FILTER =
-  'Choose at least one filter (status, queue, actor or tag) first: the UI never cancels every job at once.';
+  'Choose at least one filter (status, queue, actor, tag or batch) first: the UI never cancels every job at once.';
 
 /** The selecting filter fields of a query string or a form body. */
 function queryOf(values: Record<string, unknown>): JobsQuery {

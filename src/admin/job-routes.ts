@@ -30,6 +30,7 @@ export function registerJobRoutes(app: FastifyInstance, rc: AdminRouteContext): 
       queue: one(q.queue),
       actor: one(q.actor),
       tag: one(q.tag),
+      batch: one(q.batch),
       order: one(q.order),
       cursor: one(q.cursor),
     };
@@ -43,7 +44,7 @@ export function registerJobRoutes(app: FastifyInstance, rc: AdminRouteContext): 
       notice: cancelNotice(q),
     };
     try {
-      // list() validates every field (status, order, cursor) before it reads anything.
+      // list() validates every field (status, batch, order, cursor) before it reads anything.
       const page = await rc.o.tq.list(filter);
       return sendPage(reply, 200, jobsPage(c, query, page, null, extras));
     } catch (err) {

@@ -14,6 +14,8 @@ export interface JobsQuery {
   actor?: string;
   /** One tag the jobs carry. */
   tag?: string;
+  /** A batch id: the jobs enqueued in that batch (`metadata.batch_id`). */
+  batch?: string;
   /** A `JobSortField` value. */
   order?: string;
   /** The previous page's `nextCursor`. */
@@ -21,10 +23,10 @@ export interface JobsQuery {
 }
 
 /** The filter fields of the list that select jobs (not order or cursor): what cancel-by-filter takes. */
-export const FILTER_KEYS = ['status', 'queue', 'actor', 'tag'] as const;
+export const FILTER_KEYS = ['status', 'queue', 'actor', 'tag', 'batch'] as const;
 
 /**
- * The API filter of the list's selecting fields (`status`, `queue`, `actor`, `tag`); the API
+ * The API filter of the list's selecting fields (`status`, `queue`, `actor`, `tag`, `batch`); the API
  * validates the values when it reads. Order, cursor and limit are the caller's.
  */
 export function jobFilterOf(query: JobsQuery): JobFilter {
@@ -33,6 +35,7 @@ export function jobFilterOf(query: JobsQuery): JobFilter {
   if (query.queue) filter.queue = query.queue;
   if (query.actor) filter.actor = query.actor;
   if (query.tag) filter.tags = [query.tag];
+  if (query.batch) filter.batchId = query.batch;
   return filter;
 }
 
@@ -63,7 +66,7 @@ const ORDERS = [
 /** The query string of `query` with `cursor` replaced (the next page keeps every filter). */
 function withCursor(query: JobsQuery, cursor: string): string {
   const params = new URLSearchParams();
-  for (const key of ['status', 'queue', 'actor', 'tag', 'order'] as const) {
+  for (const key of [...FILTER_KEYS, 'order'] as const) {
     const value = query[key];
     if (value) params.set(key, value);
   }
@@ -93,6 +96,7 @@ export function jobsPage(
       <label>Queue<input name="queue" value="${query.queue ?? ''}" /></label>
       <label>Actor<input name="actor" value="${query.actor ?? ''}" /></label>
       <label>Tag<input name="tag" value="${query.tag ?? ''}" /></label>
+      <label>Batch<input name="batch" size="38" value="${query.batch ?? ''}" /></label>
       <label
         >Order<select name="order">
           ${ORDERS.map(

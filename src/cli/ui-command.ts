@@ -6,6 +6,8 @@ import { TaskQ } from '../client/taskq.js';
 import { AdminAuthRequiredError } from '../errors/admin-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { createLogger } from '../obs/logger.js';
+import { RedisLiveProgress } from '../progress/redis-live-progress.js';
+import { createOwnedRedis } from '../progress/redis-progress-publisher.js';
 import { loadWorkerSettings, SettingsError } from '../settings/load-worker-settings.js';
 import type { WorkerSettings } from '../settings/worker-settings.js';
 import {
@@ -38,7 +40,8 @@ function parsePort(text: string): number {
  * one it starts only in `TASKQ_ENVIRONMENT=dev` or with `TASKQ_ADMIN_UI_REQUIRE_AUTH=false`, and
  * otherwise exits 2 saying so. Every other `TASKQ_ADMIN_*` setting in docs/ui.md applies. With
  * `--module`, the module's actors (found as `taskq worker` finds them) are the code the actors page
- * checks stored configuration against (drift).
+ * checks stored configuration against (drift). With `TASKQ_REDIS_URL`, the rate-limits page reads
+ * Redis-backed state through it.
  */
 export function uiCommand(io: CliIo): Command {
   const cmd = new Command('ui').description('the admin web UI');
@@ -73,7 +76,23 @@ export function uiCommand(io: CliIo): Command {
         maxPoolSize: 4,
         field: '--dsn',
       });
-      const tq = new TaskQ(backend, { ownsBackend: true });
+      // TASKQ_REDIS_URL gives the UI the Redis-backed rate limits' state (the client owns and closes it).
+      const redis = settings.redisUrl
+        ? createOwnedRedis(settings.redisUrl, 'TASKQ_REDIS_URL', {
+            connectionName: 'taskq-admin-ui',
+            lazyConnect: true,
+          })
+        : null;
+      if (redis) {
+        redis.on('error', () => undefined);
+        await redis
+          .connect()
+          .catch(() => io.err(`taskq: Redis at TASKQ_REDIS_URL is unreachable; rate limits read Postgres`));
+      }
+      const tq = new TaskQ(backend, {
+        ownsBackend: true,
+        liveProgress: redis ? new RedisLiveProgress(redis, schema, { owned: true, logger }) : null,
+      });
       let server: AdminServer;
       try {
         await backend.verifySchema();
@@ -85,6 +104,7 @@ export function uiCommand(io: CliIo): Command {
           environment: settings.environment,
           requireAuth: settings.adminUiRequireAuth,
           actionsEnabled: settings.adminActionsEnabled,
+          allowRateLimitReset: settings.adminUiAllowRateLimitReset,
           frameAncestors: settings.adminUiFrameAncestors,
           secureCookies: settings.adminUiSecureCookies,
           maxSseConnections: settings.adminMaxSseConnections,

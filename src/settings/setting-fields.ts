@@ -777,6 +777,12 @@ export const WORKER_SETTING_FIELDS = [
   },
   { key: 'adminUiSecureCookies', env: 'TASKQ_ADMIN_UI_SECURE_COOKIES', kind: 'boolean', default: true },
   { key: 'adminActionsEnabled', env: 'TASKQ_ADMIN_ACTIONS_ENABLED', kind: 'boolean', default: false },
+  {
+    key: 'adminUiAllowRateLimitReset',
+    env: 'TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET',
+    kind: 'boolean',
+    default: false,
+  },
 ] as const satisfies readonly SettingField[];
 
 /**
@@ -899,11 +905,6 @@ export const NOT_AVAILABLE_ENV_VARS: readonly NotAvailableEnvVar[] = [
     notAvailable: 'TaskQ serves no progress SSE endpoint yet (forward TaskQ.stream() from your own)',
   },
   { env: 'TASKQ_ADMIN_URL', setting: 'adminUrl', notAvailable: ADMIN_UI },
-  {
-    env: 'TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET',
-    setting: 'adminUiAllowRateLimitReset',
-    notAvailable: ADMIN_UI,
-  },
   { env: 'TASKQ_MIGRATE_ON_START', setting: 'migrateOnStart', notAvailable: ADMIN_UI },
   { env: 'TASKQ_SSO_BACKEND', setting: 'ssoBackend', notAvailable: SSO },
   ...[

@@ -62,6 +62,11 @@ export interface TaskQSettings {
   adminUiSecureCookies: boolean;
   /** `TASKQ_ADMIN_ACTIONS_ENABLED`: the admin UI's retry and cancel actions. Default false. */
   adminActionsEnabled: boolean;
+  /**
+   * `TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET`: the rate-limits page's Reset buttons and
+   * `POST /rate-limits/:name/reset` (with actions enabled too). Default false.
+   */
+  adminUiAllowRateLimitReset: boolean;
 }
 
 /** The client's settings, by name (every one is also a worker setting: `WorkerSettings` extends these). */
@@ -84,6 +89,7 @@ const TASKQ_KEYS: readonly (keyof TaskQSettings)[] = [
   'adminUiFrameAncestors',
   'adminUiSecureCookies',
   'adminActionsEnabled',
+  'adminUiAllowRateLimitReset',
 ];
 
 /** The client's rows of the settings table (environment variable, kind, default, rule). */

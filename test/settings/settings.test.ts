@@ -144,6 +144,7 @@ describe('loadWorkerSettings defaults', () => {
       adminUiFrameAncestors: 'none',
       adminUiSecureCookies: true,
       adminActionsEnabled: false,
+      adminUiAllowRateLimitReset: false,
     } satisfies WorkerSettings);
   });
 

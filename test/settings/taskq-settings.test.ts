@@ -36,6 +36,7 @@ describe('loadTaskQSettings', () => {
       adminUiFrameAncestors: 'none',
       adminUiSecureCookies: true,
       adminActionsEnabled: false,
+      adminUiAllowRateLimitReset: false,
     });
   });
 
@@ -66,6 +67,7 @@ describe('loadTaskQSettings', () => {
       adminUiFrameAncestors: 'none',
       adminUiSecureCookies: true,
       adminActionsEnabled: false,
+      adminUiAllowRateLimitReset: false,
     });
     expect(loadTaskQSettings({ env, overrides: { schema: 'jobs_b', redisUrl: null } })).toMatchObject({
       schema: 'jobs_b',
