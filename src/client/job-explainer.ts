@@ -114,7 +114,7 @@ function reasonsOf(f: JobExplainFacts, aliveWithinMs: number): ExplainReason[] {
       message:
         `no worker seen in the last ${human(aliveWithinMs)} serves queue ${job.queue}` +
         (f.workers.lastSeenAt === null
-          ? ' (no worker has ever served it)'
+          ? ' (no worker is registered for it now)'
           : ` (one was last seen at ${f.workers.lastSeenAt.toISOString()})`) +
         `: start a worker with --queues ${job.queue}`,
     });
