@@ -35,7 +35,11 @@ function cliLogger(io: CliIo): Logger {
   return log;
 }
 
-async function withMigrator<T>(
+/**
+ * Runs `fn` with a migrator on the flags' connection (and credential provider), then closes it.
+ * `taskq migrate` and `taskq ui serve` (`TASKQ_MIGRATE_ON_START`) share it.
+ */
+export async function withMigrator<T>(
   flags: ConnectionFlags & CredentialFlags,
   io: CliIo,
   fn: (m: Migrator) => Promise<T>,

@@ -17,6 +17,7 @@ import {
   type ConnectionFlags,
 } from './connection-options.js';
 import { CliExit, stopped, type CliIo } from './io.js';
+import { withMigrator } from './migrate-command.js';
 import { loadActorModule } from './worker-command.js';
 
 /** Flags of `taskq ui serve`. */
@@ -32,6 +33,25 @@ function parsePort(text: string): number {
   if (!/^\d+$/.test(text.trim()) || n > 65_535)
     throw new CliExit(2, `--port: ${JSON.stringify(text)} is invalid: must be an integer from 0 to 65535`);
   return n;
+}
+
+/**
+ * `TASKQ_MIGRATE_ON_START`: applies pending migrations before the UI serves anything. A failure
+ * aborts the start (exit 1): serving a half-migrated schema would answer with errors.
+ */
+async function migrateBeforeServing(flags: ServeFlags, io: CliIo, schema: string): Promise<void> {
+  try {
+    const { applied } = await withMigrator(flags, io, (m) => m.up());
+    io.out(
+      applied.length === 0
+        ? `TASKQ_MIGRATE_ON_START: schema ${schema} is up to date`
+        : `TASKQ_MIGRATE_ON_START: applied ${applied.join(', ')} to schema ${schema}`,
+    );
+  } catch (err) {
+    if (err instanceof CliExit) throw err;
+    const message = err instanceof Error ? err.message : String(err);
+    throw new CliExit(1, `TASKQ_MIGRATE_ON_START: migrating schema ${schema} failed: ${message}`);
+  }
 }
 
 /**
@@ -70,6 +90,7 @@ export function uiCommand(io: CliIo): Command {
         throw err;
       }
       const logger = createLogger({ level: settings.logLevel, format: settings.logFormat });
+      if (settings.migrateOnStart) await migrateBeforeServing(flags, io, schema);
       const backend = await openClientBackend({
         ...(await cliPgSource(flags, io, dsn as string, 4)),
         schema,

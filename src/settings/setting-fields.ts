@@ -783,6 +783,7 @@ export const WORKER_SETTING_FIELDS = [
     kind: 'boolean',
     default: false,
   },
+  { key: 'migrateOnStart', env: 'TASKQ_MIGRATE_ON_START', kind: 'boolean', default: false },
 ] as const satisfies readonly SettingField[];
 
 /**
@@ -905,7 +906,6 @@ export const NOT_AVAILABLE_ENV_VARS: readonly NotAvailableEnvVar[] = [
     notAvailable: 'TaskQ serves no progress SSE endpoint yet (forward TaskQ.stream() from your own)',
   },
   { env: 'TASKQ_ADMIN_URL', setting: 'adminUrl', notAvailable: ADMIN_UI },
-  { env: 'TASKQ_MIGRATE_ON_START', setting: 'migrateOnStart', notAvailable: ADMIN_UI },
   { env: 'TASKQ_SSO_BACKEND', setting: 'ssoBackend', notAvailable: SSO },
   ...[
     'ISSUER',

@@ -67,6 +67,12 @@ export interface TaskQSettings {
    * `POST /rate-limits/:name/reset` (with actions enabled too). Default false.
    */
   adminUiAllowRateLimitReset: boolean;
+  /**
+   * `TASKQ_MIGRATE_ON_START`: `taskq ui serve` applies pending migrations before it serves its first
+   * request (and exits 1 when they fail). Workers ignore it and log `migrate-on-start-ignored`:
+   * several replicas racing to migrate is the hazard migrations avoid. Default false.
+   */
+  migrateOnStart: boolean;
 }
 
 /** The client's settings, by name (every one is also a worker setting: `WorkerSettings` extends these). */
@@ -90,6 +96,7 @@ const TASKQ_KEYS: readonly (keyof TaskQSettings)[] = [
   'adminUiSecureCookies',
   'adminActionsEnabled',
   'adminUiAllowRateLimitReset',
+  'migrateOnStart',
 ];
 
 /** The client's rows of the settings table (environment variable, kind, default, rule). */

@@ -432,6 +432,12 @@ export class Worker {
       { queues: s.queues, actors: [...this.actors.keys()], maxConcurrency: s.maxConcurrency },
       'worker-started',
     );
+    if (s.migrateOnStart)
+      // Only `taskq ui serve` migrates: replicas racing to migrate is what migrations must avoid.
+      this.logger.warn(
+        { setting: 'TASKQ_MIGRATE_ON_START', instead: 'npx taskq migrate up (a pre-deploy step)' },
+        'migrate-on-start-ignored',
+      );
   }
 
   /**

@@ -12,7 +12,7 @@ import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
 import { RateLimitRegistry, syncRateLimitBuckets, TokenBucket } from '../../src/ratelimit/index.js';
 import { REPO_ROOT, TSX, cleanEnv, runTsx } from '../fixtures/cli/run-cli-process.js';
-import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { migratedSchema, TEST_DSN, uniqueSchemaName, type TestSchema } from '../helpers/db.js';
 import { TEST_REDIS_URL } from '../ratelimit/helpers.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -94,6 +94,38 @@ describe('taskq ui serve', () => {
       expect(r.code, r.stderr).toBe(2);
       expect(r.stderr).toMatch(/refuses to start without authentication/);
       expect(r.stderr).toMatch(/TASKQ_HEALTH_TOKEN/);
+    }
+  });
+
+  it('TASKQ_MIGRATE_ON_START=true migrates an empty schema before serving; without it the schema is refused', async () => {
+    const fresh = uniqueSchemaName('ui_cli_migrate');
+    try {
+      const refused = await runTsx('src/cli/bin.ts', ['ui', 'serve', '--dsn', TEST_DSN, '--schema', fresh], {
+        env: cleanEnv({ TASKQ_ENVIRONMENT: 'dev', TASKQ_ADMIN_PORT: '0' }),
+      });
+      expect(refused.code, refused.stderr).toBe(1);
+      expect(refused.stderr).toMatch(/migrate up/);
+      // The last --schema wins: the server runs on the fresh schema.
+      const server = await startServe({ TASKQ_ENVIRONMENT: 'dev', TASKQ_MIGRATE_ON_START: 'true' }, [
+        '--schema',
+        fresh,
+      ]);
+      try {
+        expect(server.output()).toMatch(
+          new RegExp(`TASKQ_MIGRATE_ON_START: applied \\S+.* to schema ${fresh}`),
+        );
+        expect(server.output()).toContain(`serving the admin UI of schema ${fresh}`);
+        expect((await fetch(`http://127.0.0.1:${server.port}/jobs`)).status).toBe(200);
+        const { rows } = await db.pool.query(
+          `SELECT count(*)::int AS n FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'jobs'`,
+          [fresh],
+        );
+        expect(rows[0]).toEqual({ n: 1 });
+      } finally {
+        expect(await server.stop(), server.output()).toBe(0);
+      }
+    } finally {
+      await db.pool.query(`DROP SCHEMA IF EXISTS "${fresh}" CASCADE`);
     }
   });
 

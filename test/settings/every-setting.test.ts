@@ -384,6 +384,10 @@ const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
   },
   adminUiSecureCookies: { file: UI_SERVE, shows: 'false drops the Secure flag from the CSRF cookie' },
   adminActionsEnabled: { file: UI_SERVE, shows: 'true shows the retry button on a failed job' },
+  migrateOnStart: {
+    file: UI_SERVE,
+    shows: 'true makes taskq ui serve migrate an empty schema before serving (workers warn instead)',
+  },
   adminUiAllowRateLimitReset: {
     file: UI_SERVE,
     shows: "true (with actions) shows a published rate limit's Reset button and the reset refills it",

@@ -145,6 +145,7 @@ describe('loadWorkerSettings defaults', () => {
       adminUiSecureCookies: true,
       adminActionsEnabled: false,
       adminUiAllowRateLimitReset: false,
+      migrateOnStart: false,
     } satisfies WorkerSettings);
   });
 

@@ -37,6 +37,7 @@ describe('loadTaskQSettings', () => {
       adminUiSecureCookies: true,
       adminActionsEnabled: false,
       adminUiAllowRateLimitReset: false,
+      migrateOnStart: false,
     });
   });
 
@@ -68,6 +69,7 @@ describe('loadTaskQSettings', () => {
       adminUiSecureCookies: true,
       adminActionsEnabled: false,
       adminUiAllowRateLimitReset: false,
+      migrateOnStart: false,
     });
     expect(loadTaskQSettings({ env, overrides: { schema: 'jobs_b', redisUrl: null } })).toMatchObject({
       schema: 'jobs_b',
