@@ -10,14 +10,7 @@ import { resolve } from 'node:path';
 import { chromium } from 'playwright-core';
 
 import { serveAdmin } from '../src/admin/index.js';
-import {
-  AbortBatchAfter,
-  actor,
-  batchItem,
-  Migrator,
-  PgDriver,
-  TaskQ,
-} from '../src/index.js';
+import { AbortBatchAfter, actor, batchItem, Migrator, PgDriver, TaskQ } from '../src/index.js';
 import { ConcurrencyReservation, TokenBucket } from '../src/ratelimit/index.js';
 import { silentLogger } from '../src/obs/logger.js';
 import { Worker } from '../src/worker/index.js';
@@ -73,7 +66,9 @@ await worker.start();
 
 // Work that runs now: emails, images (two corrupt ones fail), charges that fail for good.
 const emailJobs = await Promise.all(
-  Array.from({ length: 12 }, (_, i) => tq.enqueue(sendEmail, { to: `user${i}@example.com` }, { tags: ['welcome'] })),
+  Array.from({ length: 12 }, (_, i) =>
+    tq.enqueue(sendEmail, { to: `user${i}@example.com` }, { tags: ['welcome'] }),
+  ),
 );
 const album = await tq.enqueueBatch(
   ['a.jpg', 'b.jpg', 'corrupt-c.jpg', 'd.jpg', 'corrupt-e.jpg', 'f.jpg'].map((file) =>
@@ -82,7 +77,9 @@ const album = await tq.enqueueBatch(
   { failurePolicy: new AbortBatchAfter(3) },
 );
 const charges = await Promise.all(
-  [1041, 1042].map((order) => tq.enqueue(chargeCard, { order, cents: 4999 }, { idempotencyKey: `order-${order}` })),
+  [1041, 1042].map((order) =>
+    tq.enqueue(chargeCard, { order, cents: 4999 }, { idempotencyKey: `order-${order}` }),
+  ),
 );
 await Promise.all([...emailJobs, ...charges].map((h) => tq.waitForTerminal(h.jobId, 30_000)));
 while ((await tq.getBatch(album.batchId))?.status === 'active') await new Promise((r) => setTimeout(r, 100));
