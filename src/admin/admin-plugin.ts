@@ -14,6 +14,7 @@ import { html } from './html.js';
 import { registerJobRoutes } from './job-routes.js';
 import { csrfField, layout, type PageContext } from './layout.js';
 import { overviewPage } from './overview-page.js';
+import { registerSsoRoutes, ssoLoginPath } from './sso-routes.js';
 
 /**
  * The admin UI as a Fastify plugin. Register it under a prefix in your own app:
@@ -32,14 +33,18 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
   const o = resolveAdminOptions(options);
   const base = app.prefix.replace(/\/+$/, '');
   await registerSecurity(app, o, base);
+  const rc = makeRouteContext(o, base);
 
   app.addHook('onRequest', async (request, reply) => {
     const path = request.url.slice(base.length).split('?')[0] ?? '';
-    if (path.startsWith('/assets/') || path === '/login') return;
+    // Signing in cannot require being signed in: the token form and the SSO routes are open.
+    if (path.startsWith('/assets/') || path === '/login' || path.startsWith('/auth/')) return;
     const outcome = await authenticate(request, o);
     if (outcome.kind === 'refused') {
       reply.header('www-authenticate', 'Bearer realm="taskq-admin"');
       const wantsPage = (request.headers.accept ?? '').includes('text/html');
+      const sso = ssoLoginPath(rc, request.url);
+      if (sso !== null && request.method === 'GET' && wantsPage) return reply.redirect(sso, 303);
       if (o.token !== null && request.method === 'GET' && wantsPage)
         return reply.redirect(`${base}/login`, 303);
       return sendPage(reply, 401, errorPage(base, 'Sign in to use the TaskQ admin UI.'));
@@ -62,7 +67,6 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
     return sendPage(reply, status, errorPage(base, err.message));
   });
 
-  const rc = makeRouteContext(o, base);
   const ctx = rc.page;
 
   app.get('/assets/admin.css', async (_req, reply) => reply.type('text/css; charset=utf-8').send(ADMIN_CSS));
@@ -100,6 +104,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
   });
 
   registerJobRoutes(app, rc);
+  registerSsoRoutes(app, rc);
 };
 
 function cookieOptions(o: ResolvedAdminOptions, base: string) {
