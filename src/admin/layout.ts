@@ -41,11 +41,13 @@ export function layout(ctx: PageContext, title: string, body: SafeHtml): string 
           <span class="brand">TaskQ</span>
           <nav>${NAV.map(([path, label]) => html`<a href="${ctx.base}${path}">${label}</a>`)}</nav>
           <span class="muted">${ctx.user ?? ''}</span>
-          ${ctx.signOut === true
-            ? html`<form method="post" action="${ctx.base}/auth/logout">
-                ${csrfField(ctx)}<button type="submit">Sign out</button>
-              </form>`
-            : ''}
+          ${
+            ctx.signOut === true
+              ? html`<form method="post" action="${ctx.base}/auth/logout">
+                  ${csrfField(ctx)}<button type="submit">Sign out</button>
+                </form>`
+              : ''
+          }
         </header>
         <main>${body}</main>
       </body>

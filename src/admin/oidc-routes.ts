@@ -47,7 +47,11 @@ export function registerOidcRoutes(app: FastifyInstance, rc: AdminRouteContext, 
       cfg = await discover();
     } catch (err) {
       rc.o.logger.error({ backend: 'oidc', err: { name: (err as Error).name } }, 'admin-sso-unavailable');
-      return sendPage(reply, 502, errorPage(rc.base, 'The identity provider could not be reached; try again.'));
+      return sendPage(
+        reply,
+        502,
+        errorPage(rc.base, 'The identity provider could not be reached; try again.'),
+      );
     }
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
@@ -81,7 +85,13 @@ export function registerOidcRoutes(app: FastifyInstance, rc: AdminRouteContext, 
       typeof flow.s !== 'string' ||
       typeof flow.n !== 'string'
     )
-      return refuseSignIn(rc, request, reply, 400, 'no sign-in in progress (flow cookie missing, expired or invalid)');
+      return refuseSignIn(
+        rc,
+        request,
+        reply,
+        400,
+        'no sign-in in progress (flow cookie missing, expired or invalid)',
+      );
     // The URL the IdP redirected to, rebuilt from the configured redirect URI rather than from the
     // Host header, which a proxy may rewrite (and the client could forge).
     const current = new URL(sso.redirectUri);

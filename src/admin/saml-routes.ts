@@ -30,7 +30,11 @@ export function samlClient(sso: ResolvedSaml): SAML {
     acceptedClockSkewMs: 5_000,
     ...(sso.spPrivateKey === null
       ? {}
-      : { privateKey: sso.spPrivateKey, decryptionPvk: sso.spPrivateKey, publicCert: sso.spCert ?? undefined }),
+      : {
+          privateKey: sso.spPrivateKey,
+          decryptionPvk: sso.spPrivateKey,
+          publicCert: sso.spCert ?? undefined,
+        }),
   });
 }
 

@@ -175,7 +175,8 @@ function session(o: SsoSessionOptions, field: string, groupSource: string | null
         `must be a string of at least ${MIN_SESSION_SECRET_LENGTH} characters of random data`,
       );
   });
-  const maxAge = o.sessionMaxAge === undefined ? 8 * 3_600_000 : toMs(o.sessionMaxAge, `${field}.sessionMaxAge`);
+  const maxAge =
+    o.sessionMaxAge === undefined ? 8 * 3_600_000 : toMs(o.sessionMaxAge, `${field}.sessionMaxAge`);
   if (maxAge < 60_000)
     throw new InvalidArgumentError(`${field}.sessionMaxAge`, o.sessionMaxAge, 'must be at least 60 s');
   const resolved = {
@@ -234,11 +235,19 @@ export function resolveSaml(o: SamlOptions, adminUrl: string | null): ResolvedSa
   if (o === null || typeof o !== 'object') throw new InvalidArgumentError(f, o, 'must be an object');
   const groupAttribute = optionalText(o.groupAttribute, `${f}.groupAttribute`);
   if (o.acsUrl === undefined && adminUrl === null)
-    throw new InvalidArgumentError(`${f}.acsUrl`, undefined, 'is required when adminUrl (TASKQ_ADMIN_URL) is not set');
+    throw new InvalidArgumentError(
+      `${f}.acsUrl`,
+      undefined,
+      'is required when adminUrl (TASKQ_ADMIN_URL) is not set',
+    );
   const spCert = optionalText(o.spCert, `${f}.spCert`);
   const spPrivateKey = optionalText(o.spPrivateKey, `${f}.spPrivateKey`, true);
   if ((spCert === null) !== (spPrivateKey === null))
-    throw new InvalidArgumentError(`${f}.spCert`, spCert === null ? null : '<certificate>', 'spCert and spPrivateKey go together: give both or neither');
+    throw new InvalidArgumentError(
+      `${f}.spCert`,
+      spCert === null ? null : '<certificate>',
+      'spCert and spPrivateKey go together: give both or neither',
+    );
   return {
     kind: 'saml',
     entityId: text(o.entityId, `${f}.entityId`),

@@ -7,6 +7,7 @@ import { AdminAuthRequiredError } from '../errors/admin-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { createLogger } from '../obs/logger.js';
 import { loadWorkerSettings, SettingsError } from '../settings/load-worker-settings.js';
+import { ssoEnvVarOf, ssoOptionsFromEnv } from '../settings/sso-settings.js';
 import type { WorkerSettings } from '../settings/worker-settings.js';
 import {
   cliPgSource,
@@ -32,8 +33,9 @@ function parsePort(text: string): number {
 
 /**
  * `taskq ui serve`: the admin UI on `TASKQ_ADMIN_HOST:TASKQ_ADMIN_PORT` (flags win) until SIGINT /
- * SIGTERM. Authentication is the bearer token `TASKQ_HEALTH_TOKEN` (header or login form); without
- * one it starts only in `TASKQ_ENVIRONMENT=dev` or with `TASKQ_ADMIN_UI_REQUIRE_AUTH=false`, and
+ * SIGTERM. Authentication is the bearer token `TASKQ_HEALTH_TOKEN` (header or login form) and/or
+ * single sign-on (`TASKQ_SSO_BACKEND=oidc|saml` with the `TASKQ_OIDC_*` / `TASKQ_SAML_*`
+ * variables; a missing required one exits 2 naming it); without either it starts only in `TASKQ_ENVIRONMENT=dev` or with `TASKQ_ADMIN_UI_REQUIRE_AUTH=false`, and
  * otherwise exits 2 saying so. Every other `TASKQ_ADMIN_*` setting in docs/ui.md applies.
  */
 export function uiCommand(io: CliIo): Command {
@@ -59,6 +61,13 @@ export function uiCommand(io: CliIo): Command {
         throw err;
       }
       const logger = createLogger({ level: settings.logLevel, format: settings.logFormat });
+      let sso: ReturnType<typeof ssoOptionsFromEnv>;
+      try {
+        sso = ssoOptionsFromEnv(io.env, settings.ssoBackend, settings.adminUrl);
+      } catch (err) {
+        if (err instanceof InvalidArgumentError) throw new CliExit(2, err.message);
+        throw err;
+      }
       const backend = await openClientBackend({
         ...(await cliPgSource(flags, io, dsn as string, 4)),
         schema,
@@ -82,17 +91,24 @@ export function uiCommand(io: CliIo): Command {
           maxSseConnections: settings.adminMaxSseConnections,
           pollInterval: Math.round(settings.adminUiPollingIntervalSeconds * 1000),
           workerLiveness: settings.adminWorkerLivenessSeconds * 1000,
+          adminUrl: settings.adminUrl,
+          ...sso,
           logger,
         });
       } catch (err) {
         await tq.close();
-        if (err instanceof AdminAuthRequiredError || err instanceof InvalidArgumentError)
-          throw new CliExit(2, err.message);
+        if (err instanceof InvalidArgumentError) {
+          const from = ssoEnvVarOf(err.field);
+          throw new CliExit(2, from === undefined ? err.message : `${from}: ${err.message}`);
+        }
+        if (err instanceof AdminAuthRequiredError) throw new CliExit(2, err.message);
         if (err instanceof Error && 'code' in err && err.code === 'EADDRINUSE')
           throw new CliExit(2, `port ${settings.adminPort} is in use by another process`);
         throw err;
       }
       io.out(`serving the admin UI of schema ${schema} at ${server.url}/`);
+      // Behind a proxy or with SSO the bind address is not what a browser should open.
+      if (settings.adminUrl !== null) io.out(`open it at ${settings.adminUrl}/`);
       await stopped(io);
       await server.close();
       await tq.close();

@@ -62,6 +62,17 @@ export interface TaskQSettings {
   adminUiSecureCookies: boolean;
   /** `TASKQ_ADMIN_ACTIONS_ENABLED`: the admin UI's retry and cancel actions. Default false. */
   adminActionsEnabled: boolean;
+  /**
+   * `TASKQ_ADMIN_URL`: the admin UI's public base URL as a browser reaches it (prefix included).
+   * The SSO callback URLs default to it, and `taskq ui serve` prints it as the address to open.
+   * Default: none.
+   */
+  adminUrl: string | null;
+  /**
+   * `TASKQ_SSO_BACKEND`: `none`, `oidc` (`TASKQ_OIDC_*`) or `saml` (`TASKQ_SAML_*`): how
+   * `taskq ui serve` signs users in (docs/ui.md). Default `none`.
+   */
+  ssoBackend: 'none' | 'oidc' | 'saml';
 }
 
 /** The client's settings, by name (every one is also a worker setting: `WorkerSettings` extends these). */
@@ -84,6 +95,8 @@ const TASKQ_KEYS: readonly (keyof TaskQSettings)[] = [
   'adminUiFrameAncestors',
   'adminUiSecureCookies',
   'adminActionsEnabled',
+  'adminUrl',
+  'ssoBackend',
 ];
 
 /** The client's rows of the settings table (environment variable, kind, default, rule). */

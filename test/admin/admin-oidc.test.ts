@@ -115,11 +115,18 @@ describe('OIDC sign-in through a real provider', () => {
     expect(visited.some((u) => u.startsWith(`${adminUrl}/auth/callback?`))).toBe(true);
     expect(await response.text()).toContain('ann@example.test');
     expect(browser.cookies.has(SSO_SESSION_COOKIE)).toBe(true);
-    expect(records.some((r) => r.msg === 'admin-login' && (r.obj as { user?: string }).user === 'ann@example.test')).toBe(true);
+    expect(
+      records.some(
+        (r) => r.msg === 'admin-login' && (r.obj as { user?: string }).user === 'ann@example.test',
+      ),
+    ).toBe(true);
 
     // The session cookie is HttpOnly and SameSite=Lax (the IdP's redirect back is cross-site).
     const again = await fetch(`${adminUrl}/jobs`, {
-      headers: { cookie: `${SSO_SESSION_COOKIE}=${browser.cookies.get(SSO_SESSION_COOKIE)}`, accept: 'text/html' },
+      headers: {
+        cookie: `${SSO_SESSION_COOKIE}=${browser.cookies.get(SSO_SESSION_COOKIE)}`,
+        accept: 'text/html',
+      },
       redirect: 'manual',
     });
     expect(again.status).toBe(200);
@@ -177,7 +184,9 @@ describe('OIDC sign-in through a real provider', () => {
     const browser = new CookieFetch();
     await browser.follow(`${adminUrl}/auth/login?next=${encodeURIComponent('//evil.example/x')}`);
     const flow = browser.cookies.get('taskq_admin_sso_flow') ?? '';
-    const body = JSON.parse(Buffer.from(flow.split('.')[0] ?? '', 'base64url').toString()) as { next: string };
+    const body = JSON.parse(Buffer.from(flow.split('.')[0] ?? '', 'base64url').toString()) as {
+      next: string;
+    };
     expect(body.next).toBe('/');
   });
 
@@ -290,7 +299,13 @@ describe('OIDC options are checked at registration', () => {
 
   it('refuses oidc and saml together', async () => {
     const app = Fastify();
-    const saml = { entityId: 'x', idpEntityId: 'y', idpSsoUrl: 'https://idp', idpCert: 'c', sessionSecrets: [NEW_SECRET] };
+    const saml = {
+      entityId: 'x',
+      idpEntityId: 'y',
+      idpSsoUrl: 'https://idp',
+      idpCert: 'c',
+      sessionSecrets: [NEW_SECRET],
+    };
     const err = await app
       .register(adminPlugin, { tq, oidc: oidcOptions(), saml, adminUrl, environment: 'production' })
       .ready()

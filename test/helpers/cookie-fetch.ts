@@ -8,10 +8,12 @@ export class CookieFetch {
   readonly cookies = new Map<string, string>();
 
   /** One request (no redirect following), sending and then storing cookies. */
-  async request(url: string, init: { method?: string; form?: Record<string, string> } = {}): Promise<Response> {
+  async request(
+    url: string,
+    init: { method?: string; form?: Record<string, string> } = {},
+  ): Promise<Response> {
     const headers: Record<string, string> = { accept: 'text/html' };
-    if (this.cookies.size > 0)
-      headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+    if (this.cookies.size > 0) headers.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
     let body: string | undefined;
     if (init.form !== undefined) {
       headers['content-type'] = 'application/x-www-form-urlencoded';
@@ -23,7 +25,9 @@ export class CookieFetch {
       const eq = pair.indexOf('=');
       const name = pair.slice(0, eq).trim();
       const value = pair.slice(eq + 1).trim();
-      const expired = attrs.some((a) => /^\s*max-age=0\s*$/i.test(a) || /^\s*expires=thu, 01 jan 1970/i.test(a));
+      const expired = attrs.some(
+        (a) => /^\s*max-age=0\s*$/i.test(a) || /^\s*expires=thu, 01 jan 1970/i.test(a),
+      );
       if (expired || value === '') this.cookies.delete(name);
       else this.cookies.set(name, value);
     }
@@ -52,7 +56,11 @@ export class CookieFetch {
 export function formOf(page: string, pageUrl: string): { action: string; fields: Record<string, string> } {
   const form = /<form[^>]*action="([^"]*)"[^>]*>([\s\S]*?)<\/form>/i.exec(page);
   if (form === null) throw new Error(`no form on ${pageUrl}:\n${page.slice(0, 2000)}`);
-  const decode = (s: string) => s.replace(/&amp;/g, '&').replace(/&#x2F;/g, '/').replace(/&quot;/g, '"');
+  const decode = (s: string) =>
+    s
+      .replace(/&amp;/g, '&')
+      .replace(/&#x2F;/g, '/')
+      .replace(/&quot;/g, '"');
   const fields: Record<string, string> = {};
   for (const m of (form[2] ?? '').matchAll(/<input[^>]*type="hidden"[^>]*>/gi)) {
     const name = /name="([^"]*)"/.exec(m[0])?.[1];

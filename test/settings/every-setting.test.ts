@@ -384,6 +384,14 @@ const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
   },
   adminUiSecureCookies: { file: UI_SERVE, shows: 'false drops the Secure flag from the CSRF cookie' },
   adminActionsEnabled: { file: UI_SERVE, shows: 'true shows the retry button on a failed job' },
+  adminUrl: {
+    file: UI_SERVE,
+    shows: 'taskq ui serve prints it as the address to open, and SSO sends the IdP its callback under it',
+  },
+  ssoBackend: {
+    file: UI_SERVE,
+    shows: 'oidc makes taskq ui serve redirect a visitor to /auth/login and require the TASKQ_OIDC_* variables',
+  },
 };
 
 const FIELDS: readonly SettingField[] = WORKER_SETTING_FIELDS;

@@ -36,6 +36,8 @@ describe('loadTaskQSettings', () => {
       adminUiFrameAncestors: 'none',
       adminUiSecureCookies: true,
       adminActionsEnabled: false,
+      adminUrl: null,
+      ssoBackend: 'none',
     });
   });
 
@@ -66,6 +68,8 @@ describe('loadTaskQSettings', () => {
       adminUiFrameAncestors: 'none',
       adminUiSecureCookies: true,
       adminActionsEnabled: false,
+      adminUrl: null,
+      ssoBackend: 'none',
     });
     expect(loadTaskQSettings({ env, overrides: { schema: 'jobs_b', redisUrl: null } })).toMatchObject({
       schema: 'jobs_b',
