@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 
 import Provider from 'oidc-provider';
@@ -46,6 +47,23 @@ export async function startOidcIdp(
     features: { devInteractions: { enabled: true } },
     pkce: { required: () => true },
     cookies: { keys: ['test-cookie-key-0123456789abcdef'] },
+    // Own signing key and lifetimes, so the provider does not warn about its development defaults.
+    jwks: {
+      keys: [
+        {
+          ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }),
+          kid: 'test',
+        },
+      ],
+    },
+    ttl: {
+      AccessToken: 600,
+      AuthorizationCode: 60,
+      IdToken: 600,
+      Interaction: 600,
+      Session: 600,
+      Grant: 600,
+    },
     findAccount: (_ctx, sub) => ({
       accountId: sub,
       claims: () => ({ sub, email: `${sub}@example.test`, groups: groups[sub] ?? [] }),
