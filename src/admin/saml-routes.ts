@@ -59,7 +59,9 @@ export function registerSamlRoutes(app: FastifyInstance, rc: AdminRouteContext, 
   // protects it instead is the assertion: node-saml checks the IdP's signature over it, its issuer,
   // its audience (our entity ID), its validity window and that it answers an AuthnRequest we sent
   // (InResponseTo, consumed on use), so a forged or replayed post signs no one in.
-  app.post('/auth/saml/acs', async (request, reply) => {
+  // A Response with a certificate and many group values easily passes the 16 KiB the UI's own
+  // forms are limited to; this route alone takes up to 256 KiB.
+  app.post('/auth/saml/acs', { bodyLimit: 262_144 }, async (request, reply) => {
     const body = (request.body ?? {}) as Record<string, unknown>;
     const response = one(body.SAMLResponse);
     if (response === undefined) return refuseSignIn(rc, request, reply, 400, 'SAML: no SAMLResponse');

@@ -4,12 +4,15 @@
  * the UI sends. Checks the signature, the allowed groups, InResponseTo (no replay, no unsolicited
  * response), the audience, the CSRF exemption of the ACS, and the SP metadata.
  */
+import Fastify from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { SSO_SESSION_COOKIE } from '../../src/admin/admin-session.js';
-import { serveAdmin, type AdminServer } from '../../src/admin/index.js';
+import { adminPlugin, serveAdmin, type AdminServer } from '../../src/admin/index.js';
+import type { SamlOptions } from '../../src/admin/sso-options.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
+import { InvalidArgumentError } from '../../src/errors/index.js';
 import type { Logger } from '../../src/obs/logger.js';
 import { CookieFetch } from '../helpers/cookie-fetch.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
@@ -198,6 +201,14 @@ describe('SAML sign-in', () => {
     expect(lastReason()).toMatch(/audience/i);
   });
 
+  it("accepts a response larger than the UI's 16 KiB form limit (hundreds of groups)", async () => {
+    const { browser, requestId } = await startSignIn();
+    const groups = [...Array.from({ length: 600 }, (_, i) => `group-with-a-long-name-${i}`), 'taskq-admins'];
+    const response = signedResponse(fields(requestId, { groups }), idpKeys);
+    expect(response.length).toBeGreaterThan(16_384);
+    expect((await post(browser, response)).status).toBe(303);
+  });
+
   it('never redirects off the UI through RelayState', async () => {
     const { browser, requestId } = await startSignIn();
     const acs = await post(browser, signedResponse(fields(requestId), idpKeys), 'https://evil.example/');
@@ -218,3 +229,54 @@ describe('SAML sign-in', () => {
     expect(xml).toContain(`Location="${acsUrl}"`);
   });
 });
+
+describe('SAML options are checked at registration', () => {
+  const good = (): SamlOptions => ({
+    entityId: SP_ENTITY,
+    idpEntityId: IDP_ENTITY,
+    idpSsoUrl: IDP_SSO,
+    idpCert: idpKeys.cert,
+    sessionSecrets: [SECRET],
+  });
+  const register = async (saml: SamlOptions, adminUrl: string | null = base): Promise<unknown> => {
+    const app = Fastify();
+    try {
+      await app.register(adminPlugin, { tq, saml, adminUrl, environment: 'production' }).ready();
+      return null;
+    } catch (err) {
+      return err;
+    } finally {
+      await app.close();
+    }
+  };
+
+  it('accepts good options in production: SSO counts as authentication', async () => {
+    expect(await register(good())).toBeNull();
+  });
+
+  const bad: [string, Partial<SamlOptions>, string][] = [
+    ['an SP key without its certificate', { spPrivateKey: otherKeysPlaceholder() }, 'options.saml.spCert'],
+    ['an IdP SSO URL that is no URL', { idpSsoUrl: 'idp/sso' }, 'options.saml.idpSsoUrl'],
+    ['no IdP certificate', { idpCert: ' ' }, 'options.saml.idpCert'],
+    ['no entity ID', { entityId: '' }, 'options.saml.entityId'],
+    ['groups without a group attribute', { allowedGroups: ['ops'] }, 'options.saml.allowedGroups'],
+    ['a short session secret', { sessionSecrets: [SECRET, 'short'] }, 'options.saml.sessionSecrets[1]'],
+  ];
+  it.each(bad)('refuses %s, naming the field and never showing a key', async (_, overrides, field) => {
+    const err = await register({ ...good(), ...overrides });
+    expect(err).toBeInstanceOf(InvalidArgumentError);
+    expect((err as InvalidArgumentError).field).toBe(field);
+    expect((err as Error).message).not.toContain('PRIVATE KEY');
+    expect((err as Error).message).not.toContain('short');
+  });
+
+  it('needs an ACS URL when adminUrl is not set', async () => {
+    const err = await register(good(), null);
+    expect((err as InvalidArgumentError).field).toBe('options.saml.acsUrl');
+  });
+});
+
+/** A private-key-shaped string (the check must refuse it without echoing it). */
+function otherKeysPlaceholder(): string {
+  return '-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----';
+}
