@@ -390,7 +390,8 @@ const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
   },
   ssoBackend: {
     file: UI_SERVE,
-    shows: 'oidc makes taskq ui serve redirect a visitor to /auth/login and require the TASKQ_OIDC_* variables',
+    shows:
+      'oidc makes taskq ui serve redirect a visitor to /auth/login and require the TASKQ_OIDC_* variables',
   },
 };
 
