@@ -7,7 +7,7 @@ import { AdminAuthRequiredError } from '../errors/admin-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { createLogger } from '../obs/logger.js';
 import { loadWorkerSettings, SettingsError } from '../settings/load-worker-settings.js';
-import { ssoEnvVarOf, ssoOptionsFromEnv } from '../settings/sso-settings.js';
+import { ignoredSsoVars, ssoEnvVarOf, ssoOptionsFromEnv } from '../settings/sso-settings.js';
 import type { WorkerSettings } from '../settings/worker-settings.js';
 import {
   cliPgSource,
@@ -61,6 +61,9 @@ export function uiCommand(io: CliIo): Command {
         throw err;
       }
       const logger = createLogger({ level: settings.logLevel, format: settings.logFormat });
+      const ignored = ignoredSsoVars(io.env, settings.ssoBackend);
+      if (ignored.length > 0)
+        io.err(`${ignored.join(', ')} ignored: TASKQ_SSO_BACKEND is ${settings.ssoBackend}`);
       let sso: ReturnType<typeof ssoOptionsFromEnv>;
       try {
         sso = ssoOptionsFromEnv(io.env, settings.ssoBackend, settings.adminUrl);

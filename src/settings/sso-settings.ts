@@ -151,3 +151,15 @@ export function ssoOptionsFromEnv(
   }
   return {};
 }
+
+/**
+ * The SSO variables set (non-blank) that `backend` does not read: `TASKQ_OIDC_*` unless `oidc`,
+ * `TASKQ_SAML_*` unless `saml`. An operator who forgot `TASKQ_SSO_BACKEND` should hear about it.
+ */
+export function ignoredSsoVars(env: Env, backend: 'none' | 'oidc' | 'saml'): string[] {
+  const unread = [
+    ...(backend === 'oidc' ? [] : Object.values(OIDC_VARS)),
+    ...(backend === 'saml' ? [] : Object.values(SAML_VARS)),
+  ];
+  return unread.filter((name) => get(env, name) !== undefined).sort();
+}

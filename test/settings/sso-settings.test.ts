@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../src/errors/index.js';
 import { loadWorkerSettings } from '../../src/settings/load-worker-settings.js';
 import { SSO_ENV_VARS } from '../../src/settings/setting-fields.js';
-import { ssoEnvVarOf, ssoOptionsFromEnv } from '../../src/settings/sso-settings.js';
+import { ignoredSsoVars, ssoEnvVarOf, ssoOptionsFromEnv } from '../../src/settings/sso-settings.js';
 
 const S1 = 'a'.repeat(32);
 const S2 = 'b'.repeat(40);
@@ -115,6 +115,13 @@ describe('ssoOptionsFromEnv', () => {
       allowedGroups: ['ops'],
     });
     expect(saml?.acsUrl).toBeUndefined();
+  });
+
+  it('lists the SSO variables the chosen backend does not read', () => {
+    const env = { TASKQ_OIDC_ISSUER: 'https://i', TASKQ_SAML_ENTITY_ID: 'sp', TASKQ_OIDC_SCOPE: ' ' };
+    expect(ignoredSsoVars(env, 'none')).toEqual(['TASKQ_OIDC_ISSUER', 'TASKQ_SAML_ENTITY_ID']);
+    expect(ignoredSsoVars(env, 'oidc')).toEqual(['TASKQ_SAML_ENTITY_ID']);
+    expect(ignoredSsoVars(env, 'saml')).toEqual(['TASKQ_OIDC_ISSUER']);
   });
 
   it('names the variable behind an admin option', () => {
