@@ -16,7 +16,7 @@ import { InvalidArgumentError } from '../../src/errors/index.js';
 import type { Logger } from '../../src/obs/logger.js';
 import { CookieFetch } from '../helpers/cookie-fetch.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
-import { freePort } from '../helpers/free-port.js';
+import { onFreePort } from '../helpers/free-port.js';
 import {
   authnRequestId,
   selfSignedCert,
@@ -56,26 +56,27 @@ beforeAll(async () => {
   otherKeys = selfSignedCert('someone-else');
   db = await migratedSchema('admin_saml');
   tq = new TaskQ(new PostgresBackend(db.driver, { schema: db.schema }));
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  acsUrl = `${base}/auth/saml/acs`;
-  server = await serveAdmin({
-    tq,
-    host: '127.0.0.1',
-    port,
-    environment: 'production',
-    secureCookies: false,
-    logger,
-    adminUrl: base,
-    saml: {
-      entityId: SP_ENTITY,
-      idpEntityId: IDP_ENTITY,
-      idpSsoUrl: IDP_SSO,
-      idpCert: idpKeys.cert,
-      groupAttribute: 'groups',
-      allowedGroups: ['taskq-admins'],
-      sessionSecrets: [SECRET],
-    },
+  server = await onFreePort((port) => {
+    base = `http://127.0.0.1:${port}`;
+    acsUrl = `${base}/auth/saml/acs`;
+    return serveAdmin({
+      tq,
+      host: '127.0.0.1',
+      port,
+      environment: 'production',
+      secureCookies: false,
+      logger,
+      adminUrl: base,
+      saml: {
+        entityId: SP_ENTITY,
+        idpEntityId: IDP_ENTITY,
+        idpSsoUrl: IDP_SSO,
+        idpCert: idpKeys.cert,
+        groupAttribute: 'groups',
+        allowedGroups: ['taskq-admins'],
+        sessionSecrets: [SECRET],
+      },
+    });
   });
 });
 

@@ -226,7 +226,8 @@ describe('taskq ui serve', () => {
       TASKQ_OIDC_SCOPE: 'openid email',
     });
     try {
-      expect(server.output()).toContain(`open it at ${adminUrl}/`);
+      // Printed right after the line startServe waits for, so possibly in a later chunk.
+      await waitFor(() => server.output().includes(`open it at ${adminUrl}/`), 10_000, 'the adminUrl line');
       const base = `http://127.0.0.1:${server.port}`;
       const page = await fetch(`${base}/`, { headers: { accept: 'text/html' }, redirect: 'manual' });
       expect(page.status, server.output()).toBe(303);

@@ -1,9 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 import Provider from 'oidc-provider';
-
-import { freePort } from './free-port.js';
 
 /** A real OpenID Connect provider for tests (`oidc-provider`, its development sign-in pages). */
 export interface TestOidcIdp {
@@ -26,7 +25,13 @@ export async function startOidcIdp(
   redirectUris: string[],
   groups: Record<string, string[]>,
 ): Promise<TestOidcIdp> {
-  const port = await freePort();
+  // Listen first, then build the provider for the port we got: no window for another process.
+  const server: Server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const port = (server.address() as AddressInfo).port;
   const issuer = `http://127.0.0.1:${port}`;
   const clientId = 'taskq-admin-test';
   const clientSecret = 'test-client-secret-0123456789abcdef';
@@ -69,11 +74,7 @@ export async function startOidcIdp(
       claims: () => ({ sub, email: `${sub}@example.test`, groups: groups[sub] ?? [] }),
     }),
   });
-  const server: Server = createServer(provider.callback());
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', resolve);
-  });
+  server.on('request', provider.callback());
   return {
     issuer,
     clientId,
