@@ -262,6 +262,10 @@ describe('OIDC options are checked at registration', () => {
     ['a scope without openid', { scope: 'email' }, 'options.oidc.scope'],
     ['a session shorter than a minute', { sessionMaxAge: '30s' }, 'options.oidc.sessionMaxAge'],
     ['a group list that is no list', { allowedGroups: 'admins' as never }, 'options.oidc.allowedGroups'],
+    ['a blank group in payloadGroups', { payloadGroups: [' '] }, 'options.oidc.payloadGroups'],
+    ['a redirect URI that is no URL', { redirectUri: 'callback' }, 'options.oidc.redirectUri'],
+    ['a blank group claim', { groupClaim: ' ' }, 'options.oidc.groupClaim'],
+    ['a max age that is no duration', { sessionMaxAge: 'forever' }, 'options.oidc.sessionMaxAge'],
   ];
   it.each(bad)('refuses %s, naming the field and never showing a secret', async (_, overrides, field) => {
     const app = Fastify();
@@ -295,6 +299,25 @@ describe('OIDC options are checked at registration', () => {
     await ok.close();
     const target = new URL(login.headers.location as string);
     expect(target.searchParams.get('redirect_uri')).toBe(`${adminUrl}/auth/callback`);
+  });
+
+  it('refuses a bad adminUrl and an oidc option that is no object', async () => {
+    for (const [options, field] of [
+      [{ adminUrl: 'ops.example.com', oidc: oidcOptions() }, 'options.adminUrl'],
+      [{ adminUrl, oidc: 'yes' as never }, 'options.oidc'],
+    ] as const) {
+      const app = Fastify();
+      const err = await app
+        .register(adminPlugin, { tq, environment: 'production', ...options })
+        .ready()
+        .then(
+          () => null,
+          (e: unknown) => e,
+        );
+      await app.close();
+      expect(err).toBeInstanceOf(InvalidArgumentError);
+      expect((err as InvalidArgumentError).field).toBe(field);
+    }
   });
 
   it('refuses oidc and saml together', async () => {
