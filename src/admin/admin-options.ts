@@ -199,7 +199,8 @@ export function resolveAdminOptions(options: AdminOptions): ResolvedAdminOptions
   const adminUrl =
     options.adminUrl === undefined || options.adminUrl === null
       ? null
-      : checkUrl(options.adminUrl, 'options.adminUrl');
+      : // A base to append paths to, so without its trailing slash.
+        checkUrl(options.adminUrl, 'options.adminUrl').replace(/\/+$/, '');
   if (options.oidc !== undefined && options.saml !== undefined)
     throw new InvalidArgumentError('options.saml', '<object>', 'give oidc or saml, not both');
   const sso =

@@ -132,7 +132,11 @@ function optionalText(value: unknown, field: string, secret = false): string | n
   return value === undefined || value === null ? null : text(value, field, secret);
 }
 
-/** An absolute http(s) URL, without a trailing slash; plain http only for a loopback host when asked. */
+/**
+ * An absolute http(s) URL, as given (an issuer or a redirect URI must match the IdP's exactly,
+ * trailing slash included: Auth0's issuer ends in one); plain http only for a loopback host when
+ * asked.
+ */
 export function checkUrl(value: unknown, field: string, httpOnlyOnLoopback = false): string {
   const s = text(value, field);
   let url: URL;
@@ -145,7 +149,7 @@ export function checkUrl(value: unknown, field: string, httpOnlyOnLoopback = fal
     throw new InvalidArgumentError(field, value, 'must be an absolute http(s) URL');
   if (httpOnlyOnLoopback && url.protocol === 'http:' && !isLoopback(url.hostname))
     throw new InvalidArgumentError(field, value, 'must use https (plain http only for localhost)');
-  return s.replace(/\/+$/, '');
+  return s;
 }
 
 function isLoopback(host: string): boolean {

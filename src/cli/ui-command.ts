@@ -111,7 +111,7 @@ export function uiCommand(io: CliIo): Command {
       }
       io.out(`serving the admin UI of schema ${schema} at ${server.url}/`);
       // Behind a proxy or with SSO the bind address is not what a browser should open.
-      if (settings.adminUrl !== null) io.out(`open it at ${settings.adminUrl}/`);
+      if (settings.adminUrl !== null) io.out(`open it at ${settings.adminUrl.replace(/\/+$/, '')}/`);
       await stopped(io);
       await server.close();
       await tq.close();

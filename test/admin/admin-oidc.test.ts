@@ -7,7 +7,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { issueSession, SSO_SESSION_COOKIE } from '../../src/admin/admin-session.js';
-import { adminPlugin, serveAdmin, type AdminServer } from '../../src/admin/index.js';
+import { adminPlugin, resolveAdminOptions, serveAdmin, type AdminServer } from '../../src/admin/index.js';
 import type { OidcOptions } from '../../src/admin/sso-options.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
@@ -318,6 +318,23 @@ describe('OIDC options are checked at registration', () => {
       expect(err).toBeInstanceOf(InvalidArgumentError);
       expect((err as InvalidArgumentError).field).toBe(field);
     }
+  });
+
+  it('keeps the issuer and redirect URI exactly as given, and joins adminUrl without a double slash', () => {
+    const withSlash = resolveAdminOptions({
+      tq,
+      adminUrl: `${adminUrl}/`,
+      oidc: oidcOptions({ issuer: 'https://tenant.example.com/' }),
+    });
+    expect(withSlash.sso).toMatchObject({
+      issuer: 'https://tenant.example.com/',
+      redirectUri: `${adminUrl}/auth/callback`,
+    });
+    const given = resolveAdminOptions({
+      tq,
+      oidc: oidcOptions({ redirectUri: 'https://ops.example.com/cb/' }),
+    });
+    expect(given.sso).toMatchObject({ redirectUri: 'https://ops.example.com/cb/' });
   });
 
   it('refuses oidc and saml together', async () => {
