@@ -140,6 +140,7 @@ export {
   type CancelPhase,
   type QueueMode,
   type AttemptOutcome,
+  type ArchivedJob,
   type AttemptRow,
   type EventRow,
   type EventKind,
@@ -193,7 +194,12 @@ export {
   type CreateScheduleOptions,
   type UpdateScheduleOptions,
 } from './client/schedules.js';
-export { CRON_FIRE_HISTORY, type ScheduleRecord, type ScheduleFireRecord } from './backend/schedule-types.js';
+export {
+  CRON_FIRE_HISTORY,
+  type ScheduleRecord,
+  type ScheduleFireRecord,
+  type ScheduleSkipResult,
+} from './backend/schedule-types.js';
 
 // Credentials: providers, factories and DSN helpers (docs/credentials.md).
 export type {

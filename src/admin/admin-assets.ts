@@ -27,9 +27,11 @@ th { font-weight: 600; }
 pre { white-space: pre-wrap; word-break: break-word; padding: .5rem; border: 1px solid var(--line);
   max-height: 30rem; overflow: auto; }
 form.inline { display: inline; }
+.drift { color: var(--bad); }
 form.filters { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; margin-bottom: .5rem; }
 form.filters label { display: flex; flex-direction: column; font-size: 12px; }
 button { cursor: pointer; }
+a.button { padding: .2rem .6rem; border: 1px solid var(--line); border-radius: 3px; text-decoration: none; }
 dl.row { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; }
 dl.row dt { font-weight: 600; }
 `;
@@ -41,11 +43,22 @@ dl.row dt { font-weight: 600; }
 export const ADMIN_JS = `
 (function () {
   'use strict';
+  function pad(n) { return (n < 10 ? '0' : '') + n; }
+  // "2026-03-29 03:30:00 +02:00": the browser's zone, with its offset so the text is unambiguous;
+  // the server's UTC text stays in the title attribute (hover).
+  function localText(d) {
+    var off = -d.getTimezoneOffset();
+    var sign = off < 0 ? '-' : '+';
+    off = Math.abs(off);
+    return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' +
+      pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds()) + ' ' +
+      sign + pad(Math.floor(off / 60)) + ':' + pad(off % 60);
+  }
   function localTimes(root) {
     var els = root.querySelectorAll('time[datetime]');
     for (var i = 0; i < els.length; i++) {
       var d = new Date(els[i].getAttribute('datetime'));
-      if (!isNaN(d.getTime())) els[i].textContent = d.toLocaleString();
+      if (!isNaN(d.getTime())) els[i].textContent = localText(d);
     }
   }
   localTimes(document);
@@ -61,9 +74,23 @@ export const ADMIN_JS = `
     if (status) { status.textContent = state.status; status.className = 'status status-' + state.status; }
     var progress = document.getElementById('job-progress');
     if (progress) progress.textContent = JSON.stringify(state.progress);
-    // A change of status changes attempts, events and actions: reload once it settles.
-    if (state.status !== shownStatus && TERMINAL.indexOf(state.status) >= 0) location.reload();
+    // A settled job has new attempts, events and actions: swap them in from a fresh copy of this
+    // page, in place (no navigation, so the reader keeps their scroll position and nothing flashes).
+    if (state.status !== shownStatus && TERMINAL.indexOf(state.status) >= 0) refreshMain();
     return TERMINAL.indexOf(state.status) >= 0;
+  }
+  function refreshMain() {
+    fetch(location.pathname, { credentials: 'same-origin', headers: { accept: 'text/html' } })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (text) {
+        if (text === null) return;
+        var fresh = new DOMParser().parseFromString(text, 'text/html').querySelector('main');
+        var main = document.querySelector('main');
+        if (!fresh || !main) return;
+        main.innerHTML = fresh.innerHTML;
+        localTimes(main);
+      })
+      .catch(function () { /* the status shown is already right; the rest waits for a reload */ });
   }
   function poll() {
     fetch(stateUrl, { credentials: 'same-origin', headers: { accept: 'application/json' } })

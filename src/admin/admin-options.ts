@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 
 import type { TaskQ } from '../client/taskq.js';
+import type { ActorDefinition } from '../core/actor.js';
 import { MAX_TIMER_MS, toMs, type Duration } from '../core/duration.js';
 import { AdminAuthRequiredError } from '../errors/admin-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
@@ -76,6 +77,13 @@ export interface AdminOptions {
   requireAuth?: boolean;
   /** `TASKQ_ADMIN_ACTIONS_ENABLED`: show and accept retry / cancel. Default `false`. */
   actionsEnabled?: boolean;
+  /**
+   * `TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET`: show a Reset button per rate limit on the rate-limits
+   * page and serve `POST /rate-limits/:name/reset`. Needs `actionsEnabled` too (and a user with
+   * `actions`); each reset is logged at warn level with who did it. Default `false`: a reset
+   * readmits a whole burst at once, so it is off unless asked for.
+   */
+  allowRateLimitReset?: boolean;
   /** `TASKQ_ADMIN_UI_FRAME_ANCESTORS`: who may frame the UI, `none` or `self`. Default `none`. */
   frameAncestors?: 'none' | 'self';
   /** `TASKQ_ADMIN_UI_SECURE_COOKIES`: the `Secure` flag on the UI's cookies. Default `true`. */
@@ -98,6 +106,14 @@ export interface AdminOptions {
   maxTracebackChars?: number;
   /** Where `admin-action` and `admin-ui-no-auth` records go. Default: nowhere. */
   logger?: Logger;
+  /**
+   * The actors your code declares (the refs you give your workers). With them the actors page
+   * shows drift: where a stored row's queue or metadata differs from the code (a worker refuses to
+   * start on that) and where an operator's capacity value differs from the code's literal. Without
+   * them the page shows the stored rows only: the database does not hold the code's declarations.
+   * Default: none.
+   */
+  actors?: readonly ActorDefinition[];
 }
 
 /** {@link AdminOptions} checked, with defaults applied (each field as documented there). */
@@ -116,6 +132,8 @@ export interface ResolvedAdminOptions {
   environment: string | null;
   /** Retry and cancel allowed. */
   actionsEnabled: boolean;
+  /** Rate-limit resets allowed (with `actionsEnabled`). */
+  allowRateLimitReset: boolean;
   /** CSP `frame-ancestors` / `X-Frame-Options`. */
   frameAncestors: 'none' | 'self';
   /** `Secure` cookies (and HSTS). */
@@ -132,6 +150,8 @@ export interface ResolvedAdminOptions {
   maxTracebackChars: number;
   /** Where the UI's events go. */
   logger: Logger;
+  /** The code's actor declarations by name, or null when none were given. */
+  actors: ReadonlyMap<string, ActorDefinition> | null;
 }
 
 /** Environments in which the UI may run without authentication (the reference's). */
@@ -217,6 +237,7 @@ export function resolveAdminOptions(options: AdminOptions): ResolvedAdminOptions
     adminUrl,
     environment,
     actionsEnabled: booleanOr(options.actionsEnabled, 'options.actionsEnabled', false),
+    allowRateLimitReset: booleanOr(options.allowRateLimitReset, 'options.allowRateLimitReset', false),
     frameAncestors,
     secureCookies: booleanOr(options.secureCookies, 'options.secureCookies', true),
     maxSseConnections: positiveInteger(options.maxSseConnections, 'options.maxSseConnections', 50),
@@ -225,6 +246,7 @@ export function resolveAdminOptions(options: AdminOptions): ResolvedAdminOptions
     maxShownChars: positiveInteger(options.maxShownChars, 'options.maxShownChars', 65_536),
     maxTracebackChars: positiveInteger(options.maxTracebackChars, 'options.maxTracebackChars', 2000),
     logger,
+    actors: declaredActors(options.actors),
   };
   if (auth === null && token === null && sso === null) {
     const dev = environment !== null && DEV_ENVIRONMENTS.includes(environment.trim().toLowerCase());
@@ -235,4 +257,28 @@ export function resolveAdminOptions(options: AdminOptions): ResolvedAdminOptions
     );
   }
   return resolved;
+}
+
+/** The `actors` option by name; a repeated name is refused (which declaration would drift?). */
+function declaredActors(
+  actors: readonly ActorDefinition[] | undefined,
+): ReadonlyMap<string, ActorDefinition> | null {
+  if (actors === undefined) return null;
+  if (!Array.isArray(actors))
+    throw new InvalidArgumentError('options.actors', actors, 'must be an array of actors (actor() refs)');
+  const byName = new Map<string, ActorDefinition>();
+  for (const [i, a] of (actors as unknown[]).entries()) {
+    const ref = a as Partial<ActorDefinition> | null;
+    if (
+      ref === null ||
+      typeof ref !== 'object' ||
+      typeof ref.name !== 'string' ||
+      typeof ref.queue !== 'string'
+    )
+      throw new InvalidArgumentError(`options.actors[${i}]`, a, 'must be an actor declared with actor()');
+    if (byName.has(ref.name))
+      throw new InvalidArgumentError(`options.actors[${i}]`, ref.name, 'names an actor already in the list');
+    byName.set(ref.name, ref as ActorDefinition);
+  }
+  return byName;
 }

@@ -11,10 +11,15 @@ import { authenticate, isToken, SESSION_COOKIE, sessionValue } from './admin-aut
 import { resolveAdminOptions, type AdminOptions, type ResolvedAdminOptions } from './admin-options.js';
 import { errorPage, makeRouteContext, rememberUser, sendPage } from './admin-route-context.js';
 import { html } from './html.js';
+import { registerActorsRoutes } from './actors-routes.js';
+import { registerBatchRoutes } from './batch-routes.js';
 import { registerJobRoutes } from './job-routes.js';
+import { registerQueuesRoutes } from './queues-routes.js';
 import { csrfField, layout, type PageContext } from './layout.js';
 import { overviewPage } from './overview-page.js';
 import { registerSsoRoutes, ssoLoginPath } from './sso-routes.js';
+import { registerScheduleRoutes } from './schedule-routes.js';
+import { registerRateLimitRoutes } from './rate-limits-routes.js';
 
 /**
  * The admin UI as a Fastify plugin. Register it under a prefix in your own app:
@@ -105,6 +110,11 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
 
   registerJobRoutes(app, rc);
   registerSsoRoutes(app, rc);
+  registerScheduleRoutes(app, rc);
+  registerActorsRoutes(app, rc);
+  registerQueuesRoutes(app, rc);
+  registerRateLimitRoutes(app, rc);
+  registerBatchRoutes(app, rc);
 };
 
 function cookieOptions(o: ResolvedAdminOptions, base: string) {

@@ -61,9 +61,18 @@ export function bounded(text: string, maxChars: number): string {
   return `${text.slice(0, maxChars)}\n… (${text.length - maxChars} more characters not shown)`;
 }
 
-/** A timestamp shown in the browser's zone by admin.js, with the UTC value in `title`. */
+/** `2026-03-29 01:30:00 UTC`: an instant as UTC text, to the second. */
+export function utcText(date: Date): string {
+  return `${date.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
+/**
+ * A timestamp: `<time datetime="<UTC ISO>" title="<UTC> UTC">`. Without script the page shows the
+ * UTC value; admin.js rewrites the text to the browser's zone and leaves the UTC value in `title`
+ * (shown on hover), so an operator sees local time and can still quote the stored instant.
+ */
 export function time(date: Date | null | undefined): SafeHtml {
   if (!date) return html`<span class="muted">—</span>`;
-  const iso = date.toISOString();
-  return html`<time datetime="${iso}" title="${iso}">${iso}</time>`;
+  const utc = utcText(date);
+  return html`<time datetime="${date.toISOString()}" title="${utc}">${utc}</time>`;
 }

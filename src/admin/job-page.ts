@@ -26,6 +26,8 @@ export interface JobPageData {
   notice: string | null;
   /** What holds the job back (`tq.explain`), for a pending or scheduled job; null otherwise. */
   explanation: JobExplanation | null;
+  /** Set when the row comes from the archive (`jobs_archive`): when it was archived and when it goes. */
+  archived?: { archivedAt: Date; expireAt: Date };
 }
 
 /** "Why isn't this job running?": the reasons `tq.explain` gives, most decisive first. */
@@ -78,6 +80,16 @@ export function jobPage(ctx: PageContext, d: JobPageData): string {
         }
       </p>`;
   const body = html` <h1>Job <code>${j.id}</code></h1>
+    ${
+      d.archived === undefined
+        ? ''
+        : html`<div class="banner" role="status" id="archived-banner">
+            <strong>Archived.</strong> This job passed its retention and was moved to the archive
+            ${time(d.archived.archivedAt)}; the archive deletes it ${time(d.archived.expireAt)}. What follows
+            is the archived row and its attempts; its events were not archived, and it can no longer be
+            retried or cancelled.
+          </div>`
+    }
     ${d.notice === null ? '' : html`<div class="banner" role="status">${d.notice}</div>`}
     <div
       id="live"
@@ -179,7 +191,7 @@ export function jobPage(ctx: PageContext, d: JobPageData): string {
     <h2>Events</h2>
     ${
       d.events.length === 0
-        ? html`<p class="muted">No events.</p>`
+        ? html`<p class="muted">${d.archived === undefined ? 'No events.' : 'Events are not archived.'}</p>`
         : html`<table>
             <thead>
               <tr>

@@ -2,7 +2,6 @@ import type { FastifyInstance } from 'fastify';
 
 import type { JobSortField } from '../backend/cursor.js';
 import type { JobFilter } from '../backend/job-filter.js';
-import type { JobStatus } from '../backend/types.js';
 import { isUuid } from '../core/ids.js';
 import { checkStorableText } from '../core/text-checks.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
@@ -10,7 +9,8 @@ import { JobNotFoundError } from '../errors/job-errors.js';
 import { one, sendPage, type AdminRouteContext } from './admin-route-context.js';
 import { jobPage } from './job-page.js';
 import { jobState, jobStateStream, StreamSlots } from './job-state-stream.js';
-import { jobsPage, type JobsQuery } from './jobs-page.js';
+import { registerCancelWhereRoutes } from './cancel-where-routes.js';
+import { jobFilterOf, jobsPage, type JobsQuery } from './jobs-page.js';
 
 /** Rows per page of the jobs list. */
 const JOBS_PAGE_SIZE = 50;
@@ -21,6 +21,8 @@ const JOBS_PAGE_SIZE = 50;
  */
 export function registerJobRoutes(app: FastifyInstance, rc: AdminRouteContext): void {
   const { base } = rc;
+  // Its static paths (/jobs/cancel-preview, /jobs/cancel-where) win over /jobs/:id.
+  registerCancelWhereRoutes(app, rc);
   app.get('/jobs', async (request, reply) => {
     const q = request.query as Record<string, unknown>;
     const query: JobsQuery = {
@@ -28,24 +30,26 @@ export function registerJobRoutes(app: FastifyInstance, rc: AdminRouteContext): 
       queue: one(q.queue),
       actor: one(q.actor),
       tag: one(q.tag),
+      batch: one(q.batch),
       order: one(q.order),
       cursor: one(q.cursor),
     };
-    const filter: JobFilter = { limit: JOBS_PAGE_SIZE };
-    if (query.status) filter.status = query.status as JobStatus;
-    if (query.queue) filter.queue = query.queue;
-    if (query.actor) filter.actor = query.actor;
-    if (query.tag) filter.tags = [query.tag];
+    const filter: JobFilter = { ...jobFilterOf(query), limit: JOBS_PAGE_SIZE };
     if (query.order) filter.orderBy = query.order as JobSortField;
     if (query.cursor) filter.cursor = query.cursor;
     const c = await rc.page(request, reply);
+    const user = rc.userOf(request);
+    const extras = {
+      canCancel: rc.o.actionsEnabled && (user === null || user.actions),
+      notice: cancelNotice(q),
+    };
     try {
-      // list() validates every field (status, order, cursor) before it reads anything.
+      // list() validates every field (status, batch, order, cursor) before it reads anything.
       const page = await rc.o.tq.list(filter);
-      return sendPage(reply, 200, jobsPage(c, query, page, null));
+      return sendPage(reply, 200, jobsPage(c, query, page, null, extras));
     } catch (err) {
       if (err instanceof InvalidArgumentError)
-        return sendPage(reply, 400, jobsPage(c, query, null, err.message));
+        return sendPage(reply, 400, jobsPage(c, query, null, err.message, extras));
       throw err;
     }
   });
@@ -82,7 +86,29 @@ export function registerJobRoutes(app: FastifyInstance, rc: AdminRouteContext): 
   app.get<{ Params: { id: string }; Querystring: { done?: string } }>('/jobs/:id', async (request, reply) => {
     const id = jobIdParam(request.params.id);
     const job = await rc.o.tq.getRow(id);
-    if (job === null) throw new JobNotFoundError(id);
+    if (job === null) {
+      // Past its retention, sweep 5 moved it to the archive: show that row, read-only.
+      const archived = await rc.o.tq.backend.getArchivedJob(id);
+      if (archived === null) throw new JobNotFoundError(id);
+      const user = rc.userOf(request);
+      return sendPage(
+        reply,
+        200,
+        jobPage(await rc.page(request, reply), {
+          job: archived.job,
+          attempts: archived.attempts,
+          events: [],
+          readPayloads: user === null || user.readPayloads,
+          actionsEnabled: false,
+          maxShownChars: rc.o.maxShownChars,
+          maxTracebackChars: rc.o.maxTracebackChars,
+          pollIntervalMs: rc.o.pollIntervalMs,
+          notice: null,
+          explanation: null,
+          archived: { archivedAt: archived.archivedAt, expireAt: archived.expireAt },
+        }),
+      );
+    }
     const waiting = job.status === 'pending' || job.status === 'scheduled';
     const [attempts, events, explanation] = await Promise.all([
       rc.o.tq.backend.getAttempts(id),
@@ -171,6 +197,21 @@ export function registerJobRoutes(app: FastifyInstance, rc: AdminRouteContext): 
         303,
       );
     },
+  );
+}
+
+/**
+ * The outcome of a cancel-by-filter, from the redirect's `cancelled` and `requested` counts (only
+ * whole numbers are shown; anything else shows nothing).
+ */
+function cancelNotice(q: Record<string, unknown>): string | null {
+  const cancelled = one(q.cancelled);
+  const requested = one(q.requested);
+  if (cancelled === undefined || !/^\d{1,9}$/.test(cancelled)) return null;
+  const asked = requested !== undefined && /^\d{1,9}$/.test(requested) ? Number(requested) : 0;
+  return (
+    `Cancelled ${Number(cancelled)} matching job${cancelled === '1' ? '' : 's'} at once` +
+    `; cancel requested for ${asked} running job${asked === 1 ? '' : 's'}.`
   );
 }
 

@@ -1,5 +1,6 @@
 import type { JobPage } from '../backend/backend.js';
-import { JOB_STATUSES } from '../backend/types.js';
+import type { JobFilter } from '../backend/job-filter.js';
+import { JOB_STATUSES, type JobStatus } from '../backend/types.js';
 import { html, time } from './html.js';
 import { layout, type PageContext } from './layout.js';
 
@@ -13,10 +14,47 @@ export interface JobsQuery {
   actor?: string;
   /** One tag the jobs carry. */
   tag?: string;
+  /** A batch id: the jobs enqueued in that batch (`metadata.batch_id`). */
+  batch?: string;
   /** A `JobSortField` value. */
   order?: string;
   /** The previous page's `nextCursor`. */
   cursor?: string;
+}
+
+/** The filter fields of the list that select jobs (not order or cursor): what cancel-by-filter takes. */
+export const FILTER_KEYS = ['status', 'queue', 'actor', 'tag', 'batch'] as const;
+
+/**
+ * The API filter of the list's selecting fields (`status`, `queue`, `actor`, `tag`, `batch`); the API
+ * validates the values when it reads. Order, cursor and limit are the caller's.
+ */
+export function jobFilterOf(query: JobsQuery): JobFilter {
+  const filter: JobFilter = {};
+  if (query.status) filter.status = query.status as JobStatus;
+  if (query.queue) filter.queue = query.queue;
+  if (query.actor) filter.actor = query.actor;
+  if (query.tag) filter.tags = [query.tag];
+  if (query.batch) filter.batchId = query.batch;
+  return filter;
+}
+
+/** The query string of the selecting fields of `query` (empty when none is set). */
+export function filterQueryString(query: JobsQuery): string {
+  const params = new URLSearchParams();
+  for (const key of FILTER_KEYS) {
+    const value = query[key];
+    if (value) params.set(key, value);
+  }
+  return params.toString();
+}
+
+/** What the jobs list shows besides its rows. */
+export interface JobsPageExtras {
+  /** Offer "Cancel matching…" (actions enabled and the user may act). */
+  canCancel?: boolean;
+  /** A one-line outcome of the action that led here (a fixed text with counts). */
+  notice?: string | null;
 }
 
 const ORDERS = [
@@ -28,7 +66,7 @@ const ORDERS = [
 /** The query string of `query` with `cursor` replaced (the next page keeps every filter). */
 function withCursor(query: JobsQuery, cursor: string): string {
   const params = new URLSearchParams();
-  for (const key of ['status', 'queue', 'actor', 'tag', 'order'] as const) {
+  for (const key of [...FILTER_KEYS, 'order'] as const) {
     const value = query[key];
     if (value) params.set(key, value);
   }
@@ -42,7 +80,9 @@ export function jobsPage(
   query: JobsQuery,
   page: JobPage | null,
   problem: string | null,
+  extras: JobsPageExtras = {},
 ): string {
+  const selecting = filterQueryString(query);
   const body = html` <h1>Jobs</h1>
     <form class="filters" method="get" action="${ctx.base}/jobs">
       <label
@@ -56,6 +96,7 @@ export function jobsPage(
       <label>Queue<input name="queue" value="${query.queue ?? ''}" /></label>
       <label>Actor<input name="actor" value="${query.actor ?? ''}" /></label>
       <label>Tag<input name="tag" value="${query.tag ?? ''}" /></label>
+      <label>Batch<input name="batch" size="38" value="${query.batch ?? ''}" /></label>
       <label
         >Order<select name="order">
           ${ORDERS.map(
@@ -67,6 +108,15 @@ export function jobsPage(
         </select></label
       >
       <button type="submit">Filter</button>
+      ${
+        !extras.canCancel
+          ? ''
+          : selecting === ''
+            ? html`<span class="muted">Filter (status, queue, actor or tag) to cancel matching jobs.</span>`
+            : html`<a class="button" id="cancel-matching" href="${ctx.base}/jobs/cancel-preview?${selecting}"
+                >Cancel matching…</a
+              >`
+      }
     </form>
     <form class="filters" method="get" action="${ctx.base}/lookup">
       <label>Job id<input name="id" size="38" placeholder="0190…" /></label>
@@ -74,6 +124,7 @@ export function jobsPage(
       <label>in scope<input name="scope" placeholder="(default)" /></label>
       <button type="submit">Open</button>
     </form>
+    ${extras.notice ? html`<div class="banner" role="status">${extras.notice}</div>` : ''}
     ${problem === null ? '' : html`<div class="banner" role="alert">${problem}</div>`}
     ${
       page === null

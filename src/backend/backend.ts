@@ -8,8 +8,10 @@ import type {
   ScheduleFireRecord,
   ScheduleFireResult,
   ScheduleRecord,
+  ScheduleSkipResult,
   ScheduleUpdateArgs,
 } from './schedule-types.js';
+import type { ActorObservation, ActorObservationRequest } from './actor-observation.js';
 import type { FleetObservation, FleetObservationRequest } from './fleet-observation.js';
 import type { ExplainFactsRequest, JobExplainFacts } from './explain-facts.js';
 import type {
@@ -29,6 +31,7 @@ import type { NormalizedJobFilter } from './job-filter.js';
 import type {
   ActorCapacityChange,
   ActorConfigRow,
+  ArchivedJob,
   AttemptRow,
   DeregisterOptions,
   DeregisterResult,
@@ -184,6 +187,12 @@ export interface Backend {
   getAttempts(jobId: string): Promise<AttemptRow[]>;
   /** Event rows of a job, oldest first. */
   getEvents(jobId: string): Promise<EventRow[]>;
+  /**
+   * A job from the archive (`jobs_archive`, where sweep 5 moves terminal jobs past their
+   * retention) with its archived attempts; null when the archive holds no such job (never
+   * archived, still in `jobs`, or deleted by sweep 6). Reads only the archive.
+   */
+  getArchivedJob(jobId: string): Promise<ArchivedJob | null>;
 
   // --- worker side -------------------------------------------------------------------------
 
@@ -417,6 +426,14 @@ export interface Backend {
    * when there is no such schedule.
    */
   updateSchedule(id: string, change: ScheduleUpdateArgs, nextSlot: NextSlot): Promise<ScheduleRecord | null>;
+  /**
+   * Moves a schedule past its next slot without firing it (no job, no fire recorded): its next
+   * slot becomes `slotAfter(<the skipped slot>, schedule)`. With `expected`, only when the stored
+   * next slot is still that instant (a second click on the same page skips nothing more). Null
+   * when there is no such schedule; `skipped` is null when nothing was skipped (no next slot, or
+   * not at `expected`).
+   */
+  skipScheduleFire(id: string, slotAfter: NextSlot, expected?: Date): Promise<ScheduleSkipResult | null>;
   /** Deletes a schedule and its fire history; false when there was none. */
   deleteSchedule(id: string): Promise<boolean>;
   /** The most recent fires of a schedule, newest first (at most `CRON_FIRE_HISTORY` are kept). */
@@ -442,6 +459,15 @@ export interface Backend {
    * the fleet gauges. One round trip on Postgres. See {@link FleetObservation}.
    */
   observeFleet(request: FleetObservationRequest): Promise<FleetObservation>;
+
+  /**
+   * Every actor with an `actor_config` row, by name: its pending, scheduled and running jobs and
+   * the alive workers serving its queue (see {@link ActorObservation}), for the admin UI's actors
+   * page. One round trip on Postgres, whose cost follows the actors' live jobs (read index-only),
+   * never the finished ones.
+   * @throws InvalidArgumentError for a malformed request (nothing is read)
+   */
+  observeActors(request: ActorObservationRequest): Promise<ActorObservation[]>;
 
   /**
    * The raw facts about one job that say what holds it back (`tq.explain`): the job, its actor's

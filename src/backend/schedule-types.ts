@@ -113,6 +113,14 @@ export interface ScheduleFireRecord {
   firedAt: Date;
 }
 
+/** What `Backend.skipScheduleFire` did. */
+export interface ScheduleSkipResult {
+  /** The schedule after the call (unchanged when nothing was skipped). */
+  record: ScheduleRecord;
+  /** The slot passed over, or null when nothing was skipped. */
+  skipped: Date | null;
+}
+
 /** Filters of `listSchedules`. */
 export interface ScheduleFilter {
   actor?: string;

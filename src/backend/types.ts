@@ -211,6 +211,21 @@ export interface AttemptRow {
   errorTraceback: string | null;
 }
 
+/**
+ * A job that sweep 5 moved from `jobs` to `jobs_archive` (retention passed), as
+ * `Backend.getArchivedJob` reads it. Its events were not archived.
+ */
+export interface ArchivedJob {
+  /** The row as it was when archived. */
+  job: JobRow;
+  /** When sweep 5 archived it (backend clock). */
+  archivedAt: Date;
+  /** When sweep 6 deletes it for good (backend clock). */
+  expireAt: Date;
+  /** Its archived attempts, oldest first. */
+  attempts: AttemptRow[];
+}
+
 /** Kinds of rows in `job_events`. */
 export type EventKind = 'state_change' | 'cancel_request';
 

@@ -6,7 +6,6 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { closeOwnedRedis, createOwnedRedis } from '../progress/redis-progress-publisher.js';
 import { RateLimitBackendMissing, RateLimitNotFound } from '../ratelimit/errors.js';
 import { RateLimitAdmin } from '../ratelimit/rate-limit-admin.js';
-import { silentLogger } from '../obs/logger.js';
 import type { RateLimitState } from '../ratelimit/types.js';
 import {
   cliPgSource,
@@ -43,8 +42,7 @@ async function withRateLimitAdmin<T>(
       redis.on('error', () => undefined);
       await redis.connect().catch(() => io.err(`taskq: Redis at ${url} is unreachable; reading Postgres`));
     }
-    const stores = backend.rateLimitStores({ redis, pgFallback: true, logger: silentLogger });
-    return await fn(new RateLimitAdmin(stores));
+    return await fn(RateLimitAdmin.forBackend(backend, { redis }));
   } catch (err) {
     // Naming something that does not exist, or what cannot be reset, is a usage error.
     if (err instanceof RateLimitNotFound || err instanceof InvalidArgumentError)

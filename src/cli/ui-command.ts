@@ -6,6 +6,8 @@ import { TaskQ } from '../client/taskq.js';
 import { AdminAuthRequiredError } from '../errors/admin-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { createLogger } from '../obs/logger.js';
+import { RedisLiveProgress } from '../progress/redis-live-progress.js';
+import { createOwnedRedis } from '../progress/redis-progress-publisher.js';
 import { loadWorkerSettings, SettingsError } from '../settings/load-worker-settings.js';
 import { ignoredSsoVars, ssoEnvVarOf, ssoOptionsFromEnv } from '../settings/sso-settings.js';
 import type { WorkerSettings } from '../settings/worker-settings.js';
@@ -16,11 +18,13 @@ import {
   type ConnectionFlags,
 } from './connection-options.js';
 import { CliExit, stopped, type CliIo } from './io.js';
+import { loadActorModule } from './worker-command.js';
 
 /** Flags of `taskq ui serve`. */
 interface ServeFlags extends ConnectionFlags {
   host?: string;
   port?: string;
+  module?: string;
 }
 
 /** `--port` as a number, or a CLI error naming the rule (exit 2). */
@@ -35,8 +39,12 @@ function parsePort(text: string): number {
  * `taskq ui serve`: the admin UI on `TASKQ_ADMIN_HOST:TASKQ_ADMIN_PORT` (flags win) until SIGINT /
  * SIGTERM. Authentication is the bearer token `TASKQ_HEALTH_TOKEN` (header or login form) and/or
  * single sign-on (`TASKQ_SSO_BACKEND=oidc|saml` with the `TASKQ_OIDC_*` / `TASKQ_SAML_*`
- * variables; a missing required one exits 2 naming it); without either it starts only in `TASKQ_ENVIRONMENT=dev` or with `TASKQ_ADMIN_UI_REQUIRE_AUTH=false`, and
- * otherwise exits 2 saying so. Every other `TASKQ_ADMIN_*` setting in docs/ui.md applies.
+ * variables; a missing required one exits 2 naming it); without either it starts only in
+ * `TASKQ_ENVIRONMENT=dev` or with `TASKQ_ADMIN_UI_REQUIRE_AUTH=false`, and otherwise exits 2
+ * saying so. Every other `TASKQ_ADMIN_*` setting in docs/ui.md applies. With `--module`, the
+ * module's actors (found as `taskq worker` finds them) are the code the actors page checks stored
+ * configuration against (drift). With `TASKQ_REDIS_URL`, the rate-limits page reads Redis-backed
+ * state through it.
  */
 export function uiCommand(io: CliIo): Command {
   const cmd = new Command('ui').description('the admin web UI');
@@ -48,8 +56,12 @@ export function uiCommand(io: CliIo): Command {
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
     .option(...PG_CREDENTIAL_PROVIDER_OPTION)
     .option('--schema <schema>', 'schema (default: $TASKQ_SCHEMA_NAME or taskq)')
+    .option('--module <file>', "your actors' module, so the actors page shows drift against the code")
     .action(async (flags: ServeFlags) => {
       const { dsn, schema } = resolveConnection(flags, io);
+      // Loaded before connecting: a bad module is a usage error (exit 2) whatever the database.
+      const actors =
+        flags.module === undefined ? undefined : (await loadActorModule(flags.module, io)).actors;
       const overrides: Partial<WorkerSettings> = {};
       if (flags.host !== undefined) overrides.adminHost = flags.host;
       if (flags.port !== undefined) overrides.adminPort = parsePort(flags.port);
@@ -77,7 +89,23 @@ export function uiCommand(io: CliIo): Command {
         maxPoolSize: 4,
         field: '--dsn',
       });
-      const tq = new TaskQ(backend, { ownsBackend: true });
+      // TASKQ_REDIS_URL gives the UI the Redis-backed rate limits' state (the client owns and closes it).
+      const redis = settings.redisUrl
+        ? createOwnedRedis(settings.redisUrl, 'TASKQ_REDIS_URL', {
+            connectionName: 'taskq-admin-ui',
+            lazyConnect: true,
+          })
+        : null;
+      if (redis) {
+        redis.on('error', () => undefined);
+        await redis
+          .connect()
+          .catch(() => io.err(`taskq: Redis at TASKQ_REDIS_URL is unreachable; rate limits read Postgres`));
+      }
+      const tq = new TaskQ(backend, {
+        ownsBackend: true,
+        liveProgress: redis ? new RedisLiveProgress(redis, schema, { owned: true, logger }) : null,
+      });
       let server: AdminServer;
       try {
         await backend.verifySchema();
@@ -89,6 +117,7 @@ export function uiCommand(io: CliIo): Command {
           environment: settings.environment,
           requireAuth: settings.adminUiRequireAuth,
           actionsEnabled: settings.adminActionsEnabled,
+          allowRateLimitReset: settings.adminUiAllowRateLimitReset,
           frameAncestors: settings.adminUiFrameAncestors,
           secureCookies: settings.adminUiSecureCookies,
           maxSseConnections: settings.adminMaxSseConnections,
@@ -97,6 +126,7 @@ export function uiCommand(io: CliIo): Command {
           adminUrl: settings.adminUrl,
           ...sso,
           logger,
+          ...(actors === undefined ? {} : { actors }),
         });
       } catch (err) {
         await tq.close();

@@ -3,6 +3,7 @@ import type {
   ScheduleFilter,
   ScheduleFireRecord,
   ScheduleRecord,
+  ScheduleSkipResult,
   ScheduleUpdateArgs,
 } from '../backend/schedule-types.js';
 import type { ActorRef } from '../core/actor.js';
@@ -248,6 +249,18 @@ export class ScheduleApi {
     return record;
   }
 
+  /**
+   * Passes over the next slot without firing it (see {@link ScheduleHandle.skipNext}).
+   * @throws ScheduleNotFoundError, InvalidArgumentError for an `expected` that is not a valid Date
+   */
+  async skipNext(id: string, expected?: Date): Promise<ScheduleSkipResult> {
+    if (expected !== undefined && (!(expected instanceof Date) || Number.isNaN(expected.getTime())))
+      throw new InvalidArgumentError('skipNext.expected', expected, 'must be a valid Date');
+    const result = await this.backend.skipScheduleFire(id, nextScheduleSlot, expected);
+    if (!result) throw new ScheduleNotFoundError(id);
+    return result;
+  }
+
   async history(id: string, limit: number): Promise<ScheduleFireRecord[]> {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > CRON_FIRE_HISTORY)
       throw new InvalidArgumentError(
@@ -310,6 +323,20 @@ export class ScheduleHandle {
   async runNow(): Promise<ScheduleRecord> {
     this.current = await this.api.runNow(this.id);
     return this.current;
+  }
+
+  /**
+   * Skips the next slot: the schedule moves to the slot after it (from its expression, zone and
+   * DST strategy) without enqueuing a job or recording a fire; its failures stay. With
+   * `expected`, only if the stored next slot is still that instant, so that repeating a skip
+   * someone already made skips nothing more. `skipped` is the slot passed over, or null when
+   * nothing was skipped (no next slot, or not at `expected`). A disabled schedule moves too.
+   * @throws ScheduleNotFoundError, InvalidArgumentError
+   */
+  async skipNext(expected?: Date): Promise<ScheduleSkipResult> {
+    const result = await this.api.skipNext(this.id, expected);
+    this.current = result.record;
+    return result;
   }
 
   /** The next `n` (1–1000) slots from the stored next slot, the stored one first. */

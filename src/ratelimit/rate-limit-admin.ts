@@ -1,4 +1,9 @@
+import type { Redis } from 'ioredis';
+
+import type { Backend } from '../backend/backend.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import type { Logger } from '../obs/logger.js';
+import { silentLogger } from '../obs/logger.js';
 import { RateLimitNotFound } from './errors.js';
 import { SlidingWindow } from './sliding-window.js';
 import type { PublishedBucket, ReservationSummary } from './stores/rate-limit-store.js';
@@ -27,6 +32,25 @@ export class RateLimitAdmin {
   /** @param stores The shared store (and Redis, for Redis-backed limits' state). */
   constructor(private readonly stores: RateLimitStores) {}
 
+  /**
+   * The admin view of `backend`'s published limits, reading Redis-backed state through `redis`
+   * (never closed here) with the Postgres fallback on, as workers read it. Without `redis`, the
+   * state of a Redis-backed limit raises `RateLimitBackendMissing`; everything else still works.
+   * `taskq ratelimits` and the admin UI's rate-limits page both build theirs here.
+   */
+  static forBackend(
+    backend: Pick<Backend, 'rateLimitStores'>,
+    options: { redis?: Redis | null; logger?: Logger } = {},
+  ): RateLimitAdmin {
+    return new RateLimitAdmin(
+      backend.rateLimitStores({
+        redis: options.redis ?? null,
+        pgFallback: true,
+        logger: options.logger ?? silentLogger,
+      }),
+    );
+  }
+
   /** Every published rate limit and every reservation with slots. */
   async list(): Promise<{ rateLimits: RateLimitBucketRow[]; reservations: ReservationRow[] }> {
     const [rateLimits, reservations] = await Promise.all([
@@ -41,6 +65,14 @@ export class RateLimitAdmin {
     const found = await this.find(name);
     if (found.kind === 'reservation') return found;
     return { kind: 'rate_limit', row: found.row, state: await found.primitive.peek(this.ctx()) };
+  }
+
+  /**
+   * The current state of a listed rate limit (no token used), without looking its row up again:
+   * for pages that peek many rows of one {@link list}.
+   */
+  async state(row: RateLimitBucketRow): Promise<RateLimitState> {
+    return primitiveOf(row).peek(this.ctx());
   }
 
   /**

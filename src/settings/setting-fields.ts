@@ -801,6 +801,12 @@ export const WORKER_SETTING_FIELDS = [
     choices: ['none', 'oidc', 'saml'],
     default: 'none',
   },
+  {
+    key: 'adminUiAllowRateLimitReset',
+    env: 'TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET',
+    kind: 'boolean',
+    default: false,
+  },
 ] as const satisfies readonly SettingField[];
 
 /**
@@ -953,11 +959,6 @@ export const NOT_AVAILABLE_ENV_VARS: readonly NotAvailableEnvVar[] = [
     env: 'TASKQ_PROGRESS_MAX_SSE_CONNECTIONS',
     setting: 'progressMaxSseConnections',
     notAvailable: 'TaskQ serves no progress SSE endpoint yet (forward TaskQ.stream() from your own)',
-  },
-  {
-    env: 'TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET',
-    setting: 'adminUiAllowRateLimitReset',
-    notAvailable: ADMIN_UI,
   },
   { env: 'TASKQ_MIGRATE_ON_START', setting: 'migrateOnStart', notAvailable: ADMIN_UI },
 ];

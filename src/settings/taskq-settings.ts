@@ -73,6 +73,11 @@ export interface TaskQSettings {
    * `taskq ui serve` signs users in (docs/ui.md). Default `none`.
    */
   ssoBackend: 'none' | 'oidc' | 'saml';
+  /**
+   * `TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET`: the rate-limits page's Reset buttons and
+   * `POST /rate-limits/:name/reset` (with actions enabled too). Default false.
+   */
+  adminUiAllowRateLimitReset: boolean;
 }
 
 /** The client's settings, by name (every one is also a worker setting: `WorkerSettings` extends these). */
@@ -97,6 +102,7 @@ const TASKQ_KEYS: readonly (keyof TaskQSettings)[] = [
   'adminActionsEnabled',
   'adminUrl',
   'ssoBackend',
+  'adminUiAllowRateLimitReset',
 ];
 
 /** The client's rows of the settings table (environment variable, kind, default, rule). */

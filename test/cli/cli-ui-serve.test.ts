@@ -10,9 +10,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
+import { RateLimitRegistry, syncRateLimitBuckets, TokenBucket } from '../../src/ratelimit/index.js';
 import { REPO_ROOT, TSX, cleanEnv, runTsx } from '../fixtures/cli/run-cli-process.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { startOidcIdp } from '../helpers/oidc-idp.js';
+import { TEST_REDIS_URL } from '../ratelimit/helpers.js';
 import { waitFor } from '../helpers/wait.js';
 
 let db: TestSchema;
@@ -242,6 +244,83 @@ describe('taskq ui serve', () => {
     } finally {
       expect(await server.stop(), server.output()).toBe(0);
       await idp.close();
+    }
+  });
+
+  it("--module: the actors page checks the stored rows against the module's actors (drift)", async () => {
+    // A row as an older version of the code left it: cli_echo on another queue.
+    await tq.backend.syncActorConfig([{ actor: 'cli_echo', queue: 'ui_cli_old_q', metadata: {} }], {
+      force: false,
+    });
+    const missing = await runTsx(
+      'src/cli/bin.ts',
+      ['ui', 'serve', '--dsn', TEST_DSN, '--schema', db.schema, '--module', 'test/fixtures/cli/nowhere.ts'],
+      { env: cleanEnv({ TASKQ_ENVIRONMENT: 'dev' }) },
+    );
+    expect(missing.code, missing.stderr).toBe(2);
+    expect(missing.stderr).toMatch(/--module test\/fixtures\/cli\/nowhere\.ts: no such file/);
+
+    const server = await startServe({ TASKQ_ENVIRONMENT: 'dev' }, [
+      '--module',
+      'test/fixtures/cli/actors.ts',
+    ]);
+    try {
+      const page = (await (await fetch(`http://127.0.0.1:${server.port}/actors`)).text()).replace(
+        /\s+/g,
+        ' ',
+      );
+      expect(page).not.toContain('Drift is not shown');
+      expect(page).toContain('queue:</strong> code &quot;cli_fixture&quot;, stored &quot;ui_cli_old_q&quot;');
+      // Declared in the module, never registered by a worker.
+      expect(page).toContain('cli_sum');
+    } finally {
+      expect(await server.stop(), server.output()).toBe(0);
+    }
+  });
+
+  it('TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET=true (with actions) shows Reset and the reset refills the limit', async () => {
+    const quota = new TokenBucket('ui_cli_quota', { capacity: 2, refillPerSecond: 0, backend: 'postgres' });
+    // A Redis-backed one too: TASKQ_REDIS_URL gives the UI its state.
+    const onRedis = new TokenBucket(`ui_cli_redis_${process.pid}`, {
+      capacity: 7,
+      refillPerSecond: 1,
+      backend: 'redis',
+    });
+    const registry = new RateLimitRegistry();
+    registry.register(quota);
+    registry.register(onRedis);
+    const ctx = { driver: db.driver, schema: db.schema };
+    await syncRateLimitBuckets(registry, ctx);
+    await quota.acquire(ctx, 2);
+    const server = await startServe({
+      TASKQ_ENVIRONMENT: 'dev',
+      TASKQ_ADMIN_UI_SECURE_COOKIES: 'false',
+      TASKQ_ADMIN_ACTIONS_ENABLED: 'true',
+      TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET: 'true',
+      TASKQ_REDIS_URL: TEST_REDIS_URL,
+    });
+    const base = `http://127.0.0.1:${server.port}`;
+    try {
+      const page = await fetch(`${base}/rate-limits`);
+      const text = await page.text();
+      expect(page.status, server.output()).toBe(200);
+      expect(text).toContain('action="/rate-limits/ui_cli_quota/reset"');
+      expect(text.replace(/\s+/g, ' ')).toMatch(new RegExp(`${onRedis.name}.*?7 / 7 tokens left`));
+      const token = /<meta name="csrf-token" content="([^"]+)"/.exec(text)?.[1] ?? '';
+      const cookie = page.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('taskq_admin_csrf='))
+        ?.split(';')[0];
+      const reset = await fetch(`${base}/rate-limits/ui_cli_quota/reset`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: cookie ?? '' },
+        body: new URLSearchParams({ _csrf: token }).toString(),
+      });
+      expect(reset.status, server.output()).toBe(303);
+      expect((await quota.peek(ctx)).tokensRemaining).toBe(2);
+    } finally {
+      expect(await server.stop(), server.output()).toBe(0);
     }
   });
 });

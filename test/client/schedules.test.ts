@@ -316,6 +316,26 @@ function defineScheduleApiTests(name: string, setup: () => Promise<Setup>): void
           await expect(h.history(limit)).rejects.toMatchObject({ field: 'history.limit', value: limit });
       });
 
+      it('skipNext() passes over the next slot without a job; a bad or stale expected skips nothing', async () => {
+        const h = await tq.createSchedule(loose, '0 * * * *', { timezone: 'Asia/Kathmandu' });
+        const slot = h.record.nextFireAt!;
+        const spec = { expression: '0 * * * *', timezone: 'Asia/Kathmandu', dstStrategy: 'skip' as const };
+        const r = await h.skipNext();
+        expect(r.skipped).toEqual(slot);
+        expect(r.record.nextFireAt).toEqual(nextFireTimes(spec, slot, 1)[0]);
+        expect(h.record).toEqual(r.record);
+        expect(h.nextFireTimes(1)).toEqual([r.record.nextFireAt]);
+        expect(await h.history()).toEqual([]);
+        const stale = await h.skipNext(slot);
+        expect(stale.skipped).toBeNull();
+        expect(stale.record.nextFireAt).toEqual(r.record.nextFireAt);
+        for (const bad of [new Date(Number.NaN), '2026-01-01T00:00:00Z' as unknown as Date])
+          await expect(h.skipNext(bad)).rejects.toMatchObject({ field: 'skipNext.expected', value: bad });
+        expect((await h.refresh()).nextFireAt).toEqual(r.record.nextFireAt);
+        await h.delete();
+        await expect(h.skipNext()).rejects.toBeInstanceOf(ScheduleNotFoundError);
+      });
+
       it('enable() clears the failures and the last error; disable() keeps them', async () => {
         const h = await tq.createSchedule(loose, '0 0 1 1 *');
         const at = (await h.runNow()).nextFireAt!;

@@ -510,6 +510,46 @@ export function defineMaintenanceContract(name: string, makeHarness: () => Promi
         expect(await h.backend.expireArchive(3)).toBe(3);
         expect(await h.backend.expireArchive(3)).toBe(1);
       });
+
+      it('getArchivedJob reads an archived job with its attempts, and only the archive', async () => {
+        const d = await client.enqueue(plain, { n: 1 }, { tags: ['t1'] });
+        expect(await h.backend.getArchivedJob(d.jobId)).toBeNull();
+        await claim();
+        await h.backend.settle([
+          {
+            kind: 'succeeded' as const,
+            jobId: d.jobId,
+            workerId: W1,
+            handlerStartedAt: null,
+            durationMs: 1,
+            resultJson: null,
+            resultSizeBytes: null,
+            fallbackResultTtlMs: null,
+          },
+        ]);
+        await h.timeTravel(2 * DAY);
+        // Read after the time travel (on Postgres it moves the rows' times back).
+        const live = await h.backend.get(d.jobId);
+        const attempts = await h.backend.getAttempts(d.jobId);
+        expect(attempts).toHaveLength(1);
+        const before = (await h.backend.dueSchedules(1)).now;
+        expect(await h.backend.pruneJobs(retention, 100)).toMatchObject({ archived: 1 });
+        const after = (await h.backend.dueSchedules(1)).now;
+        const a = await h.backend.getArchivedJob(d.jobId);
+        expect(a).not.toBeNull();
+        expect(a!.job).toEqual(live);
+        expect(a!.attempts).toEqual(attempts);
+        expect(a!.archivedAt.getTime()).toBeGreaterThanOrEqual(before.getTime());
+        expect(a!.archivedAt.getTime()).toBeLessThanOrEqual(after.getTime());
+        // Two readings of the database clock in one statement: equal to the millisecond, or nearly.
+        expect(Math.abs(a!.expireAt.getTime() - a!.archivedAt.getTime() - retention.archiveMs)).toBeLessThan(
+          50,
+        );
+        expect(await h.backend.get(d.jobId)).toBeNull();
+        await h.timeTravel(11 * DAY);
+        expect(await h.backend.expireArchive(100)).toBe(1);
+        expect(await h.backend.getArchivedJob(d.jobId)).toBeNull();
+      });
     });
   });
 }

@@ -282,6 +282,39 @@ export function defineScheduleContract(name: string, makeHarness: () => Promise<
         expect((await h.backend.dueSchedules(10)).rows.map((r) => r.id)).toEqual([s.id]);
       });
 
+      it('skipScheduleFire moves past the next slot (slotAfter of that slot), fires nothing, keeps failures', async () => {
+        const s = await dueOne({ cronExpr: '*/5 * * * *' });
+        const slot = s.nextFireAt!;
+        const asked: Date[] = [];
+        const after: NextSlot = (from, sch) => {
+          asked.push(from);
+          return nextScheduleSlot(from, sch);
+        };
+        const r = await h.backend.skipScheduleFire(s.id, after);
+        expect(asked).toEqual([slot]);
+        expect(r!.skipped).toEqual(slot);
+        expect(r!.record.nextFireAt).toEqual(nextScheduleSlot(slot, s));
+        expect(r!.record).toMatchObject({ enabled: true, consecutiveFailures: 0, lastFireError: null });
+        expect(await h.backend.getSchedule(s.id)).toEqual(r!.record);
+        expect(await h.backend.listScheduleFires(s.id, 10)).toEqual([]);
+        expect(await jobCount()).toBe(0);
+        // With the slot the caller saw: a repeat (the slot already moved) skips nothing more.
+        const again = await h.backend.skipScheduleFire(s.id, nextScheduleSlot, slot);
+        expect(again!.skipped).toBeNull();
+        expect(again!.record).toEqual(r!.record);
+        const next = r!.record.nextFireAt!;
+        const second = await h.backend.skipScheduleFire(s.id, nextScheduleSlot, next);
+        expect(second!.skipped).toEqual(next);
+        expect(second!.record.nextFireAt).toEqual(nextScheduleSlot(next, s));
+      });
+
+      it('skipScheduleFire of an unknown schedule is null; one with no next slot skips nothing', async () => {
+        expect(await h.backend.skipScheduleFire(newJobId(), nextScheduleSlot)).toBeNull();
+        const none = await h.backend.createSchedule(args(), fixed(null));
+        const r = await h.backend.skipScheduleFire(none.id, nextScheduleSlot);
+        expect(r).toEqual({ record: none, skipped: null });
+      });
+
       it('updates of an unknown schedule answer null and write nothing', async () => {
         expect(await h.backend.updateSchedule(newJobId(), { enabled: false }, nextScheduleSlot)).toBeNull();
         expect(await h.backend.updateSchedule(newJobId(), { fireNow: true }, nextScheduleSlot)).toBeNull();

@@ -393,6 +393,10 @@ const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
     shows:
       'oidc makes taskq ui serve redirect a visitor to /auth/login and require the TASKQ_OIDC_* variables',
   },
+  adminUiAllowRateLimitReset: {
+    file: UI_SERVE,
+    shows: "true (with actions) shows a published rate limit's Reset button and the reset refills it",
+  },
 };
 
 const FIELDS: readonly SettingField[] = WORKER_SETTING_FIELDS;

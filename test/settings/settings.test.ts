@@ -146,6 +146,7 @@ describe('loadWorkerSettings defaults', () => {
       adminActionsEnabled: false,
       adminUrl: null,
       ssoBackend: 'none',
+      adminUiAllowRateLimitReset: false,
     } satisfies WorkerSettings);
   });
 

@@ -38,6 +38,7 @@ describe('loadTaskQSettings', () => {
       adminActionsEnabled: false,
       adminUrl: null,
       ssoBackend: 'none',
+      adminUiAllowRateLimitReset: false,
     });
   });
 
@@ -70,6 +71,7 @@ describe('loadTaskQSettings', () => {
       adminActionsEnabled: false,
       adminUrl: null,
       ssoBackend: 'none',
+      adminUiAllowRateLimitReset: false,
     });
     expect(loadTaskQSettings({ env, overrides: { schema: 'jobs_b', redisUrl: null } })).toMatchObject({
       schema: 'jobs_b',

@@ -16,11 +16,13 @@ import type {
   ScheduleFireRecord,
   ScheduleFireResult,
   ScheduleRecord,
+  ScheduleSkipResult,
   ScheduleUpdateArgs,
 } from '../schedule-types.js';
 import type { FleetObservation, FleetObservationRequest } from '../fleet-observation.js';
+import type { ActorObservation, ActorObservationRequest } from '../actor-observation.js';
 import type { ExplainFactsRequest, JobExplainFacts } from '../explain-facts.js';
-import { isDeepStrictEqual } from 'node:util';
+import { structuralDrift } from '../actor-config-drift.js';
 
 import type { Clock } from '../../core/clock.js';
 import { SystemClock } from '../../core/clock.js';
@@ -39,6 +41,7 @@ import { ACTIVE_STATUSES } from '../state-machine.js';
 import type {
   ActorCapacityChange,
   ActorConfigRow,
+  ArchivedJob,
   AttemptRow,
   BulkCancelResult,
   EnqueueArgs,
@@ -87,6 +90,7 @@ import { announcedIds } from '../announcements.js';
 import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 import { MemoryRateLimitStore } from '../../ratelimit/stores/memory/memory-rate-limit-store.js';
 import { observeFleet } from './memory-fleet-observation.js';
+import { observeActors } from './memory-actor-observation.js';
 import { explainJob } from './memory-explain.js';
 import { deregisterInMemory } from './memory-actor-deregistration.js';
 
@@ -370,6 +374,18 @@ export class InMemoryBackend implements Backend {
     return this.events.filter((e) => e.jobId === jobId).map(clone);
   }
 
+  async getArchivedJob(jobId: string): Promise<ArchivedJob | null> {
+    const row = this.archive.get(jobId);
+    if (!row) return null;
+    const { archivedAt, expireAt, ...job } = clone(row);
+    return {
+      job,
+      archivedAt,
+      expireAt,
+      attempts: this.archivedAttempts.filter((a) => a.jobId === jobId).map(clone),
+    };
+  }
+
   // --- worker side -------------------------------------------------------------------------
 
   private emit(fn: (sub: { handlers: NotificationHandlers; workerId: string | null }) => void): void {
@@ -531,12 +547,9 @@ export class InMemoryBackend implements Backend {
         });
         continue;
       }
-      const before = drifts.length;
-      if (row.queue !== a.queue)
-        drifts.push({ actor: a.actor, field: 'queue', registered: a.queue, stored: row.queue });
-      if (!isDeepStrictEqual(row.metadata, metadata))
-        drifts.push({ actor: a.actor, field: 'metadata', registered: a.metadata, stored: row.metadata });
-      if (options.force && drifts.length > before)
+      const drifted = structuralDrift(a, row);
+      drifts.push(...drifted);
+      if (options.force && drifted.length > 0)
         Object.assign(row, { queue: a.queue, metadata, updatedAt: this.clock.now() });
     }
     if (reregistered.length > 0) options.reregistered?.(reregistered);
@@ -758,6 +771,14 @@ export class InMemoryBackend implements Backend {
     return this.schedules.update(id, change, nextSlot);
   }
 
+  async skipScheduleFire(
+    id: string,
+    slotAfter: NextSlot,
+    expected?: Date,
+  ): Promise<ScheduleSkipResult | null> {
+    return this.schedules.skip(id, slotAfter, expected);
+  }
+
   async deleteSchedule(id: string): Promise<boolean> {
     return this.schedules.delete(id);
   }
@@ -788,6 +809,19 @@ export class InMemoryBackend implements Backend {
         workers: this.workers.values(),
         reservations: await this.sharedRateLimits.listReservations(),
         leaderValid: this.leaderLease.read()?.valid ?? false,
+      },
+      request,
+    );
+  }
+
+  /** {@link Backend.observeActors}: from this backend's state, on its clock. */
+  async observeActors(request: ActorObservationRequest): Promise<ActorObservation[]> {
+    return observeActors(
+      {
+        clock: this.clock,
+        jobs: this.jobs.values(),
+        actorConfig: this.actorConfig.values(),
+        workers: this.workers.values(),
       },
       request,
     );

@@ -13,6 +13,7 @@ import {
   type ScheduleFireRecord,
   type ScheduleFireResult,
   type ScheduleRecord,
+  type ScheduleSkipResult,
   type ScheduleUpdateArgs,
 } from '../schedule-types.js';
 import type { JobRow } from '../types.js';
@@ -145,6 +146,18 @@ export class MemorySchedules {
     }
     s.updatedAt = now;
     return clone(s);
+  }
+
+  /** `skipScheduleFire` of `sql/schedules.sql`: the next slot passed over, nothing fired. */
+  skip(id: string, slotAfter: NextSlot, expected: Date | undefined): ScheduleSkipResult | null {
+    const s = this.byId.get(id);
+    if (!s) return null;
+    const slot = s.nextFireAt;
+    if (slot === null || (expected !== undefined && slot.getTime() !== expected.getTime()))
+      return { record: clone(s), skipped: null };
+    s.nextFireAt = slotAfter(slot, s);
+    s.updatedAt = this.host.now();
+    return { record: clone(s), skipped: new Date(slot.getTime()) };
   }
 
   delete(id: string): boolean {

@@ -3,8 +3,7 @@
  * operators) and `queues` (dispatch mode and fleet-wide cap). Values are checked by the rules of
  * `operator-config.ts` before anything is written.
  */
-import { isDeepStrictEqual } from 'node:util';
-
+import { structuralDrift } from '../actor-config-drift.js';
 import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 import type { ActorCapacityChange, ActorConfigRow, QueueConfigRow, QueueMode } from '../types.js';
 import type { ActorConfigDrift, ActorConfigSyncOptions, ActorStructure } from '../worker-types.js';
@@ -36,13 +35,9 @@ export async function syncActorConfig(
   for (const a of actors) {
     const row = stored.get(a.actor);
     if (!row) continue;
-    const before = drifts.length;
-    if (row.queue !== a.queue)
-      drifts.push({ actor: a.actor, field: 'queue', registered: a.queue, stored: row.queue });
-    if (!isDeepStrictEqual(row.metadata, JSON.parse(JSON.stringify(a.metadata)))) {
-      drifts.push({ actor: a.actor, field: 'metadata', registered: a.metadata, stored: row.metadata });
-    }
-    if (options.force && drifts.length > before) {
+    const drifted = structuralDrift(a, row);
+    drifts.push(...drifted);
+    if (options.force && drifted.length > 0) {
       await ops.run('updateActorConfigStructure', [a.actor, a.queue, JSON.stringify(a.metadata)]);
     }
   }

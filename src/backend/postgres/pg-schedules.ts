@@ -16,6 +16,7 @@ import {
   type ScheduleFireRecord,
   type ScheduleFireResult,
   type ScheduleRecord,
+  type ScheduleSkipResult,
   type ScheduleUpdateArgs,
 } from '../schedule-types.js';
 import type { EnqueueArgs } from '../types.js';
@@ -188,6 +189,33 @@ export async function updateSchedule(
       tx,
     );
     return rows[0] ? toRecord(rows[0]) : null;
+  });
+}
+
+/**
+ * Skips a schedule's next slot under the row's lock: the slot after it comes from the stored
+ * expression, zone and strategy, so the chain keeps its phase. Nothing is fired or recorded.
+ */
+export async function skipScheduleFire(
+  ops: PgOps,
+  id: string,
+  slotAfter: NextSlot,
+  expected: Date | undefined,
+): Promise<ScheduleSkipResult | null> {
+  return ops.driver.transaction(async (tx) => {
+    const locked = await ops.run<Raw>('lockSchedule', [id], tx);
+    const current = locked[0];
+    if (!current) return null;
+    const slot = current.next_fire_at;
+    if (slot === null || (expected !== undefined && slot.getTime() !== expected.getTime()))
+      return { record: toRecord(current), skipped: null };
+    const next = slotAfter(slot, {
+      cronExpr: current.cron_expr,
+      timezone: current.timezone,
+      dstStrategy: current.dst_strategy as ScheduleDstStrategy,
+    });
+    const rows = await ops.run<Raw>('skipScheduleFire', [id, next], tx);
+    return { record: toRecord(rows[0]!), skipped: slot };
   });
 }
 

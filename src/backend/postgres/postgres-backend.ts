@@ -17,9 +17,11 @@ import type {
   ScheduleFireRecord,
   ScheduleFireResult,
   ScheduleRecord,
+  ScheduleSkipResult,
   ScheduleUpdateArgs,
 } from '../schedule-types.js';
 import type { FleetObservation, FleetObservationRequest } from '../fleet-observation.js';
+import type { ActorObservation, ActorObservationRequest } from '../actor-observation.js';
 import type { ExplainFactsRequest, JobExplainFacts } from '../explain-facts.js';
 import { executorFromClient, type ClientLike, type Driver, type Executor } from '../../db/driver.js';
 import { assertNoRepeatedKey } from '../repeated-key.js';
@@ -53,6 +55,7 @@ import type { NormalizedJobFilter } from '../job-filter.js';
 import type {
   ActorCapacityChange,
   ActorConfigRow,
+  ArchivedJob,
   AttemptRow,
   BulkCancelResult,
   ClaimedJob,
@@ -106,6 +109,7 @@ import {
 import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
 import { PgAnnouncer } from './pg-announcer.js';
 import { observeFleet } from './pg-fleet-observation.js';
+import { observeActors } from './pg-actor-observation.js';
 import { explainJob } from './pg-explain.js';
 import * as sweeps from './pg-maintenance.js';
 import * as config from './pg-operator-config.js';
@@ -438,6 +442,19 @@ export class PostgresBackend implements Backend {
     return (await this.run('getEvents', [jobId])).map(toEventRow);
   }
 
+  async getArchivedJob(jobId: string): Promise<ArchivedJob | null> {
+    const rows = await this.run('getArchivedJob', [jobId]);
+    const r = rows[0];
+    if (!r) return null;
+    const attempts = await this.run('getArchivedAttempts', [jobId]);
+    return {
+      job: toJobRow(r),
+      archivedAt: new Date(r.archived_at as number),
+      expireAt: new Date(r.expire_at as number),
+      attempts: attempts.map(toAttemptRow),
+    };
+  }
+
   // --- worker side -------------------------------------------------------------------------
 
   async dispatchBatch(req: DispatchRequest): Promise<ClaimedJob[]> {
@@ -753,6 +770,14 @@ export class PostgresBackend implements Backend {
     return schedules.updateSchedule(this.ops, id, change, nextSlot);
   }
 
+  async skipScheduleFire(
+    id: string,
+    slotAfter: NextSlot,
+    expected?: Date,
+  ): Promise<ScheduleSkipResult | null> {
+    return schedules.skipScheduleFire(this.ops, id, slotAfter, expected);
+  }
+
   async deleteSchedule(id: string): Promise<boolean> {
     return schedules.deleteSchedule(this.ops, id);
   }
@@ -775,6 +800,11 @@ export class PostgresBackend implements Backend {
 
   async observeFleet(request: FleetObservationRequest): Promise<FleetObservation> {
     return observeFleet(this.ops, request);
+  }
+
+  /** {@link Backend.observeActors}: one statement (sql/fleet.sql) on the dispatcher pool. */
+  async observeActors(request: ActorObservationRequest): Promise<ActorObservation[]> {
+    return observeActors(this.ops, request);
   }
 
   /** {@link Backend.explainJob}: one statement (sql/explain.sql) on the dispatcher pool. */

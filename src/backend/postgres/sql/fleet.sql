@@ -106,3 +106,68 @@ SELECT
     FROM reservation_rows r
   ), '[]'::json) AS reservations,
   (SELECT count(*) FROM {schema}.maintenance_leader l, n WHERE l.term > 0 AND l.expires_at > n.t)::int AS leaders;
+
+-- name: observeActors
+-- Every actor_config row with its live jobs and the alive workers serving its queue
+-- (Backend.observeActors), in one statement. The job counts are read index-only, so their cost
+-- follows the actors' live jobs, never the finished ones: the (actor, queue) pairs that have
+-- waiting jobs are found by a loose scan of jobs_waiting_idx (actor, queue) — one index descent
+-- per pair, however many jobs — then per pair the waiting jobs are counted in that index and the
+-- pending ones in the two pending dispatch indexes, whose (queue, actor) prefix the pair gives.
+-- Scheduled = waiting − pending: both counts see the statement's one snapshot, so this is exact.
+-- Running jobs through jobs_running_idx (the running set is small).
+--   $1 alive window ms (workers)
+WITH RECURSIVE n AS (
+  SELECT clock_timestamp() AS t
+),
+pairs AS (
+  SELECT ac.actor,
+         (SELECT j.queue FROM {schema}.jobs j
+          WHERE j.actor = ac.actor AND j.status IN ('pending', 'scheduled')
+          ORDER BY j.queue LIMIT 1) AS queue
+  FROM {schema}.actor_config ac
+  UNION ALL
+  SELECT p.actor,
+         (SELECT j.queue FROM {schema}.jobs j
+          WHERE j.actor = p.actor AND j.status IN ('pending', 'scheduled') AND j.queue > p.queue
+          ORDER BY j.queue LIMIT 1)
+  FROM pairs p
+  WHERE p.queue IS NOT NULL
+),
+waiting AS (
+  SELECT p.actor,
+         sum((SELECT count(*) FROM {schema}.jobs j
+              WHERE j.actor = p.actor AND j.queue = p.queue
+                AND j.status IN ('pending', 'scheduled')))::bigint AS waiting,
+         sum((SELECT count(*) FROM {schema}.jobs j
+              WHERE j.queue = p.queue AND j.actor = p.actor
+                AND j.status = 'pending' AND j.fairness_key IS NULL)
+           + (SELECT count(*) FROM {schema}.jobs j
+              WHERE j.queue = p.queue AND j.actor = p.actor
+                AND j.status = 'pending' AND j.fairness_key IS NOT NULL))::bigint AS pending
+  FROM pairs p
+  WHERE p.queue IS NOT NULL
+  GROUP BY p.actor
+),
+running AS (
+  SELECT j.actor, count(*)::bigint AS jobs FROM {schema}.jobs j WHERE j.status = 'running' GROUP BY j.actor
+),
+-- A worker serving a queue twice in its list counts once.
+alive AS (
+  SELECT q.queue, count(DISTINCT w.id)::bigint AS workers
+  FROM {schema}.workers w
+  CROSS JOIN n
+  CROSS JOIN LATERAL unnest(w.queues) AS q(queue)
+  WHERE w.last_seen_at >= n.t - $1::float8 * interval '1 millisecond'
+  GROUP BY q.queue
+)
+SELECT ac.actor, ac.queue,
+       coalesce(w.pending, 0)::int AS pending,
+       coalesce(w.waiting - w.pending, 0)::int AS scheduled,
+       coalesce(r.jobs, 0)::int AS running,
+       coalesce(a.workers, 0)::int AS workers_alive
+FROM {schema}.actor_config ac
+LEFT JOIN waiting w ON w.actor = ac.actor
+LEFT JOIN running r ON r.actor = ac.actor
+LEFT JOIN alive a ON a.queue = ac.queue
+ORDER BY ac.actor COLLATE "C";

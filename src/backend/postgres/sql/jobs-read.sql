@@ -47,3 +47,16 @@ FROM {schema}.job_events WHERE job_id = $1 ORDER BY id;
 INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, duration_ms, outcome,
   error_class, error_message, error_traceback)
 VALUES ($1, $2, $3, $4, coalesce($5, clock_timestamp()), $6, $7, $8, $9, $10);
+
+-- name: getArchivedJob
+-- A job sweep 5 moved to jobs_archive, with the same columns as getJob, plus when it was archived
+-- and when sweep 6 deletes it (epoch milliseconds, as the job's own times).
+SELECT {job_columns},
+  floor(extract(epoch FROM j.archived_at) * 1000)::float8 AS archived_at,
+  floor(extract(epoch FROM j.expire_at) * 1000)::float8 AS expire_at
+FROM {schema}.jobs_archive j WHERE j.id = $1;
+
+-- name: getArchivedAttempts
+SELECT job_id, attempt, worker_id, started_at, finished_at, duration_ms, outcome, error_class,
+  error_message, error_traceback
+FROM {schema}.job_attempts_archive WHERE job_id = $1 ORDER BY id;

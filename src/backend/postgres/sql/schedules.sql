@@ -136,3 +136,11 @@ SELECT schedule_id, fire_at, job_id, fired_at FROM {schema}.cron_fires
 WHERE schedule_id = $1
 ORDER BY fire_at DESC
 LIMIT $2;
+
+-- name: skipScheduleFire
+-- Moves a schedule (locked by lockSchedule in the same transaction) past its next slot without
+-- firing it: no job, no cron_fires row, failures and last error untouched. $1 id, $2 the slot after.
+UPDATE {schema}.cron_schedules
+SET next_fire_at = $2, updated_at = clock_timestamp()
+WHERE id = $1
+RETURNING *;

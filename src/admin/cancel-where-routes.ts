@@ -1,0 +1,98 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+import { EmptyFilterError } from '../errors/client-errors.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { one, sendPage, type AdminRouteContext } from './admin-route-context.js';
+import { cancelPreviewPage } from './cancel-where-page.js';
+import { FILTER_KEYS, filterQueryString, jobFilterOf, type JobsQuery } from './jobs-page.js';
+
+/** Why an empty filter is refused: cancelling "everything" is never one click away. */
+const EMPTY_FILTER =
+  'Choose at least one filter (status, queue, actor, tag or batch) first: the UI never cancels every job at once.';
+
+/** The selecting filter fields of a query string or a form body. */
+function queryOf(values: Record<string, unknown>): JobsQuery {
+  const query: JobsQuery = {};
+  for (const key of FILTER_KEYS) {
+    const value = one(values[key]);
+    if (value !== undefined) query[key] = value;
+  }
+  return query;
+}
+
+/**
+ * Cancel-by-filter from the jobs list: `GET /jobs/cancel-preview?<filters>` shows how many jobs
+ * `cancelWhere` would change now (a dry run) with a confirmation form; `POST /jobs/cancel-where`
+ * (CSRF) cancels them and redirects to the list with the counts. Both need actions; an empty
+ * filter is refused and cancels nothing; the action is logged with who, the filter and the counts.
+ */
+export function registerCancelWhereRoutes(app: FastifyInstance, rc: AdminRouteContext): void {
+  const { base } = rc;
+
+  /** Answers the preview page (status `status`), or a 400 with the API's message for a bad filter. */
+  async function preview(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    query: JobsQuery,
+    status: number,
+    problem: string | null,
+  ): Promise<FastifyReply> {
+    const c = await rc.page(request, reply);
+    if (filterQueryString(query) === '')
+      return sendPage(reply, 400, cancelPreviewPage(c, query, null, EMPTY_FILTER));
+    try {
+      const counts = await rc.o.tq.cancelWhere(jobFilterOf(query), null, { dryRun: true });
+      return sendPage(reply, status, cancelPreviewPage(c, query, counts, problem));
+    } catch (err) {
+      if (err instanceof InvalidArgumentError)
+        return sendPage(reply, 400, cancelPreviewPage(c, query, null, err.message));
+      if (err instanceof EmptyFilterError)
+        return sendPage(reply, 400, cancelPreviewPage(c, query, null, EMPTY_FILTER));
+      throw err;
+    }
+  }
+
+  app.get('/jobs/cancel-preview', async (request, reply) => {
+    if (rc.mayAct(request, reply, 'cancel jobs') === undefined) return reply;
+    return preview(request, reply, queryOf(request.query as Record<string, unknown>), 200, null);
+  });
+
+  app.post('/jobs/cancel-where', { preHandler: app.csrfProtection }, async (request, reply) => {
+    const user = rc.mayAct(request, reply, 'cancel jobs');
+    if (user === undefined) return reply;
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    const query = queryOf(body);
+    if (filterQueryString(query) === '') return preview(request, reply, query, 400, null);
+    const expectedText = one(body.expected);
+    if (expectedText === undefined || !/^\d{1,9}$/.test(expectedText))
+      throw new InvalidArgumentError(
+        'expected',
+        body.expected ?? null,
+        'must be the previewed count (a whole number)',
+      );
+    const expected = Number(expectedText);
+    const filter = jobFilterOf(query);
+    // More jobs match than the operator confirmed: show the new count and ask again, cancel nothing.
+    const now = await rc.o.tq.cancelWhere(filter, null, { dryRun: true });
+    if (now.totalAffected > expected)
+      return preview(
+        request,
+        reply,
+        query,
+        409,
+        `${now.totalAffected} jobs match now, more than the ${expected} you confirmed: nothing was cancelled. Check the count and confirm again.`,
+      );
+    const r = await rc.o.tq.cancelWhere(filter, `cancelled from the admin UI by ${user} (cancel matching)`);
+    rc.logAction(user, 'cancel-where', {
+      filter: query,
+      previewed: expected,
+      cancelled: r.cancelledDirectly,
+      cancelRequested: r.cancelRequested,
+      totalAffected: r.totalAffected,
+    });
+    const params = new URLSearchParams(filterQueryString(query));
+    params.set('cancelled', String(r.cancelledDirectly));
+    params.set('requested', String(r.cancelRequested));
+    return reply.redirect(`${base}/jobs?${params.toString()}`, 303);
+  });
+}

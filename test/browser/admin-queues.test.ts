@@ -1,0 +1,82 @@
+/**
+ * The queues page in a real browser (Debian's chromium through playwright-core): a user signed in
+ * with the token changes a queue's fleet-wide cap through the page's form and sees it on the page
+ * (and in the database).
+ */
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { serveAdmin, type AdminServer } from '../../src/admin/index.js';
+import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
+import { TaskQ } from '../../src/client/taskq.js';
+import { actor } from '../../src/core/actor.js';
+import { browserUnavailableReason, launchBrowser, openPage } from '../helpers/browser.js';
+import { migratedSchema, type TestSchema } from '../helpers/db.js';
+
+const TOKEN = 'browser-queues-token-41c9';
+const unavailable = browserUnavailableReason();
+if (unavailable !== null && process.env.CI)
+  throw new Error(`browser tests need chromium in CI: ${unavailable}`);
+if (unavailable !== null) console.warn(`skipping browser tests: ${unavailable}`);
+
+const mail = actor({ name: 'bq_send', queue: 'bq_mail' }, async () => undefined);
+
+let db: TestSchema;
+let tq: TaskQ;
+let server: AdminServer;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (unavailable !== null) return;
+  db = await migratedSchema('admin_browser_queues');
+  tq = new TaskQ(new PostgresBackend(db.driver, { schema: db.schema }));
+  await tq.enqueue(mail, {});
+  server = await serveAdmin({
+    tq,
+    token: TOKEN,
+    actionsEnabled: true,
+    host: '127.0.0.1',
+    port: 0,
+    secureCookies: false,
+  });
+  browser = await launchBrowser();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  await tq?.close();
+  await db?.drop();
+});
+
+describe.skipIf(unavailable !== null)('admin UI in chromium: queues page', () => {
+  it("a signed-in user sets a queue's cap through the form and sees it on the page", async () => {
+    const { context, page, consoleErrors } = await openPage(browser, { baseURL: server.url });
+    try {
+      await page.goto('/queues');
+      expect(new URL(page.url()).pathname).toBe('/login');
+      await page.getByLabel('Admin token').fill(TOKEN);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL((u) => u.pathname === '/');
+
+      await page.goto('/queues');
+      const row = page.locator('tr[data-queue="bq_mail"]');
+      expect((await row.locator('td.cap').textContent())?.trim()).toBe('none');
+      await page.getByLabel('Max concurrent of bq_mail').fill('7');
+      await row.getByRole('button', { name: 'Set cap' }).click();
+      await page.waitForURL((u) => u.pathname === '/queues' && u.search === '?done=cap');
+
+      await expect.poll(() => page.getByRole('status').textContent()).toContain('Queue cap changed');
+      expect((await row.locator('td.cap').textContent())?.trim()).toBe('7');
+      expect(await page.getByLabel('Max concurrent of bq_mail').inputValue()).toBe('7');
+      const { rows } = await db.pool.query(
+        `SELECT max_concurrent FROM "${db.schema}".queues WHERE name = $1`,
+        ['bq_mail'],
+      );
+      expect(rows).toEqual([{ max_concurrent: 7 }]);
+      expect(consoleErrors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+});
