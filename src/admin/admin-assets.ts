@@ -13,6 +13,7 @@ header { display: flex; gap: 1.5rem; align-items: baseline; padding: .75rem 1.25
   border-bottom: 1px solid var(--line); }
 header .brand { font-weight: 700; }
 header nav a { margin-right: 1rem; }
+header form { margin: 0; }
 main { padding: 1rem 1.25rem; max-width: 1200px; }
 a { color: inherit; }
 table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; }

@@ -3,6 +3,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 
 import type { AdminUser, ResolvedAdminOptions } from './admin-options.js';
+import { readSession, SSO_SESSION_COOKIE } from './admin-session.js';
 
 /** The cookie the login form sets when the UI is protected by a token. */
 export const SESSION_COOKIE = 'taskq_admin_session';
@@ -29,8 +30,8 @@ export type AuthOutcome =
   { kind: 'user'; user: Required<AdminUser> } | { kind: 'anonymous' } | { kind: 'refused' };
 
 /**
- * Who sent `request`: the token (bearer header or session cookie), else the auth hook's user.
- * Without a token and a hook (dev, or `requireAuth: false`) everyone is `anonymous`.
+ * Who sent `request`: the token (bearer header or session cookie), else a signed SSO session
+ * cookie, else the auth hook's user. Without a token, SSO and a hook (dev, or `requireAuth: false`) everyone is `anonymous`.
  */
 export async function authenticate(request: FastifyRequest, o: ResolvedAdminOptions): Promise<AuthOutcome> {
   if (o.token !== null) {
@@ -40,6 +41,11 @@ export async function authenticate(request: FastifyRequest, o: ResolvedAdminOpti
     const cookie = request.cookies[SESSION_COOKIE];
     if (cookie !== undefined && sameText(cookie, sessionValue(o.token)))
       return { kind: 'user', user: { user: TOKEN_USER, readPayloads: true, actions: true } };
+  }
+  if (o.sso !== null) {
+    // A tampered, expired or no-longer-verifiable (secret removed) cookie is simply not a session.
+    const user = readSession(request.cookies[SSO_SESSION_COOKIE], o.sso.sessionSecrets);
+    if (user !== null) return { kind: 'user', user };
   }
   if (o.auth !== null) {
     const found = await o.auth(request);
@@ -53,7 +59,7 @@ export async function authenticate(request: FastifyRequest, o: ResolvedAdminOpti
         },
       };
   }
-  if (o.token === null && o.auth === null) return { kind: 'anonymous' };
+  if (o.token === null && o.auth === null && o.sso === null) return { kind: 'anonymous' };
   return { kind: 'refused' };
 }
 

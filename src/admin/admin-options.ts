@@ -7,6 +7,14 @@ import { AdminAuthRequiredError } from '../errors/admin-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
+import {
+  checkUrl,
+  resolveOidc,
+  resolveSaml,
+  type OidcOptions,
+  type ResolvedSso,
+  type SamlOptions,
+} from './sso-options.js';
 
 /** Who is looking at the admin UI, as the auth hook says. */
 export interface AdminUser {
@@ -42,6 +50,21 @@ export interface AdminOptions {
    * `taskq ui serve` uses `TASKQ_HEALTH_TOKEN`. Default: none.
    */
   token?: string | null;
+  /**
+   * Single sign-on through an OpenID Connect provider (`TASKQ_SSO_BACKEND=oidc`, `TASKQ_OIDC_*`).
+   * Counts as authentication. Not together with `saml`. Default: none. See docs/ui.md.
+   */
+  oidc?: OidcOptions;
+  /**
+   * Single sign-on through a SAML 2.0 IdP (`TASKQ_SSO_BACKEND=saml`, `TASKQ_SAML_*`). Counts as
+   * authentication. Not together with `oidc`. Default: none. See docs/ui.md.
+   */
+  saml?: SamlOptions;
+  /**
+   * `TASKQ_ADMIN_URL`: the UI's public base URL as a browser sees it, prefix included (e.g.
+   * `https://ops.example.com/admin`). The SSO callback URLs default to it. Default: none.
+   */
+  adminUrl?: string | null;
   /**
    * `TASKQ_ENVIRONMENT`: `dev` or `development` allows starting without authentication (with a
    * warning); anything else, or none, fails closed. Default: none.
@@ -101,6 +124,10 @@ export interface ResolvedAdminOptions {
   auth: AdminAuthHook | null;
   /** The bearer token, or null. */
   token: string | null;
+  /** The SSO backend, or null. */
+  sso: ResolvedSso | null;
+  /** The public base URL without a trailing slash, or null. */
+  adminUrl: string | null;
   /** The environment label, or null. */
   environment: string | null;
   /** Retry and cancel allowed. */
@@ -157,7 +184,7 @@ function booleanOr(value: unknown, field: string, fallback: boolean): boolean {
 
 /**
  * Checks the options and applies defaults. Fails closed: outside `dev`/`development`, without an
- * auth hook or a token and with `requireAuth` left on, it throws. Logs `admin-ui-no-auth` (warn)
+ * auth hook, a token or SSO (`oidc` / `saml`) and with `requireAuth` left on, it throws. Logs `admin-ui-no-auth` (warn)
  * whenever the UI will serve without authentication, in every environment.
  * @throws InvalidArgumentError naming the option, the value and the rule
  * @throws AdminAuthRequiredError when authentication is required and missing
@@ -189,10 +216,25 @@ export function resolveAdminOptions(options: AdminOptions): ResolvedAdminOptions
   const requireAuth = booleanOr(options.requireAuth, 'options.requireAuth', true);
   const logger = options.logger ?? silentLogger;
   const auth = options.auth ?? null;
+  const adminUrl =
+    options.adminUrl === undefined || options.adminUrl === null
+      ? null
+      : // A base to append paths to, so without its trailing slash.
+        checkUrl(options.adminUrl, 'options.adminUrl').replace(/\/+$/, '');
+  if (options.oidc !== undefined && options.saml !== undefined)
+    throw new InvalidArgumentError('options.saml', '<object>', 'give oidc or saml, not both');
+  const sso =
+    options.oidc !== undefined
+      ? resolveOidc(options.oidc, adminUrl)
+      : options.saml !== undefined
+        ? resolveSaml(options.saml, adminUrl)
+        : null;
   const resolved: ResolvedAdminOptions = {
     tq: options.tq,
     auth,
     token,
+    sso,
+    adminUrl,
     environment,
     actionsEnabled: booleanOr(options.actionsEnabled, 'options.actionsEnabled', false),
     allowRateLimitReset: booleanOr(options.allowRateLimitReset, 'options.allowRateLimitReset', false),
@@ -206,7 +248,7 @@ export function resolveAdminOptions(options: AdminOptions): ResolvedAdminOptions
     logger,
     actors: declaredActors(options.actors),
   };
-  if (auth === null && token === null) {
+  if (auth === null && token === null && sso === null) {
     const dev = environment !== null && DEV_ENVIRONMENTS.includes(environment.trim().toLowerCase());
     if (!dev && requireAuth) throw new AdminAuthRequiredError(environment);
     logger.warn(

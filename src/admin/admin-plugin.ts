@@ -17,6 +17,7 @@ import { registerJobRoutes } from './job-routes.js';
 import { registerQueuesRoutes } from './queues-routes.js';
 import { csrfField, layout, type PageContext } from './layout.js';
 import { overviewPage } from './overview-page.js';
+import { registerSsoRoutes, ssoLoginPath } from './sso-routes.js';
 import { registerScheduleRoutes } from './schedule-routes.js';
 import { registerRateLimitRoutes } from './rate-limits-routes.js';
 
@@ -37,14 +38,18 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
   const o = resolveAdminOptions(options);
   const base = app.prefix.replace(/\/+$/, '');
   await registerSecurity(app, o, base);
+  const rc = makeRouteContext(o, base);
 
   app.addHook('onRequest', async (request, reply) => {
     const path = request.url.slice(base.length).split('?')[0] ?? '';
-    if (path.startsWith('/assets/') || path === '/login') return;
+    // Signing in cannot require being signed in: the token form and the SSO routes are open.
+    if (path.startsWith('/assets/') || path === '/login' || path.startsWith('/auth/')) return;
     const outcome = await authenticate(request, o);
     if (outcome.kind === 'refused') {
       reply.header('www-authenticate', 'Bearer realm="taskq-admin"');
       const wantsPage = (request.headers.accept ?? '').includes('text/html');
+      const sso = ssoLoginPath(rc, request.url);
+      if (sso !== null && request.method === 'GET' && wantsPage) return reply.redirect(sso, 303);
       if (o.token !== null && request.method === 'GET' && wantsPage)
         return reply.redirect(`${base}/login`, 303);
       return sendPage(reply, 401, errorPage(base, 'Sign in to use the TaskQ admin UI.'));
@@ -67,7 +72,6 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
     return sendPage(reply, status, errorPage(base, err.message));
   });
 
-  const rc = makeRouteContext(o, base);
   const ctx = rc.page;
 
   app.get('/assets/admin.css', async (_req, reply) => reply.type('text/css; charset=utf-8').send(ADMIN_CSS));
@@ -105,6 +109,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
   });
 
   registerJobRoutes(app, rc);
+  registerSsoRoutes(app, rc);
   registerScheduleRoutes(app, rc);
   registerActorsRoutes(app, rc);
   registerQueuesRoutes(app, rc);

@@ -67,6 +67,7 @@ export function makeRouteContext(o: ResolvedAdminOptions, base: string): AdminRo
       base,
       user: userOf(request)?.user ?? null,
       csrfToken: await reply.generateCsrf(),
+      signOut: o.sso !== null && userOf(request) !== null,
     }),
     mayAct(request, reply, what = 'change anything here') {
       const user = userOf(request);

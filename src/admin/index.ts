@@ -7,4 +7,5 @@ export {
   type AdminUser,
   type AdminAuthHook,
 } from './admin-options.js';
+export type { OidcOptions, SamlOptions, SsoSessionOptions } from './sso-options.js';
 export { AdminAuthRequiredError } from '../errors/admin-errors.js';

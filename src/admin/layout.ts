@@ -8,6 +8,8 @@ export interface PageContext {
   user: string | null;
   /** The CSRF token for the page's forms. */
   csrfToken: string;
+  /** Show a "Sign out" button (an SSO session is what signed this user in). Default false. */
+  signOut?: boolean;
 }
 
 /** The navigation: every page of the UI, in order. */
@@ -39,6 +41,13 @@ export function layout(ctx: PageContext, title: string, body: SafeHtml): string 
           <span class="brand">TaskQ</span>
           <nav>${NAV.map(([path, label]) => html`<a href="${ctx.base}${path}">${label}</a>`)}</nav>
           <span class="muted">${ctx.user ?? ''}</span>
+          ${
+            ctx.signOut === true
+              ? html`<form method="post" action="${ctx.base}/auth/logout">
+                  ${csrfField(ctx)}<button type="submit">Sign out</button>
+                </form>`
+              : ''
+          }
         </header>
         <main>${body}</main>
       </body>

@@ -9,6 +9,7 @@ import { createLogger } from '../obs/logger.js';
 import { RedisLiveProgress } from '../progress/redis-live-progress.js';
 import { createOwnedRedis } from '../progress/redis-progress-publisher.js';
 import { loadWorkerSettings, SettingsError } from '../settings/load-worker-settings.js';
+import { ignoredSsoVars, ssoEnvVarOf, ssoOptionsFromEnv } from '../settings/sso-settings.js';
 import type { WorkerSettings } from '../settings/worker-settings.js';
 import {
   cliPgSource,
@@ -56,12 +57,14 @@ async function migrateBeforeServing(flags: ServeFlags, io: CliIo, schema: string
 
 /**
  * `taskq ui serve`: the admin UI on `TASKQ_ADMIN_HOST:TASKQ_ADMIN_PORT` (flags win) until SIGINT /
- * SIGTERM. Authentication is the bearer token `TASKQ_HEALTH_TOKEN` (header or login form); without
- * one it starts only in `TASKQ_ENVIRONMENT=dev` or with `TASKQ_ADMIN_UI_REQUIRE_AUTH=false`, and
- * otherwise exits 2 saying so. Every other `TASKQ_ADMIN_*` setting in docs/ui.md applies. With
- * `--module`, the module's actors (found as `taskq worker` finds them) are the code the actors page
- * checks stored configuration against (drift). With `TASKQ_REDIS_URL`, the rate-limits page reads
- * Redis-backed state through it.
+ * SIGTERM. Authentication is the bearer token `TASKQ_HEALTH_TOKEN` (header or login form) and/or
+ * single sign-on (`TASKQ_SSO_BACKEND=oidc|saml` with the `TASKQ_OIDC_*` / `TASKQ_SAML_*`
+ * variables; a missing required one exits 2 naming it); without either it starts only in
+ * `TASKQ_ENVIRONMENT=dev` or with `TASKQ_ADMIN_UI_REQUIRE_AUTH=false`, and otherwise exits 2
+ * saying so. Every other `TASKQ_ADMIN_*` setting in docs/ui.md applies. With `--module`, the
+ * module's actors (found as `taskq worker` finds them) are the code the actors page checks stored
+ * configuration against (drift). With `TASKQ_REDIS_URL`, the rate-limits page reads Redis-backed
+ * state through it.
  */
 export function uiCommand(io: CliIo): Command {
   const cmd = new Command('ui').description('the admin web UI');
@@ -91,6 +94,16 @@ export function uiCommand(io: CliIo): Command {
       }
       const logger = createLogger({ level: settings.logLevel, format: settings.logFormat });
       if (settings.migrateOnStart) await migrateBeforeServing(flags, io, schema);
+      const ignored = ignoredSsoVars(io.env, settings.ssoBackend);
+      if (ignored.length > 0)
+        io.err(`${ignored.join(', ')} ignored: TASKQ_SSO_BACKEND is ${settings.ssoBackend}`);
+      let sso: ReturnType<typeof ssoOptionsFromEnv>;
+      try {
+        sso = ssoOptionsFromEnv(io.env, settings.ssoBackend, settings.adminUrl);
+      } catch (err) {
+        if (err instanceof InvalidArgumentError) throw new CliExit(2, err.message);
+        throw err;
+      }
       const backend = await openClientBackend({
         ...(await cliPgSource(flags, io, dsn as string, 4)),
         schema,
@@ -131,18 +144,25 @@ export function uiCommand(io: CliIo): Command {
           maxSseConnections: settings.adminMaxSseConnections,
           pollInterval: Math.round(settings.adminUiPollingIntervalSeconds * 1000),
           workerLiveness: settings.adminWorkerLivenessSeconds * 1000,
+          adminUrl: settings.adminUrl,
+          ...sso,
           logger,
           ...(actors === undefined ? {} : { actors }),
         });
       } catch (err) {
         await tq.close();
-        if (err instanceof AdminAuthRequiredError || err instanceof InvalidArgumentError)
-          throw new CliExit(2, err.message);
+        if (err instanceof InvalidArgumentError) {
+          const from = ssoEnvVarOf(err.field);
+          throw new CliExit(2, from === undefined ? err.message : `${from}: ${err.message}`);
+        }
+        if (err instanceof AdminAuthRequiredError) throw new CliExit(2, err.message);
         if (err instanceof Error && 'code' in err && err.code === 'EADDRINUSE')
           throw new CliExit(2, `port ${settings.adminPort} is in use by another process`);
         throw err;
       }
       io.out(`serving the admin UI of schema ${schema} at ${server.url}/`);
+      // Behind a proxy or with SSO the bind address is not what a browser should open.
+      if (settings.adminUrl !== null) io.out(`open it at ${settings.adminUrl.replace(/\/+$/, '')}/`);
       await stopped(io);
       await server.close();
       await tq.close();

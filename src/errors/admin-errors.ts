@@ -13,7 +13,8 @@ export class AdminAuthRequiredError extends TaskQError {
       'TASKQ_ADMIN_AUTH_REQUIRED',
       `the admin UI refuses to start without authentication in environment ${JSON.stringify(environment)}: ` +
         'pass an auth hook (auth: (request) => Promise<{ user } | null>) or a bearer token (token; ' +
-        'for `taskq ui serve`, TASKQ_HEALTH_TOKEN), or set environment to "dev" on a development ' +
+        'for `taskq ui serve`, TASKQ_HEALTH_TOKEN), or single sign-on (oidc / saml; ' +
+        'TASKQ_SSO_BACKEND=oidc|saml), or set environment to "dev" on a development ' +
         'machine, or requireAuth: false (TASKQ_ADMIN_UI_REQUIRE_AUTH=false) only behind your own ' +
         'authenticating proxy',
     );

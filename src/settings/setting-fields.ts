@@ -116,6 +116,7 @@ const HOST_RULE = 'must be an IPv4 or IPv6 address or a host name';
 const HOST_NAME_RE =
   /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 const ENVIRONMENT_RULE = 'must be 1-64 letters, digits, "_", "-" or "."';
+const ADMIN_URL_RULE = 'must be an absolute http(s) URL (the admin UI as a browser reaches it)';
 const HEALTH_TOKEN_MAX_CHARS = 1024;
 const HEALTH_TOKEN_RULE = `must be 1-${HEALTH_TOKEN_MAX_CHARS} visible ASCII characters (no spaces), as an HTTP bearer token`;
 
@@ -778,6 +779,29 @@ export const WORKER_SETTING_FIELDS = [
   { key: 'adminUiSecureCookies', env: 'TASKQ_ADMIN_UI_SECURE_COOKIES', kind: 'boolean', default: true },
   { key: 'adminActionsEnabled', env: 'TASKQ_ADMIN_ACTIONS_ENABLED', kind: 'boolean', default: false },
   {
+    key: 'adminUrl',
+    env: 'TASKQ_ADMIN_URL',
+    kind: 'string',
+    default: null,
+    nullable: true,
+    rule: ADMIN_URL_RULE,
+    check: (v) => {
+      try {
+        const url = new URL(v);
+        return url.protocol === 'http:' || url.protocol === 'https:' ? undefined : ADMIN_URL_RULE;
+      } catch {
+        return ADMIN_URL_RULE;
+      }
+    },
+  },
+  {
+    key: 'ssoBackend',
+    env: 'TASKQ_SSO_BACKEND',
+    kind: 'choice',
+    choices: ['none', 'oidc', 'saml'],
+    default: 'none',
+  },
+  {
     key: 'adminUiAllowRateLimitReset',
     env: 'TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET',
     kind: 'boolean',
@@ -859,11 +883,44 @@ export function describeRule(field: SettingField): string {
 }
 
 /**
+ * The single sign-on variables (`TASKQ_OIDC_*`, `TASKQ_SAML_*`, the reference's `OIDCSettings` and
+ * `SAMLSettings`). `taskq ui serve` reads them when `TASKQ_SSO_BACKEND` names their backend
+ * (src/settings/sso-settings.ts); they are not worker settings.
+ */
+export const SSO_ENV_VARS: readonly string[] = [
+  ...[
+    'ISSUER',
+    'CLIENT_ID',
+    'CLIENT_SECRET',
+    'REDIRECT_URI',
+    'SESSION_SECRET',
+    'SESSION_MAX_AGE_SECONDS',
+    'SCOPE',
+    'GROUP_CLAIM',
+    'ALLOWED_GROUPS',
+  ].map((name) => `TASKQ_OIDC_${name}`),
+  ...[
+    'ENTITY_ID',
+    'ACS_URL',
+    'IDP_ENTITY_ID',
+    'IDP_SSO_URL',
+    'IDP_X509_CERT',
+    'SP_X509_CERT',
+    'SP_PRIVATE_KEY',
+    'SESSION_SECRET',
+    'SESSION_MAX_AGE_SECONDS',
+    'GROUP_ATTRIBUTE',
+    'ALLOWED_GROUPS',
+  ].map((name) => `TASKQ_SAML_${name}`),
+];
+
+/**
  * `TASKQ_*` variables that other programs read (TaskQ's test suite, the reference's example app) or
  * that belong to another part's settings. The worker loader ignores them without a warning.
  */
 export const SHARED_ENV_VARS: readonly string[] = [
   'TASKQ_HEALTH_REQUIRE_TOKEN',
+  ...SSO_ENV_VARS,
   'TASKQ_EXAMPLE_HOST',
   'TASKQ_EXAMPLE_PORT',
   'TASKQ_TEST_DSN',
@@ -879,9 +936,6 @@ export interface NotAvailableEnvVar {
   /** What it waits for, in words. */
   readonly notAvailable: string;
 }
-
-const ADMIN_UI = 'the admin UI does not have this feature yet';
-const SSO = 'single sign-on for the admin UI arrives in a later release';
 
 /**
  * Variables of the reference's settings that TaskQ does not implement yet. Setting one (to anything
@@ -905,42 +959,7 @@ export const NOT_AVAILABLE_ENV_VARS: readonly NotAvailableEnvVar[] = [
     setting: 'progressMaxSseConnections',
     notAvailable: 'TaskQ serves no progress SSE endpoint yet (forward TaskQ.stream() from your own)',
   },
-  { env: 'TASKQ_ADMIN_URL', setting: 'adminUrl', notAvailable: ADMIN_UI },
-  { env: 'TASKQ_SSO_BACKEND', setting: 'ssoBackend', notAvailable: SSO },
-  ...[
-    'ISSUER',
-    'CLIENT_ID',
-    'CLIENT_SECRET',
-    'REDIRECT_URI',
-    'SESSION_SECRET',
-    'SESSION_MAX_AGE_SECONDS',
-    'SCOPE',
-    'GROUP_CLAIM',
-    'ALLOWED_GROUPS',
-  ].map((name) => ssoVar('OIDC', name)),
-  ...[
-    'ENTITY_ID',
-    'ACS_URL',
-    'IDP_ENTITY_ID',
-    'IDP_SSO_URL',
-    'IDP_X509_CERT',
-    'SP_X509_CERT',
-    'SP_PRIVATE_KEY',
-    'SESSION_SECRET',
-    'SESSION_MAX_AGE_SECONDS',
-    'GROUP_ATTRIBUTE',
-    'ALLOWED_GROUPS',
-  ].map((name) => ssoVar('SAML', name)),
 ];
-
-function ssoVar(kind: 'OIDC' | 'SAML', name: string): NotAvailableEnvVar {
-  const camel = name.toLowerCase().replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-  return {
-    env: `TASKQ_${kind}_${name}`,
-    setting: `${kind.toLowerCase()}.${camel}`,
-    notAvailable: SSO,
-  };
-}
 
 /**
  * The problem of each {@link NOT_AVAILABLE_ENV_VARS} variable set (non-blank) in `env`, its rule

@@ -63,6 +63,17 @@ export interface TaskQSettings {
   /** `TASKQ_ADMIN_ACTIONS_ENABLED`: the admin UI's retry and cancel actions. Default false. */
   adminActionsEnabled: boolean;
   /**
+   * `TASKQ_ADMIN_URL`: the admin UI's public base URL as a browser reaches it (prefix included).
+   * The SSO callback URLs default to it, and `taskq ui serve` prints it as the address to open.
+   * Default: none.
+   */
+  adminUrl: string | null;
+  /**
+   * `TASKQ_SSO_BACKEND`: `none`, `oidc` (`TASKQ_OIDC_*`) or `saml` (`TASKQ_SAML_*`): how
+   * `taskq ui serve` signs users in (docs/ui.md). Default `none`.
+   */
+  ssoBackend: 'none' | 'oidc' | 'saml';
+  /**
    * `TASKQ_ADMIN_UI_ALLOW_RATE_LIMIT_RESET`: the rate-limits page's Reset buttons and
    * `POST /rate-limits/:name/reset` (with actions enabled too). Default false.
    */
@@ -95,6 +106,8 @@ const TASKQ_KEYS: readonly (keyof TaskQSettings)[] = [
   'adminUiFrameAncestors',
   'adminUiSecureCookies',
   'adminActionsEnabled',
+  'adminUrl',
+  'ssoBackend',
   'adminUiAllowRateLimitReset',
   'migrateOnStart',
 ];

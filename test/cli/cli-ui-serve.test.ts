@@ -13,6 +13,7 @@ import { actor } from '../../src/core/actor.js';
 import { RateLimitRegistry, syncRateLimitBuckets, TokenBucket } from '../../src/ratelimit/index.js';
 import { REPO_ROOT, TSX, cleanEnv, runTsx } from '../fixtures/cli/run-cli-process.js';
 import { migratedSchema, TEST_DSN, uniqueSchemaName, type TestSchema } from '../helpers/db.js';
+import { startOidcIdp } from '../helpers/oidc-idp.js';
 import { TEST_REDIS_URL } from '../ratelimit/helpers.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -209,6 +210,72 @@ describe('taskq ui serve', () => {
     } finally {
       streams.abort();
       expect(await server.stop(), server.output()).toBe(0);
+    }
+  });
+
+  it('TASKQ_SSO_BACKEND with a required variable missing exits 2 naming it', async () => {
+    const cases: [Record<string, string>, RegExp][] = [
+      [
+        { TASKQ_SSO_BACKEND: 'oidc', TASKQ_OIDC_CLIENT_ID: 'c' },
+        /TASKQ_OIDC_ISSUER.*must be set when TASKQ_SSO_BACKEND=oidc/,
+      ],
+      [
+        { TASKQ_SSO_BACKEND: 'saml', TASKQ_SAML_ENTITY_ID: 'sp', TASKQ_ADMIN_URL: 'https://ops.example.com' },
+        /TASKQ_SAML_IDP_ENTITY_ID.*must be set when TASKQ_SSO_BACKEND=saml \(missing: TASKQ_SAML_IDP_ENTITY_ID, TASKQ_SAML_IDP_SSO_URL, TASKQ_SAML_IDP_X509_CERT, TASKQ_SAML_SESSION_SECRET\)/,
+      ],
+      [
+        {
+          TASKQ_SSO_BACKEND: 'oidc',
+          TASKQ_OIDC_ISSUER: 'https://idp.example.com',
+          TASKQ_OIDC_CLIENT_ID: 'c',
+          TASKQ_OIDC_CLIENT_SECRET: 's',
+          TASKQ_OIDC_SESSION_SECRET: 'too-short',
+          TASKQ_ADMIN_URL: 'https://ops.example.com',
+        },
+        /TASKQ_OIDC_SESSION_SECRET: options\.oidc\.sessionSecrets\[0\].*at least 32 characters/,
+      ],
+    ];
+    for (const [env, message] of cases) {
+      const r = await runTsx('src/cli/bin.ts', ['ui', 'serve', '--dsn', TEST_DSN, '--schema', db.schema], {
+        env: cleanEnv({ TASKQ_ENVIRONMENT: 'production', ...env }),
+      });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toContain('too-short');
+    }
+  });
+
+  it('TASKQ_SSO_BACKEND=oidc is authentication: it starts in production and sends visitors to the IdP', async () => {
+    const adminUrl = 'http://127.0.0.1:9/ops';
+    const idp = await startOidcIdp([`${adminUrl}/auth/callback`], {});
+    const server = await startServe({
+      TASKQ_ENVIRONMENT: 'production',
+      TASKQ_ADMIN_URL: adminUrl,
+      TASKQ_SSO_BACKEND: 'oidc',
+      TASKQ_OIDC_ISSUER: idp.issuer,
+      TASKQ_OIDC_CLIENT_ID: idp.clientId,
+      TASKQ_OIDC_CLIENT_SECRET: idp.clientSecret,
+      // Two secrets: the rotation form (the first signs).
+      TASKQ_OIDC_SESSION_SECRET: `${'n'.repeat(32)}, ${'o'.repeat(32)}`,
+      TASKQ_OIDC_SCOPE: 'openid email',
+    });
+    try {
+      // Printed right after the line startServe waits for, so possibly in a later chunk.
+      await waitFor(() => server.output().includes(`open it at ${adminUrl}/`), 10_000, 'the adminUrl line');
+      const base = `http://127.0.0.1:${server.port}`;
+      const page = await fetch(`${base}/`, { headers: { accept: 'text/html' }, redirect: 'manual' });
+      expect(page.status, server.output()).toBe(303);
+      expect(page.headers.get('location')).toBe('/auth/login?next=%2F');
+      const login = await fetch(`${base}/auth/login`, { redirect: 'manual' });
+      expect(login.status, server.output()).toBe(303);
+      const target = new URL(login.headers.get('location') ?? '');
+      expect(target.origin).toBe(idp.issuer);
+      // TASKQ_ADMIN_URL gives the redirect URI the IdP is told to send the browser back to.
+      expect(target.searchParams.get('redirect_uri')).toBe(`${adminUrl}/auth/callback`);
+      expect(target.searchParams.get('scope')).toBe('openid email');
+    } finally {
+      expect(await server.stop(), server.output()).toBe(0);
+      await idp.close();
     }
   });
 

@@ -18,3 +18,18 @@ export function freePort(): Promise<number> {
     });
   });
 }
+
+/**
+ * Runs `start(port)` on a free port, again on another one (up to 5 tries) when that port was
+ * taken in between (EADDRINUSE): for servers whose options must name their own port up front.
+ */
+export async function onFreePort<T>(start: (port: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      return await start(port);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 5) throw err;
+    }
+  }
+}

@@ -388,6 +388,15 @@ const PROOF: Partial<Record<keyof WorkerSettings, Proof>> = {
     file: UI_SERVE,
     shows: 'true makes taskq ui serve migrate an empty schema before serving (workers warn instead)',
   },
+  adminUrl: {
+    file: UI_SERVE,
+    shows: 'taskq ui serve prints it as the address to open, and SSO sends the IdP its callback under it',
+  },
+  ssoBackend: {
+    file: UI_SERVE,
+    shows:
+      'oidc makes taskq ui serve redirect a visitor to /auth/login and require the TASKQ_OIDC_* variables',
+  },
   adminUiAllowRateLimitReset: {
     file: UI_SERVE,
     shows: "true (with actions) shows a published rate limit's Reset button and the reset refills it",

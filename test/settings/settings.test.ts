@@ -144,6 +144,8 @@ describe('loadWorkerSettings defaults', () => {
       adminUiFrameAncestors: 'none',
       adminUiSecureCookies: true,
       adminActionsEnabled: false,
+      adminUrl: null,
+      ssoBackend: 'none',
       adminUiAllowRateLimitReset: false,
       migrateOnStart: false,
     } satisfies WorkerSettings);

@@ -36,6 +36,8 @@ describe('loadTaskQSettings', () => {
       adminUiFrameAncestors: 'none',
       adminUiSecureCookies: true,
       adminActionsEnabled: false,
+      adminUrl: null,
+      ssoBackend: 'none',
       adminUiAllowRateLimitReset: false,
       migrateOnStart: false,
     });
@@ -68,6 +70,8 @@ describe('loadTaskQSettings', () => {
       adminUiFrameAncestors: 'none',
       adminUiSecureCookies: true,
       adminActionsEnabled: false,
+      adminUrl: null,
+      ssoBackend: 'none',
       adminUiAllowRateLimitReset: false,
       migrateOnStart: false,
     });
