@@ -13,7 +13,7 @@ export interface PageContext {
 }
 
 /** The navigation: every page of the UI, in order. */
-const NAV: readonly (readonly [path: string, label: string])[] = [
+export const NAV: readonly (readonly [path: string, label: string])[] = [
   ['/', 'Overview'],
   ['/jobs', 'Jobs'],
   ['/actors', 'Actors'],
