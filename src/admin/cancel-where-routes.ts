@@ -4,11 +4,11 @@ import { EmptyFilterError } from '../errors/client-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { one, sendPage, type AdminRouteContext } from './admin-route-context.js';
 import { cancelPreviewPage } from './cancel-where-page.js';
-import { FILTER_KEYS, filterQueryString, jobFilterOf, type JobsQuery } from './jobs-page.js';
+import { FILTER_KEYS, filterQueryString, jobFilterOf, narrowsJobs, type JobsQuery } from './jobs-page.js';
 
 /** Why an empty filter is refused: cancelling "everything" is never one click away. */
 const EMPTY_FILTER =
-  'Choose at least one filter (status, queue, actor, tag or batch) first: the UI never cancels every job at once.';
+  'Choose at least one filter (status, queue, actor, tag, batch or identity key) first: the UI never cancels every job at once.';
 
 /** The selecting filter fields of a query string or a form body. */
 function queryOf(values: Record<string, unknown>): JobsQuery {
@@ -38,8 +38,7 @@ export function registerCancelWhereRoutes(app: FastifyInstance, rc: AdminRouteCo
     problem: string | null,
   ): Promise<FastifyReply> {
     const c = await rc.page(request, reply);
-    if (filterQueryString(query) === '')
-      return sendPage(reply, 400, cancelPreviewPage(c, query, null, EMPTY_FILTER));
+    if (!narrowsJobs(query)) return sendPage(reply, 400, cancelPreviewPage(c, query, null, EMPTY_FILTER));
     try {
       const counts = await rc.o.tq.cancelWhere(jobFilterOf(query), null, { dryRun: true });
       return sendPage(reply, status, cancelPreviewPage(c, query, counts, problem));
@@ -62,7 +61,7 @@ export function registerCancelWhereRoutes(app: FastifyInstance, rc: AdminRouteCo
     if (user === undefined) return reply;
     const body = (request.body ?? {}) as Record<string, unknown>;
     const query = queryOf(body);
-    if (filterQueryString(query) === '') return preview(request, reply, query, 400, null);
+    if (!narrowsJobs(query)) return preview(request, reply, query, 400, null);
     const expectedText = one(body.expected);
     if (expectedText === undefined || !/^\d{1,9}$/.test(expectedText))
       throw new InvalidArgumentError(

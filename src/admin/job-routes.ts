@@ -31,12 +31,11 @@ export function registerJobRoutes(app: FastifyInstance, rc: AdminRouteContext): 
       actor: one(q.actor),
       tag: one(q.tag),
       batch: one(q.batch),
+      identity: one(q.identity),
+      state: one(q.state),
       order: one(q.order),
       cursor: one(q.cursor),
     };
-    const filter: JobFilter = { ...jobFilterOf(query), limit: JOBS_PAGE_SIZE };
-    if (query.order) filter.orderBy = query.order as JobSortField;
-    if (query.cursor) filter.cursor = query.cursor;
     const c = await rc.page(request, reply);
     const user = rc.userOf(request);
     const extras = {
@@ -44,6 +43,9 @@ export function registerJobRoutes(app: FastifyInstance, rc: AdminRouteContext): 
       notice: cancelNotice(q),
     };
     try {
+      const filter: JobFilter = { ...jobFilterOf(query), limit: JOBS_PAGE_SIZE };
+      if (query.order) filter.orderBy = query.order as JobSortField;
+      if (query.cursor) filter.cursor = query.cursor;
       // list() validates every field (status, batch, order, cursor) before it reads anything.
       const page = await rc.o.tq.list(filter);
       return sendPage(reply, 200, jobsPage(c, query, page, null, extras));

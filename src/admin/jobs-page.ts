@@ -1,6 +1,7 @@
 import type { JobPage } from '../backend/backend.js';
 import type { JobFilter } from '../backend/job-filter.js';
 import { JOB_STATUSES, type JobStatus } from '../backend/types.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { html, time } from './html.js';
 import { layout, type PageContext } from './layout.js';
 
@@ -16,6 +17,10 @@ export interface JobsQuery {
   tag?: string;
   /** A batch id: the jobs enqueued in that batch (`metadata.batch_id`). */
   batch?: string;
+  /** An identity key: the jobs holding it. */
+  identity?: string;
+  /** `active` (pending, scheduled or running) or `finished` (any terminal status). */
+  state?: string;
   /** A `JobSortField` value. */
   order?: string;
   /** The previous page's `nextCursor`. */
@@ -23,11 +28,16 @@ export interface JobsQuery {
 }
 
 /** The filter fields of the list that select jobs (not order or cursor): what cancel-by-filter takes. */
-export const FILTER_KEYS = ['status', 'queue', 'actor', 'tag', 'batch'] as const;
+export const FILTER_KEYS = ['status', 'queue', 'actor', 'tag', 'batch', 'identity', 'state'] as const;
+
+/** The values of the list's `state` field and the API's `active` flag they stand for. */
+const STATES: Readonly<Record<string, boolean>> = { active: true, finished: false };
 
 /**
- * The API filter of the list's selecting fields (`status`, `queue`, `actor`, `tag`, `batch`); the API
- * validates the values when it reads. Order, cursor and limit are the caller's.
+ * The API filter of the list's selecting fields (`status`, `queue`, `actor`, `tag`, `batch`,
+ * `identity`, `state`); the API validates the values when it reads. Order, cursor and limit are
+ * the caller's.
+ * @throws InvalidArgumentError for a `state` other than `active` or `finished`
  */
 export function jobFilterOf(query: JobsQuery): JobFilter {
   const filter: JobFilter = {};
@@ -36,7 +46,26 @@ export function jobFilterOf(query: JobsQuery): JobFilter {
   if (query.actor) filter.actor = query.actor;
   if (query.tag) filter.tags = [query.tag];
   if (query.batch) filter.batchId = query.batch;
+  if (query.identity) filter.identityKey = query.identity;
+  if (query.state) {
+    const active = STATES[query.state];
+    if (active === undefined)
+      throw new InvalidArgumentError(
+        'state',
+        query.state,
+        'must be "active" or "finished" (or empty for any)',
+      );
+    filter.active = active;
+  }
   return filter;
+}
+
+/**
+ * Whether `query` narrows the jobs by something other than `state` alone: cancel-by-filter needs it
+ * (`state=active` alone would be every cancellable job, which the UI never cancels at once).
+ */
+export function narrowsJobs(query: JobsQuery): boolean {
+  return FILTER_KEYS.some((k) => k !== 'state' && Boolean(query[k]));
 }
 
 /** The query string of the selecting fields of `query` (empty when none is set). */
@@ -97,6 +126,15 @@ export function jobsPage(
       <label>Actor<input name="actor" value="${query.actor ?? ''}" /></label>
       <label>Tag<input name="tag" value="${query.tag ?? ''}" /></label>
       <label>Batch<input name="batch" size="38" value="${query.batch ?? ''}" /></label>
+      <label>Identity key<input name="identity" value="${query.identity ?? ''}" /></label>
+      <label
+        >State<select name="state">
+          <option value="">any</option>
+          ${(['active', 'finished'] as const).map(
+            (v) => html`<option value="${v}" ${query.state === v ? html` selected` : ''}>${v}</option>`,
+          )}
+        </select></label
+      >
       <label
         >Order<select name="order">
           ${ORDERS.map(
@@ -111,8 +149,10 @@ export function jobsPage(
       ${
         !extras.canCancel
           ? ''
-          : selecting === ''
-            ? html`<span class="muted">Filter (status, queue, actor or tag) to cancel matching jobs.</span>`
+          : !narrowsJobs(query)
+            ? html`<span class="muted"
+                >Filter (status, queue, actor, tag, batch or identity key) to cancel matching jobs.</span
+              >`
             : html`<a class="button" id="cancel-matching" href="${ctx.base}/jobs/cancel-preview?${selecting}"
                 >Cancel matching…</a
               >`

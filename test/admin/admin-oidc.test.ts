@@ -132,9 +132,9 @@ describe('OIDC sign-in through a real provider', () => {
     expect(again.status).toBe(200);
 
     // Signing in from a deep page comes back to that page.
-    const deep = await signIn(new CookieFetch(), 'ann', '/jobs?state=failed');
+    const deep = await signIn(new CookieFetch(), 'ann', '/jobs?status=failed');
     expect(deep.response.status).toBe(200);
-    expect(deep.url).toBe(`${adminUrl}/jobs?state=failed`);
+    expect(deep.url).toBe(`${adminUrl}/jobs?status=failed`);
   });
 
   it('sets the session cookie HttpOnly and SameSite=Lax, and the flow cookie too', async () => {
