@@ -130,11 +130,11 @@ function post(browser: CookieFetch, samlResponse: string, relayState = '/') {
 
 describe('SAML sign-in', () => {
   it('signs in with a signed response to its request, with the groups, landing where it started', async () => {
-    const { browser, requestId, relayState } = await startSignIn('/jobs?state=failed');
-    expect(relayState).toBe('/jobs?state=failed');
+    const { browser, requestId, relayState } = await startSignIn('/jobs?status=failed');
+    expect(relayState).toBe('/jobs?status=failed');
     const acs = await post(browser, signedResponse(fields(requestId), idpKeys), relayState);
     expect(acs.status).toBe(303);
-    expect(acs.headers.get('location')).toBe('/jobs?state=failed');
+    expect(acs.headers.get('location')).toBe('/jobs?status=failed');
     const cookie = acs.headers.getSetCookie().find((c) => c.startsWith(`${SSO_SESSION_COOKIE}=`));
     expect(cookie).toMatch(/HttpOnly/i);
     expect(cookie).toMatch(/SameSite=Lax/i);
