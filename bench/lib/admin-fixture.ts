@@ -64,6 +64,8 @@ export async function fillAdminSchema(
     await sql(`INSERT INTO $S.bench_admin_done VALUES ($1)`, [jobs]);
   } else {
     log(`reusing ${schema}`);
+    // Migrations added since the schema was filled (indexes over the existing rows).
+    await new Migrator(driver, { schema }).up();
   }
   // Workers heartbeat while the UI is used; refresh them so they count as alive.
   await sql(`UPDATE $S.workers SET last_seen_at = clock_timestamp()`);

@@ -1,0 +1,149 @@
+import type { CursorKey } from '../cursor.js';
+import type { NormalizedJobFilter } from '../job-filter.js';
+import type { JobStatus } from '../types.js';
+import { filterConditions, usToTimestampText } from './filter-sql.js';
+
+/**
+ * The keyset-paginated listing (`Backend.listJobs`) as SQL.
+ *
+ * A table of a million jobs is mostly finished jobs, and no index over every row serves the three
+ * orderings: one would take an entry at every enqueue and at every status change (a status change
+ * is never a HOT update). So a listing reads two disjoint parts of the table, each through indexes
+ * whose cost follows only that part:
+ *
+ * - the finished jobs (terminal statuses) through partial indexes that hold nothing else
+ *   (`jobs_terminal_created_idx`, `jobs_terminal_dispatch_order_idx`, migration 0006, and
+ *   `jobs_finished_at_idx`), walked in the page's order so a page reads about a page of entries;
+ *   a job gets its entries when it finishes, never at enqueue or claim;
+ * - the live jobs (pending, scheduled, running) through the indexes the worker already keeps for
+ *   them (`jobs_waiting_idx`, `jobs_running_idx`, the dispatch indexes), read whole and sorted:
+ *   their cost follows the backlog, not the history.
+ *
+ * For `created_at_desc` and `scheduled_at_asc` the two parts interleave: one statement takes the
+ * first `limit + 1` ids of each part in order, merges them, keeps the first `limit + 1` and reads
+ * those rows. For `finished_at_desc` every finished job (`finished_at` set) comes before every
+ * job without one, so the parts are read one after the other: the second only once the first runs
+ * out (see {@link listStages}).
+ */
+
+/** One statement of a listing, with its bound values. */
+export interface ListStatement {
+  text: string;
+  values: unknown[];
+}
+
+/** Builds one stage's statement for reading at most `rows` rows. */
+export type ListStage = (rows: number) => ListStatement;
+
+const TERMINAL: ReadonlySet<JobStatus> = new Set(['succeeded', 'failed', 'cancelled', 'crashed', 'abandoned']);
+
+// Each repeats the predicate of the partial indexes it is meant to use, word for word, so the
+// planner can prove the index applies (it compares expressions; it does not reason about sets).
+const TERMINAL_SQL = `j.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned')`;
+// Written as an OR so the planner can combine jobs_waiting_idx and jobs_running_idx (a BitmapOr).
+const LIVE_SQL = `(j.status IN ('pending', 'scheduled') OR j.status = 'running')`;
+
+const ORDER_SQL = {
+  scheduled_at_asc: 'j.priority DESC, j.scheduled_at ASC, j.id ASC',
+  created_at_desc: 'j.created_at DESC, j.id DESC',
+  finished_at_desc: 'j.finished_at DESC NULLS LAST, j.id DESC',
+} as const;
+
+/** The sort columns each ordering's merge reads from its parts. */
+const SORT_COLUMNS = {
+  scheduled_at_asc: 'j.id, j.priority, j.scheduled_at',
+  created_at_desc: 'j.id, j.created_at',
+} as const;
+
+const KEY_SQL = {
+  scheduled_at_asc: '(extract(epoch FROM j.scheduled_at) * 1000000)::int8::text AS _cursor_us',
+  created_at_desc: '(extract(epoch FROM j.created_at) * 1000000)::int8::text AS _cursor_us',
+  finished_at_desc: '(extract(epoch FROM j.finished_at) * 1000000)::int8::text AS _cursor_us',
+} as const;
+
+function bind(values: unknown[], v: unknown): string {
+  values.push(v);
+  return `$${values.length}`;
+}
+
+/** Rows after the cursor in its ordering (the finished-at seam is handled by the stages). */
+function keysetCondition(after: CursorKey, values: unknown[]): string {
+  const p = (v: unknown) => bind(values, v);
+  switch (after.order) {
+    case 'scheduled_at_asc': {
+      const pr = p(after.priority);
+      return `(j.priority < ${pr} OR (j.priority = ${pr} AND (j.scheduled_at, j.id) > (${p(usToTimestampText(after.scheduledAtUs))}::timestamptz, ${p(after.id)}::uuid)))`;
+    }
+    case 'created_at_desc':
+      return `(j.created_at, j.id) < (${p(usToTimestampText(after.createdAtUs))}::timestamptz, ${p(after.id)}::uuid)`;
+    case 'finished_at_desc':
+      return after.finishedAtUs === null
+        ? `j.id < ${p(after.id)}::uuid`
+        : `(j.finished_at, j.id) < (${p(usToTimestampText(after.finishedAtUs))}::timestamptz, ${p(after.id)}::uuid)`;
+  }
+}
+
+/** Which parts of the table the filter's statuses reach. */
+function parts(f: NormalizedJobFilter): { terminal: boolean; live: boolean } {
+  if (f.statuses === null) return { terminal: true, live: true };
+  return {
+    terminal: f.statuses.some((s) => TERMINAL.has(s)),
+    live: f.statuses.some((s) => !TERMINAL.has(s)),
+  };
+}
+
+const where = (conds: readonly string[]) => (conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '');
+
+/**
+ * The statements of one page, to run in order until `limit + 1` rows have been read (one past the
+ * page tells whether another exists); each stage is given how many rows are still wanted.
+ */
+export function listStages(f: NormalizedJobFilter, quotedSchema: string, jobColumns: string): ListStage[] {
+  const select = `SELECT ${jobColumns}, ${KEY_SQL[f.orderBy]} FROM ${quotedSchema}.jobs j`;
+  const base = (values: unknown[]) => filterConditions(f, values, quotedSchema);
+
+  if (f.orderBy === 'finished_at_desc') {
+    const stages: ListStage[] = [];
+    // Past the seam (a cursor on a job without finished_at), only the second part is left.
+    if (f.after?.order !== 'finished_at_desc' || f.after.finishedAtUs !== null) {
+      stages.push((rows) => {
+        const values: unknown[] = [];
+        const conds = [...base(values), 'j.finished_at IS NOT NULL'];
+        if (f.after) conds.push(keysetCondition(f.after, values));
+        // DESC without NULLS LAST: the order of a backward scan of jobs_finished_at_idx (no nulls here).
+        const text = `${select} ${where(conds)} ORDER BY j.finished_at DESC, j.id DESC LIMIT ${bind(values, rows)}`;
+        return { text, values };
+      });
+    }
+    stages.push((rows) => {
+      const values: unknown[] = [];
+      const conds = [...base(values), 'j.finished_at IS NULL'];
+      if (f.after?.order === 'finished_at_desc' && f.after.finishedAtUs === null)
+        conds.push(keysetCondition(f.after, values));
+      return { text: `${select} ${where(conds)} ORDER BY j.id DESC LIMIT ${bind(values, rows)}`, values };
+    });
+    return stages;
+  }
+
+  const sortColumns = SORT_COLUMNS[f.orderBy];
+  const order = ORDER_SQL[f.orderBy];
+  return [
+    (rows) => {
+      const values: unknown[] = [];
+      const conds = base(values);
+      if (f.after) conds.push(keysetCondition(f.after, values));
+      const limit = bind(values, rows);
+      const { terminal, live } = parts(f);
+      // No status reachable (an empty status list): the plain statement, which reads nothing.
+      if (!terminal && !live) return { text: `${select} ${where(conds)} ORDER BY ${order} LIMIT ${limit}`, values };
+      const arm = (part: string) =>
+        `(SELECT ${sortColumns} FROM ${quotedSchema}.jobs j ${where([...conds, part])} ORDER BY ${order} LIMIT ${limit})`;
+      if (terminal !== live) {
+        const part = terminal ? TERMINAL_SQL : LIVE_SQL;
+        return { text: `${select} ${where([...conds, part])} ORDER BY ${order} LIMIT ${limit}`, values };
+      }
+      const merged = `SELECT j.id FROM (${arm(TERMINAL_SQL)} UNION ALL ${arm(LIVE_SQL)}) j ORDER BY ${order} LIMIT ${limit}`;
+      return { text: `${select} WHERE j.id IN (${merged}) ORDER BY ${order}`, values };
+    },
+  ];
+}
