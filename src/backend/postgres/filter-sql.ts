@@ -15,9 +15,15 @@ export function usToTimestampText(us: bigint): string {
 
 /**
  * Renders the predicates of a filter as SQL conditions over alias `j`, appending bound values to
- * `params`. Only the schema name (already validated) is interpolated.
+ * `params`. Only the schema name (already validated) is interpolated. `tagIndex: false` writes the
+ * tag predicate so that the planner cannot read it through jobs_tags_idx (see list-sql.ts).
  */
-export function filterConditions(f: NormalizedJobFilter, params: unknown[], quotedSchema: string): string[] {
+export function filterConditions(
+  f: NormalizedJobFilter,
+  params: unknown[],
+  quotedSchema: string,
+  options: { tagIndex?: boolean } = {},
+): string[] {
   const conds: string[] = [];
   const p = (v: unknown): string => {
     params.push(v);
@@ -34,7 +40,13 @@ export function filterConditions(f: NormalizedJobFilter, params: unknown[], quot
     const inBatch = `j.metadata ? 'batch_id' AND (j.metadata ->> 'batch_id') = ${p(f.batchId)}`;
     conds.push(`((${inBatch} AND j.status <> 'running') OR (${inBatch} AND j.status = 'running'))`);
   }
-  if (f.tags.length > 0) conds.push(`j.tags <> '{}'::text[] AND j.tags @> ${p(f.tags)}::text[]`);
+  if (f.tags.length > 0)
+    conds.push(
+      // `tags <> '{}'` is jobs_tags_idx's predicate: without it the planner cannot use that index.
+      options.tagIndex === false
+        ? `j.tags @> ${p(f.tags)}::text[]`
+        : `j.tags <> '{}'::text[] AND j.tags @> ${p(f.tags)}::text[]`,
+    );
   if (f.statuses !== null) {
     if (f.statuses.length === 0) conds.push('FALSE');
     else if (f.statuses.length === 1)

@@ -127,21 +127,32 @@ export function listStages(f: NormalizedJobFilter, quotedSchema: string, jobColu
 
   const sortColumns = SORT_COLUMNS[f.orderBy];
   const order = ORDER_SQL[f.orderBy];
+  const { terminal, live } = parts(f);
+  // The conditions of one part: the filter, the part's own predicate, the cursor. The live part
+  // reads the tags as a filter over the live jobs, never through jobs_tags_idx: a common tag's
+  // entries span the whole history, and reading them to pick out the few live jobs cost more than
+  // the live jobs themselves (the planner underestimates how many rows a tag matches).
+  const partConditions = (values: unknown[], part: string | null): string[] => {
+    const conds = filterConditions(f, values, quotedSchema, { tagIndex: part !== LIVE_SQL });
+    if (part !== null) conds.push(part);
+    if (f.after) conds.push(keysetCondition(f.after, values));
+    return conds;
+  };
   return [
     (rows) => {
       const values: unknown[] = [];
-      const conds = base(values);
-      if (f.after) conds.push(keysetCondition(f.after, values));
-      const limit = bind(values, rows);
-      const { terminal, live } = parts(f);
       // No status reachable (an empty status list): the plain statement, which reads nothing.
-      if (!terminal && !live) return { text: `${select} ${where(conds)} ORDER BY ${order} LIMIT ${limit}`, values };
-      const arm = (part: string) =>
-        `(SELECT ${sortColumns} FROM ${quotedSchema}.jobs j ${where([...conds, part])} ORDER BY ${order} LIMIT ${limit})`;
-      if (terminal !== live) {
-        const part = terminal ? TERMINAL_SQL : LIVE_SQL;
-        return { text: `${select} ${where([...conds, part])} ORDER BY ${order} LIMIT ${limit}`, values };
+      if (terminal === live && !terminal) {
+        const conds = partConditions(values, null);
+        return { text: `${select} ${where(conds)} ORDER BY ${order} LIMIT ${bind(values, rows)}`, values };
       }
+      if (terminal !== live) {
+        const conds = partConditions(values, terminal ? TERMINAL_SQL : LIVE_SQL);
+        return { text: `${select} ${where(conds)} ORDER BY ${order} LIMIT ${bind(values, rows)}`, values };
+      }
+      const limit = bind(values, rows);
+      const arm = (part: string) =>
+        `(SELECT ${sortColumns} FROM ${quotedSchema}.jobs j ${where(partConditions(values, part))} ORDER BY ${order} LIMIT ${limit})`;
       const merged = `SELECT j.id FROM (${arm(TERMINAL_SQL)} UNION ALL ${arm(LIVE_SQL)}) j ORDER BY ${order} LIMIT ${limit}`;
       return { text: `${select} WHERE j.id IN (${merged}) ORDER BY ${order}`, values };
     },
