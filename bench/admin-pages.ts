@@ -97,14 +97,24 @@ const PAGES: readonly PageCase[] = [
     status: 200,
     url: (f, i) => `/jobs/${pick(f.pendingIds, i)}`,
   },
-  { name: '/jobs/:id/state', route: '/jobs/:id/state', status: 200, url: (f, i) => `/jobs/${pick(f.jobIds, i)}/state` },
+  {
+    name: '/jobs/:id/state',
+    route: '/jobs/:id/state',
+    status: 200,
+    url: (f, i) => `/jobs/${pick(f.jobIds, i)}/state`,
+  },
   { name: '/lookup?key=…', route: '/lookup', status: 303, url: (f, i) => `/lookup?key=${pick(f.keys, i)}` },
   // Pages built in parallel: measured once their modules are registered.
   { name: '/actors', route: '/actors', status: 200, url: () => '/actors' },
   { name: '/queues', route: '/queues', status: 200, url: () => '/queues' },
   { name: '/rate-limits', route: '/rate-limits', status: 200, url: () => '/rate-limits' },
   { name: '/batches', route: '/batches', status: 200, url: () => '/batches' },
-  { name: '/batches/:id', route: '/batches/:id', status: 200, url: (f, i) => `/batches/${pick(f.batchIds, i)}` },
+  {
+    name: '/batches/:id',
+    route: '/batches/:id',
+    status: 200,
+    url: (f, i) => `/batches/${pick(f.batchIds, i)}`,
+  },
   { name: '/schedules', route: '/schedules', status: 200, url: () => '/schedules' },
 ];
 
@@ -119,11 +129,17 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 }
 
-async function measure(app: FastifyInstance, f: Fixture, page: PageCase, timings: number[]): Promise<string | null> {
+async function measure(
+  app: FastifyInstance,
+  f: Fixture,
+  page: PageCase,
+  timings: number[],
+): Promise<string | null> {
   for (let i = 0; i < WARMUP + REQUESTS; i++) {
     const url = PREFIX + page.url(f, i);
     const res = await app.inject({ method: 'GET', url, headers: { accept: 'text/html' } });
-    if (res.statusCode !== page.status) return `GET ${url} answered ${res.statusCode}: ${res.body.slice(0, 300)}`;
+    if (res.statusCode !== page.status)
+      return `GET ${url} answered ${res.statusCode}: ${res.body.slice(0, 300)}`;
     if (i === WARMUP - 1) timings.length = 0;
   }
   return null;

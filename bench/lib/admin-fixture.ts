@@ -55,7 +55,9 @@ export async function fillAdminSchema(
   const S = `"${schema}"`;
   const sql = async <R = Record<string, unknown>>(text: string, values: unknown[] = []) =>
     (await driver.query(text.replaceAll('$S', S), values)).rows as R[];
-  const done = await sql<{ n: string | null }>(`SELECT to_regclass($1)::text AS n`, [`${S}.bench_admin_done`]);
+  const done = await sql<{ n: string | null }>(`SELECT to_regclass($1)::text AS n`, [
+    `${S}.bench_admin_done`,
+  ]);
   const reusable =
     keep &&
     done[0]?.n != null &&
@@ -80,7 +82,9 @@ export async function fillAdminSchema(
     actors: ACTORS,
     tags: ['nightly', 'tenant-7'],
     rareTag: 'vip',
-    jobIds: await col(`SELECT id::text AS v FROM $S.jobs TABLESAMPLE BERNOULLI (1) REPEATABLE (42) LIMIT 1000`),
+    jobIds: await col(
+      `SELECT id::text AS v FROM $S.jobs TABLESAMPLE BERNOULLI (1) REPEATABLE (42) LIMIT 1000`,
+    ),
     historyIds: await col(
       `SELECT DISTINCT job_id::text AS v FROM $S.job_attempts TABLESAMPLE BERNOULLI (1) REPEATABLE (42) LIMIT 500`,
     ),
@@ -117,7 +121,9 @@ async function writeJobs(sql: Sql, jobs: number, log: (line: string) => void): P
     const to = Math.min(jobs, from + CHUNK - 1);
     const t0 = performance.now();
     await sql(INSERT_JOBS, [from, to, jobs, ACTORS, QUEUES, firstBatchChild, BATCH_CHILDREN, batchIds]);
-    log(`jobs ${from.toLocaleString('en')}–${to.toLocaleString('en')} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    log(
+      `jobs ${from.toLocaleString('en')}–${to.toLocaleString('en')} in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
   }
   await sql(
     `UPDATE $S.batches b SET expected_size = c.n, succeeded = c.ok, failed = c.bad,

@@ -247,16 +247,23 @@ describe('plans of the active-job questions on a table of mostly finished jobs',
     ['finished_at_desc', {}, 'jobs_finished_at_idx'],
     ['scheduled_at_asc', { queue: 'q1' }, 'jobs_terminal_dispatch_order_idx'],
     ['created_at_desc', { status: 'succeeded' as const }, 'jobs_terminal_created_idx'],
-  ] as const)('listing in %s order (filter %o) walks %s, and no statement scans jobs', async (orderBy, filter, index) => {
-    const stages = listStages(normalizeJobFilter({ ...filter, orderBy, limit: 50 }), `"${schema}"`, JOB_COLUMNS);
-    const lines: string[] = [];
-    for (const stage of stages) {
-      const q = stage(51);
-      lines.push(...(await plan(q.text, q.values)));
-    }
-    expect(lines.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
-    expect(lines.some((l) => l.includes(index))).toBe(true);
-  });
+  ] as const)(
+    'listing in %s order (filter %o) walks %s, and no statement scans jobs',
+    async (orderBy, filter, index) => {
+      const stages = listStages(
+        normalizeJobFilter({ ...filter, orderBy, limit: 50 }),
+        `"${schema}"`,
+        JOB_COLUMNS,
+      );
+      const lines: string[] = [];
+      for (const stage of stages) {
+        const q = stage(51);
+        lines.push(...(await plan(q.text, q.values)));
+      }
+      expect(lines.filter((l) => /Seq Scan on jobs\b/.test(l))).toEqual([]);
+      expect(lines.some((l) => l.includes(index))).toBe(true);
+    },
+  );
 
   it('cancelWhere filtered by batch', async () => {
     const values: unknown[] = [null];

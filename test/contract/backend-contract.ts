@@ -597,7 +597,12 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
             (ms(b.finishedAt) ?? 0) - (ms(a.finishedAt) ?? 0) ||
             (a.id < b.id ? 1 : -1),
         };
-        const filters = [{}, { tags: ['t'] }, { status: ['pending', 'cancelled'] as JobStatus[] }, { actor: 'plain' }];
+        const filters = [
+          {},
+          { tags: ['t'] },
+          { status: ['pending', 'cancelled'] as JobStatus[] },
+          { actor: 'plain' },
+        ];
         for (const orderBy of ['scheduled_at_asc', 'created_at_desc', 'finished_at_desc'] as const) {
           for (const filter of filters) {
             const all = (await client.list({ ...filter, orderBy, limit: 1000 })).jobs;

@@ -11,17 +11,19 @@ import { filterConditions, usToTimestampText } from './filter-sql.js';
  * is never a HOT update). So a listing reads two disjoint parts of the table, each through indexes
  * whose cost follows only that part:
  *
- * - the finished jobs (terminal statuses) through partial indexes that hold nothing else
- *   (`jobs_terminal_created_idx`, `jobs_terminal_dispatch_order_idx`, migration 0006, and
- *   `jobs_finished_at_idx`), walked in the page's order so a page reads about a page of entries;
- *   a job gets its entries when it finishes, never at enqueue or claim;
+ * - the finished jobs (terminal statuses) through partial indexes that hold nothing else and lead
+ *   with the status (`jobs_terminal_created_idx`, `jobs_terminal_dispatch_order_idx`, migration
+ *   0006), one part per status, each walked in the page's order, so a page reads about a page of
+ *   entries of each status it shows, however rare the status; `jobs_finished_at_idx` for
+ *   `finished_at_desc`. A job gets its entries when it finishes, never at enqueue or claim;
  * - the live jobs (pending, scheduled, running) through the indexes the worker already keeps for
  *   them (`jobs_waiting_idx`, `jobs_running_idx`, the dispatch indexes), read whole and sorted:
  *   their cost follows the backlog, not the history.
  *
- * For `created_at_desc` and `scheduled_at_asc` the two parts interleave: one statement takes the
- * first `limit + 1` ids of each part in order, merges them, keeps the first `limit + 1` and reads
- * those rows. For `finished_at_desc` every finished job (`finished_at` set) comes before every
+ * For `created_at_desc` and `scheduled_at_asc` the parts interleave: one statement takes the first
+ * `limit + 1` ids of each part in order, merges them, keeps the first `limit + 1` and reads those
+ * rows. A part's predicate (`status = 'failed'`) implies the partial index's, which the planner
+ * proves. For `finished_at_desc` every finished job (`finished_at` set) comes before every
  * job without one, so the parts are read one after the other: the second only once the first runs
  * out (see {@link listStages}).
  */
@@ -35,11 +37,14 @@ export interface ListStatement {
 /** Builds one stage's statement for reading at most `rows` rows. */
 export type ListStage = (rows: number) => ListStatement;
 
-const TERMINAL: ReadonlySet<JobStatus> = new Set(['succeeded', 'failed', 'cancelled', 'crashed', 'abandoned']);
+const TERMINAL: ReadonlySet<JobStatus> = new Set([
+  'succeeded',
+  'failed',
+  'cancelled',
+  'crashed',
+  'abandoned',
+]);
 
-// Each repeats the predicate of the partial indexes it is meant to use, word for word, so the
-// planner can prove the index applies (it compares expressions; it does not reason about sets).
-const TERMINAL_SQL = `j.status IN ('succeeded', 'failed', 'cancelled', 'crashed', 'abandoned')`;
 // Written as an OR so the planner can combine jobs_waiting_idx and jobs_running_idx (a BitmapOr).
 const LIVE_SQL = `(j.status IN ('pending', 'scheduled') OR j.status = 'running')`;
 
@@ -83,6 +88,17 @@ function keysetCondition(after: CursorKey, values: unknown[]): string {
   }
 }
 
+/** Rows after a `finished_at_desc` cursor in one statement that reads both sides of the seam. */
+function finishedKeysetAcrossSeam(
+  after: Extract<CursorKey, { order: 'finished_at_desc' }>,
+  values: unknown[],
+): string {
+  const p = (v: unknown) => bind(values, v);
+  return after.finishedAtUs === null
+    ? `(j.finished_at IS NULL AND j.id < ${p(after.id)}::uuid)`
+    : `((j.finished_at, j.id) < (${p(usToTimestampText(after.finishedAtUs))}::timestamptz, ${p(after.id)}::uuid) OR j.finished_at IS NULL)`;
+}
+
 /** Which parts of the table the filter's statuses reach. */
 function parts(f: NormalizedJobFilter): { terminal: boolean; live: boolean } {
   if (f.statuses === null) return { terminal: true, live: true };
@@ -102,7 +118,23 @@ export function listStages(f: NormalizedJobFilter, quotedSchema: string, jobColu
   const select = `SELECT ${jobColumns}, ${KEY_SQL[f.orderBy]} FROM ${quotedSchema}.jobs j`;
   const base = (values: unknown[]) => filterConditions(f, values, quotedSchema);
 
+  const { terminal, live } = parts(f);
+
   if (f.orderBy === 'finished_at_desc') {
+    if (!terminal) {
+      // Only live statuses (or none at all): one statement over the live jobs' indexes, sorted.
+      // Walking jobs_finished_at_idx for them would read every finished job and keep none.
+      return [
+        (rows) => {
+          const values: unknown[] = [];
+          const conds = base(values);
+          if (live) conds.push(LIVE_SQL);
+          if (f.after?.order === 'finished_at_desc') conds.push(finishedKeysetAcrossSeam(f.after, values));
+          const text = `${select} ${where(conds)} ORDER BY ${ORDER_SQL.finished_at_desc} LIMIT ${bind(values, rows)}`;
+          return { text, values };
+        },
+      ];
+    }
     const stages: ListStage[] = [];
     // Past the seam (a cursor on a job without finished_at), only the second part is left.
     if (f.after?.order !== 'finished_at_desc' || f.after.finishedAtUs !== null) {
@@ -127,33 +159,38 @@ export function listStages(f: NormalizedJobFilter, quotedSchema: string, jobColu
 
   const sortColumns = SORT_COLUMNS[f.orderBy];
   const order = ORDER_SQL[f.orderBy];
-  const { terminal, live } = parts(f);
+  // One part per terminal status the filter reaches (the terminal indexes lead with the status, so
+  // a rare status reads only its own entries, in order) and one for the live jobs.
+  const partsRead = [
+    ...[...TERMINAL]
+      .filter((s) => f.statuses === null || f.statuses.includes(s))
+      .map((s) => `j.status = '${s}'`),
+    ...(live ? [LIVE_SQL] : []),
+  ];
   // The conditions of one part: the filter, the part's own predicate, the cursor. The live part
   // reads the tags as a filter over the live jobs, never through jobs_tags_idx: a common tag's
   // entries span the whole history, and reading them to pick out the few live jobs cost more than
   // the live jobs themselves (the planner underestimates how many rows a tag matches).
-  const partConditions = (values: unknown[], part: string | null): string[] => {
+  const partConditions = (values: unknown[], part: string | undefined): string[] => {
     const conds = filterConditions(f, values, quotedSchema, { tagIndex: part !== LIVE_SQL });
-    if (part !== null) conds.push(part);
+    if (part !== undefined) conds.push(part);
     if (f.after) conds.push(keysetCondition(f.after, values));
     return conds;
   };
   return [
     (rows) => {
       const values: unknown[] = [];
-      // No status reachable (an empty status list): the plain statement, which reads nothing.
-      if (terminal === live && !terminal) {
-        const conds = partConditions(values, null);
-        return { text: `${select} ${where(conds)} ORDER BY ${order} LIMIT ${bind(values, rows)}`, values };
-      }
-      if (terminal !== live) {
-        const conds = partConditions(values, terminal ? TERMINAL_SQL : LIVE_SQL);
+      // One part (or none: an empty status list, which reads nothing): a plain statement.
+      if (partsRead.length <= 1) {
+        const conds = partConditions(values, partsRead[0]);
         return { text: `${select} ${where(conds)} ORDER BY ${order} LIMIT ${bind(values, rows)}`, values };
       }
       const limit = bind(values, rows);
-      const arm = (part: string) =>
-        `(SELECT ${sortColumns} FROM ${quotedSchema}.jobs j ${where(partConditions(values, part))} ORDER BY ${order} LIMIT ${limit})`;
-      const merged = `SELECT j.id FROM (${arm(TERMINAL_SQL)} UNION ALL ${arm(LIVE_SQL)}) j ORDER BY ${order} LIMIT ${limit}`;
+      const arms = partsRead.map(
+        (part) =>
+          `(SELECT ${sortColumns} FROM ${quotedSchema}.jobs j ${where(partConditions(values, part))} ORDER BY ${order} LIMIT ${limit})`,
+      );
+      const merged = `SELECT j.id FROM (${arms.join(' UNION ALL ')}) j ORDER BY ${order} LIMIT ${limit}`;
       return { text: `${select} WHERE j.id IN (${merged}) ORDER BY ${order}`, values };
     },
   ];
