@@ -54,6 +54,7 @@ const PAGES: readonly PageCase[] = [
   { name: '/jobs', route: '/jobs', status: 200, url: () => '/jobs' },
   { name: '/jobs?status=failed', route: '/jobs', status: 200, url: () => '/jobs?status=failed' },
   { name: '/jobs?status=succeeded', route: '/jobs', status: 200, url: () => '/jobs?status=succeeded' },
+  { name: '/jobs?status=crashed (rare)', route: '/jobs', status: 200, url: () => '/jobs?status=crashed' },
   { name: '/jobs?queue=…', route: '/jobs', status: 200, url: (f) => `/jobs?queue=${f.queues[1]}` },
   {
     name: '/jobs?actor=…&status=pending',

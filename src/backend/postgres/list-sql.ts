@@ -160,7 +160,9 @@ export function listStages(f: NormalizedJobFilter, quotedSchema: string, jobColu
   const sortColumns = SORT_COLUMNS[f.orderBy];
   const order = ORDER_SQL[f.orderBy];
   // One part per terminal status the filter reaches (the terminal indexes lead with the status, so
-  // a rare status reads only its own entries, in order) and one for the live jobs.
+  // a rare status reads only its own entries, in order) and one for the live jobs. The statuses are
+  // written as literals (from the fixed set above, never from input) so the planner sees which
+  // index range each part reads; the filter's own status condition stays bound.
   const partsRead = [
     ...[...TERMINAL]
       .filter((s) => f.statuses === null || f.statuses.includes(s))
