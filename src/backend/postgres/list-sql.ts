@@ -111,14 +111,54 @@ function parts(f: NormalizedJobFilter): { terminal: boolean; live: boolean } {
 const where = (conds: readonly string[]) => (conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '');
 
 /**
+ * Fewer jobs than this carrying a tag filter's tags make it a rare tag: its jobs are read whole
+ * through jobs_tags_idx and sorted (at most this many rows) rather than picked out of the ordered
+ * walks, which would pass over most of the history to find a page of them.
+ */
+export const RARE_TAG_ROWS = 2000;
+
+/**
+ * Counts the jobs carrying the filter's tags, up to {@link RARE_TAG_ROWS}, through jobs_tags_idx:
+ * what {@link listStages} needs to know for `rareTags`. The planner cannot tell: a tag outside its
+ * most-common list gets a guessed share, often wrong by tens of times either way.
+ */
+export function rareTagsProbe(f: NormalizedJobFilter, quotedSchema: string): ListStatement {
+  return {
+    text: `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${quotedSchema}.jobs j WHERE j.tags <> '{}'::text[] AND j.tags @> $1::text[] LIMIT ${RARE_TAG_ROWS}) x`,
+    values: [f.tags],
+  };
+}
+
+/**
  * The statements of one page, to run in order until `limit + 1` rows have been read (one past the
  * page tells whether another exists); each stage is given how many rows are still wanted.
+ * `rareTags`: the filter's tags are carried by fewer than {@link RARE_TAG_ROWS} jobs
+ * ({@link rareTagsProbe}); the page is then one statement over the tag index.
  */
-export function listStages(f: NormalizedJobFilter, quotedSchema: string, jobColumns: string): ListStage[] {
+export function listStages(
+  f: NormalizedJobFilter,
+  quotedSchema: string,
+  jobColumns: string,
+  options: { rareTags?: boolean } = {},
+): ListStage[] {
   const select = `SELECT ${jobColumns}, ${KEY_SQL[f.orderBy]} FROM ${quotedSchema}.jobs j`;
   const base = (values: unknown[]) => filterConditions(f, values, quotedSchema);
 
   const { terminal, live } = parts(f);
+
+  if (options.rareTags === true && f.tags.length > 0) {
+    // Every part at once through jobs_tags_idx: fewer than RARE_TAG_ROWS rows to sort.
+    return [
+      (rows) => {
+        const values: unknown[] = [];
+        const conds = base(values);
+        if (f.after?.order === 'finished_at_desc') conds.push(finishedKeysetAcrossSeam(f.after, values));
+        else if (f.after) conds.push(keysetCondition(f.after, values));
+        const text = `${select} ${where(conds)} ORDER BY ${ORDER_SQL[f.orderBy]} LIMIT ${bind(values, rows)}`;
+        return { text, values };
+      },
+    ];
+  }
 
   if (f.orderBy === 'finished_at_desc') {
     if (!terminal) {
