@@ -63,6 +63,7 @@ const PAGES: readonly PageCase[] = [
     url: (f) => `/jobs?actor=${f.actors[2]}&status=pending`,
   },
   { name: '/jobs?tag=… (common)', route: '/jobs', status: 200, url: (f) => `/jobs?tag=${f.tags[0]}` },
+  { name: '/jobs?tag=… (0.6 %)', route: '/jobs', status: 200, url: (f) => `/jobs?tag=${f.tags[1]}` },
   { name: '/jobs?tag=… (rare)', route: '/jobs', status: 200, url: (f) => `/jobs?tag=${f.rareTag}` },
   {
     name: '/jobs?queue=…&status=failed',
