@@ -5,8 +5,8 @@
 //
 // Postgres at BENCH_PG_DSN (default postgres://postgres@127.0.0.1:5432/test). The schema
 // `bench_admin_<N>` is filled with N jobs by a few INSERT … SELECT generate_series statements (see
-// fill-admin-schema.ts for the mix), then ANALYZEd; `--keep` leaves it in place afterwards and reuses
-// it on the next run when it is already complete. The admin plugin is mounted in Fastify and every
+// lib/admin-fixture.ts for the mix), then VACUUM ANALYZEd; `--keep` leaves it in place afterwards
+// and reuses it on the next run when it is already complete (and of the current shape). The admin plugin is mounted in Fastify and every
 // page of PAGES is requested R times (default 200) after 20 warm-up requests, one at a time through
 // `app.inject`; a root onResponse hook records `reply.elapsedTime` (Fastify's own timer, from the
 // request's arrival to the response), which is server time only. A page whose route is not
