@@ -1,4 +1,4 @@
-import { encodeCursor, type CursorKey } from '../cursor.js';
+import { encodeCursor } from '../cursor.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
 
 /**
@@ -15,9 +15,15 @@ export function usToTimestampText(us: bigint): string {
 
 /**
  * Renders the predicates of a filter as SQL conditions over alias `j`, appending bound values to
- * `params`. Only the schema name (already validated) is interpolated.
+ * `params`. Only the schema name (already validated) is interpolated. `tagIndex: false` writes the
+ * tag predicate so that the planner cannot read it through jobs_tags_idx (see list-sql.ts).
  */
-export function filterConditions(f: NormalizedJobFilter, params: unknown[], quotedSchema: string): string[] {
+export function filterConditions(
+  f: NormalizedJobFilter,
+  params: unknown[],
+  quotedSchema: string,
+  options: { tagIndex?: boolean } = {},
+): string[] {
   const conds: string[] = [];
   const p = (v: unknown): string => {
     params.push(v);
@@ -34,7 +40,13 @@ export function filterConditions(f: NormalizedJobFilter, params: unknown[], quot
     const inBatch = `j.metadata ? 'batch_id' AND (j.metadata ->> 'batch_id') = ${p(f.batchId)}`;
     conds.push(`((${inBatch} AND j.status <> 'running') OR (${inBatch} AND j.status = 'running'))`);
   }
-  if (f.tags.length > 0) conds.push(`j.tags <> '{}'::text[] AND j.tags @> ${p(f.tags)}::text[]`);
+  if (f.tags.length > 0)
+    conds.push(
+      // `tags <> '{}'` is jobs_tags_idx's predicate: without it the planner cannot use that index.
+      options.tagIndex === false
+        ? `j.tags @> ${p(f.tags)}::text[]`
+        : `j.tags <> '{}'::text[] AND j.tags @> ${p(f.tags)}::text[]`,
+    );
   if (f.statuses !== null) {
     if (f.statuses.length === 0) conds.push('FALSE');
     else if (f.statuses.length === 1)
@@ -44,55 +56,7 @@ export function filterConditions(f: NormalizedJobFilter, params: unknown[], quot
   return conds;
 }
 
-function keysetCondition(after: CursorKey, params: unknown[]): string {
-  const p = (v: unknown): string => {
-    params.push(v);
-    return `$${params.length}`;
-  };
-  switch (after.order) {
-    case 'scheduled_at_asc': {
-      const pr = p(after.priority);
-      return `(j.priority < ${pr} OR (j.priority = ${pr} AND (j.scheduled_at, j.id) > (${p(usToTimestampText(after.scheduledAtUs))}::timestamptz, ${p(after.id)}::uuid)))`;
-    }
-    case 'created_at_desc':
-      return `(j.created_at, j.id) < (${p(usToTimestampText(after.createdAtUs))}::timestamptz, ${p(after.id)}::uuid)`;
-    case 'finished_at_desc':
-      return after.finishedAtUs === null
-        ? `(j.finished_at IS NULL AND j.id < ${p(after.id)}::uuid)`
-        : `((j.finished_at, j.id) < (${p(usToTimestampText(after.finishedAtUs))}::timestamptz, ${p(after.id)}::uuid) OR j.finished_at IS NULL)`;
-  }
-}
-
-const ORDER_SQL = {
-  scheduled_at_asc: 'j.priority DESC, j.scheduled_at ASC, j.id ASC',
-  created_at_desc: 'j.created_at DESC, j.id DESC',
-  finished_at_desc: 'j.finished_at DESC NULLS LAST, j.id DESC',
-} as const;
-
-const KEY_SQL = {
-  scheduled_at_asc: '(extract(epoch FROM j.scheduled_at) * 1000000)::int8::text AS _cursor_us',
-  created_at_desc: '(extract(epoch FROM j.created_at) * 1000000)::int8::text AS _cursor_us',
-  finished_at_desc: '(extract(epoch FROM j.finished_at) * 1000000)::int8::text AS _cursor_us',
-} as const;
-
-/** Builds the keyset-paginated list statement. It reads one row past the page to know if more exist. */
-export function listQuery(
-  f: NormalizedJobFilter,
-  quotedSchema: string,
-  jobColumns: string,
-): { text: string; values: unknown[] } {
-  const values: unknown[] = [];
-  const conds = filterConditions(f, values, quotedSchema);
-  if (f.after) conds.push(keysetCondition(f.after, values));
-  values.push(f.limit + 1);
-  const where = conds.length > 0 ? `WHERE ${conds.join(' AND ')}` : '';
-  return {
-    text: `SELECT ${jobColumns}, ${KEY_SQL[f.orderBy]} FROM ${quotedSchema}.jobs j ${where} ORDER BY ${ORDER_SQL[f.orderBy]} LIMIT $${values.length}`,
-    values,
-  };
-}
-
-/** The cursor for a row returned by {@link listQuery}. */
+/** The cursor for a row returned by a listing statement (list-sql.ts), from its `_cursor_us` column. */
 export function cursorForRow(
   f: NormalizedJobFilter,
   row: { id: string; priority: number; _cursor_us: string | null },

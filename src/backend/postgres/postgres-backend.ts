@@ -90,7 +90,8 @@ import type {
   SettleWithChildrenResult,
   WorkerRegistration,
 } from '../worker-types.js';
-import { cursorForRow, filterConditions, listQuery } from './filter-sql.js';
+import { cursorForRow, filterConditions } from './filter-sql.js';
+import { listStages, RARE_TAG_ROWS, rareTagsProbe } from './list-sql.js';
 import { Dispatcher } from './pg-dispatch.js';
 import { enqueueMany, enqueueOne, translateUnique, type EnqueueWake } from './pg-enqueue.js';
 import { DERIVED_STATEMENTS, deriveStatement, type PgOps, type StatementName } from './pg-ops.js';
@@ -307,12 +308,27 @@ export class PostgresBackend implements Backend {
 
   async listJobs(filter: NormalizedJobFilter): Promise<JobPage> {
     if (filter.limit === 0) return { jobs: [], nextCursor: null };
-    const q = listQuery(filter, this.quoted, JOB_COLUMNS);
-    let rows: Raw[];
-    try {
-      rows = (await this.driver.query<Raw>(q.text, q.values)).rows;
-    } catch (err) {
-      throw this.translate(err);
+    // One row past the page tells whether another exists; a later stage runs only when the
+    // earlier ones ran out (list-sql.ts).
+    const rows: Raw[] = [];
+    let rareTags = false;
+    if (filter.tags.length > 0) {
+      const probe = rareTagsProbe(filter, this.quoted);
+      try {
+        const [row] = (await this.driver.query<{ n: number }>(probe.text, probe.values)).rows;
+        rareTags = (row?.n ?? 0) < RARE_TAG_ROWS;
+      } catch (err) {
+        throw this.translate(err);
+      }
+    }
+    for (const stage of listStages(filter, this.quoted, JOB_COLUMNS, { rareTags })) {
+      const q = stage(filter.limit + 1 - rows.length);
+      try {
+        rows.push(...(await this.driver.query<Raw>(q.text, q.values)).rows);
+      } catch (err) {
+        throw this.translate(err);
+      }
+      if (rows.length > filter.limit) break;
     }
     const more = rows.length > filter.limit;
     const page = more ? rows.slice(0, filter.limit) : rows;

@@ -11,7 +11,7 @@
 -- cost follows the live jobs, never the finished ones the table also holds: pending jobs by the
 -- two dispatch indexes (key-less and keyed: together every pending job, once; each carries queue
 -- and scheduled_at, so an index-only scan answers the count and the oldest due time), scheduled
--- jobs by jobs_scheduled_idx, running jobs by jobs_running_idx. A pending job is due since its
+-- jobs by jobs_waiting_idx (below), running jobs by jobs_running_idx. A pending job is due since its
 -- scheduled_at (set at enqueue to the creation time when there is no delay, and what dispatch
 -- orders by).
 --
@@ -34,8 +34,17 @@ pending AS (
   ) p
   GROUP BY p.queue
 ),
+-- Scheduled jobs are the waiting ones (jobs_waiting_idx: pending and scheduled, with the queue)
+-- that are not pending: two index-only reads. jobs_scheduled_idx holds no queue, so grouping it by
+-- queue read the table row of every scheduled job. Both reads see the statement's one snapshot.
+waiting AS (
+  SELECT j.queue, count(*) AS jobs
+  FROM {schema}.jobs j WHERE j.status IN ('pending', 'scheduled') GROUP BY j.queue
+),
 scheduled AS (
-  SELECT j.queue, count(*) AS jobs FROM {schema}.jobs j WHERE j.status = 'scheduled' GROUP BY j.queue
+  SELECT w.queue, w.jobs - coalesce(p.jobs, 0) AS jobs
+  FROM waiting w LEFT JOIN pending p ON p.queue = w.queue
+  WHERE w.jobs > coalesce(p.jobs, 0)
 ),
 running AS (
   SELECT j.queue, count(*) AS jobs FROM {schema}.jobs j WHERE j.status = 'running' GROUP BY j.queue
