@@ -86,6 +86,14 @@ const PAGES: readonly PageCase[] = [
     status: 200,
     url: () => '/jobs?status=failed&order=finished_at_desc',
   },
+  { name: '/jobs?state=active', route: '/jobs', status: 200, url: () => '/jobs?state=active' },
+  { name: '/jobs?state=finished', route: '/jobs', status: 200, url: () => '/jobs?state=finished' },
+  {
+    name: '/jobs?identity=… (no job holds it)',
+    route: '/jobs',
+    status: 200,
+    url: (_f, i) => `/jobs?identity=customer-${i}`,
+  },
   { name: '/jobs/:id', route: '/jobs/:id', status: 200, url: (f, i) => `/jobs/${pick(f.jobIds, i)}` },
   {
     name: '/jobs/:id (with history)',

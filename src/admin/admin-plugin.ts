@@ -21,6 +21,11 @@ import { registerSsoRoutes, ssoLoginPath } from './sso-routes.js';
 import { registerScheduleRoutes } from './schedule-routes.js';
 import { registerRateLimitRoutes } from './rate-limits-routes.js';
 
+/** The overview's "finished recently" window. */
+const RECENT_WINDOW_MS = 60_000;
+/** At most this many finished jobs are counted for it (a bound on the page's cost on a busy fleet). */
+const RECENT_MAX_COUNTED = 10_000;
+
 /**
  * The admin UI as a Fastify plugin. Register it under a prefix in your own app:
  *
@@ -97,14 +102,26 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
   });
 
   app.get('/', async (request, reply) => {
-    const [fleet, leader] = await Promise.all([
+    const [fleet, activity, leader] = await Promise.all([
       o.tq.backend.observeFleet({ aliveWithinMs: o.workerLivenessMs, keyedReservationBases: [] }),
+      o.tq.backend.observeActivity({
+        aliveWithinMs: o.workerLivenessMs,
+        finishedWithinMs: RECENT_WINDOW_MS,
+        maxCounted: RECENT_MAX_COUNTED,
+      }),
       o.tq.backend.getLeaderLease(),
     ]);
     return sendPage(
       reply,
       200,
-      overviewPage(await ctx(request, reply), fleet, leader, o.workerLivenessMs / 1000),
+      overviewPage(await ctx(request, reply), {
+        fleet,
+        activity,
+        leader,
+        livenessSeconds: o.workerLivenessMs / 1000,
+        recentSeconds: RECENT_WINDOW_MS / 1000,
+        maxCounted: RECENT_MAX_COUNTED,
+      }),
     );
   });
 

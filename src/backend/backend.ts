@@ -11,6 +11,7 @@ import type {
   ScheduleSkipResult,
   ScheduleUpdateArgs,
 } from './schedule-types.js';
+import type { ActivityObservation, ActivityObservationRequest } from './activity-observation.js';
 import type { ActorObservation, ActorObservationRequest } from './actor-observation.js';
 import type { FleetObservation, FleetObservationRequest } from './fleet-observation.js';
 import type { ExplainFactsRequest, JobExplainFacts } from './explain-facts.js';
@@ -468,6 +469,15 @@ export interface Backend {
    * @throws InvalidArgumentError for a malformed request (nothing is read)
    */
   observeActors(request: ActorObservationRequest): Promise<ActorObservation[]>;
+
+  /**
+   * Every registered worker (alive or not, with its age on the database clock) and the jobs that
+   * finished within a recent window per queue and outcome, counting at most the newest
+   * `maxCounted` (see {@link ActivityObservation}), for the admin UI's overview. One round trip on
+   * Postgres.
+   * @throws InvalidArgumentError for a malformed request (nothing is read)
+   */
+  observeActivity(request: ActivityObservationRequest): Promise<ActivityObservation>;
 
   /**
    * The raw facts about one job that say what holds it back (`tq.explain`): the job, its actor's

@@ -1,3 +1,4 @@
+import type { ActivityObservation, ActivityObservationRequest } from '../activity-observation.js';
 import type {
   BatchCounts,
   BatchPage,
@@ -90,6 +91,7 @@ import { announcedIds } from '../announcements.js';
 import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 import { MemoryRateLimitStore } from '../../ratelimit/stores/memory/memory-rate-limit-store.js';
 import { observeFleet } from './memory-fleet-observation.js';
+import { observeActivity } from './memory-activity-observation.js';
 import { observeActors } from './memory-actor-observation.js';
 import { explainJob } from './memory-explain.js';
 import { deregisterInMemory } from './memory-actor-deregistration.js';
@@ -135,7 +137,7 @@ export class InMemoryBackend implements Backend {
   /** Dispatch mode per queue, read by dispatch (kept in step with {@link setQueueMode}). */
   private readonly queueModes = new Map<string, QueueMode>();
   /** The worker registry (`workers` rows). */
-  readonly workers = new Map<string, WorkerRegistration & { lastSeenAt: Date }>();
+  readonly workers = new Map<string, WorkerRegistration & { startedAt: Date; lastSeenAt: Date }>();
   private readonly subscribers = new Set<{ handlers: NotificationHandlers; workerId: string | null }>();
   /** `jobs_archive` rows (pruned terminal jobs). */
   readonly archive = new Map<string, JobRow & { archivedAt: Date; expireAt: Date }>();
@@ -511,7 +513,9 @@ export class InMemoryBackend implements Backend {
   }
 
   async registerWorker(r: WorkerRegistration): Promise<void> {
-    this.workers.set(r.workerId, { ...clone(r), lastSeenAt: this.clock.now() });
+    const now = this.clock.now();
+    const startedAt = this.workers.get(r.workerId)?.startedAt ?? now;
+    this.workers.set(r.workerId, { ...clone(r), startedAt, lastSeenAt: now });
   }
 
   async touchWorker(workerId: string): Promise<void> {
@@ -810,6 +814,14 @@ export class InMemoryBackend implements Backend {
         reservations: await this.sharedRateLimits.listReservations(),
         leaderValid: this.leaderLease.read()?.valid ?? false,
       },
+      request,
+    );
+  }
+
+  /** {@link Backend.observeActivity}: from this backend's state, on its clock. */
+  async observeActivity(request: ActivityObservationRequest): Promise<ActivityObservation> {
+    return observeActivity(
+      { clock: this.clock, jobs: this.jobs.values(), workers: this.workers.values() },
       request,
     );
   }

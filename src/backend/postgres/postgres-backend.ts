@@ -1,3 +1,4 @@
+import type { ActivityObservation, ActivityObservationRequest } from '../activity-observation.js';
 import * as schedules from './pg-schedules.js';
 import * as batches from './pg-batches.js';
 import type {
@@ -110,6 +111,7 @@ import {
 import { CLAIM_COLUMNS, JOB_COLUMNS } from './job-columns.js';
 import { PgAnnouncer } from './pg-announcer.js';
 import { observeFleet } from './pg-fleet-observation.js';
+import { observeActivity } from './pg-activity-observation.js';
 import { observeActors } from './pg-actor-observation.js';
 import { explainJob } from './pg-explain.js';
 import * as sweeps from './pg-maintenance.js';
@@ -816,6 +818,11 @@ export class PostgresBackend implements Backend {
 
   async observeFleet(request: FleetObservationRequest): Promise<FleetObservation> {
     return observeFleet(this.ops, request);
+  }
+
+  /** {@link Backend.observeActivity}: one statement (sql/fleet.sql) on the dispatcher pool. */
+  async observeActivity(request: ActivityObservationRequest): Promise<ActivityObservation> {
+    return observeActivity(this.ops, request);
   }
 
   /** {@link Backend.observeActors}: one statement (sql/fleet.sql) on the dispatcher pool. */

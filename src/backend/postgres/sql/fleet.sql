@@ -180,3 +180,43 @@ LEFT JOIN waiting w ON w.actor = ac.actor
 LEFT JOIN running r ON r.actor = ac.actor
 LEFT JOIN alive a ON a.queue = ac.queue
 ORDER BY ac.actor COLLATE "C";
+
+-- name: observeActivity
+-- The admin overview's workers and recent outcomes (Backend.observeActivity), in one round trip:
+-- every workers row with its age on the database clock, and the newest finished jobs within the
+-- window counted per queue and status. The finished jobs are read newest first through
+-- jobs_finished_at_idx (whose predicate the WHERE repeats) and cut at $3 rows, so a busy fleet
+-- costs at most $3 index entries and rows, never a scan of the window; `counted` tells the caller
+-- whether the cut was reached.
+-- $1 alive window ms, $2 finished window ms, $3 most finished jobs counted
+WITH n AS (
+  SELECT clock_timestamp() AS t
+),
+recent AS (
+  SELECT j.queue, j.status
+  FROM {schema}.jobs j
+  CROSS JOIN n
+  WHERE j.finished_at IS NOT NULL
+    AND j.finished_at >= n.t - $2::float8 * interval '1 millisecond'
+  ORDER BY j.finished_at DESC, j.id DESC
+  LIMIT $3
+)
+SELECT
+  (SELECT coalesce(json_agg(json_build_object(
+      'worker_id', w.id, 'hostname', w.hostname, 'pid', w.pid, 'label', w.worker_label,
+      'queues', w.queues, 'max_concurrency', w.max_concurrency, 'version', w.taskq_version,
+      'started_at', w.started_at, 'last_seen_at', w.last_seen_at,
+      'age_seconds', greatest(0, extract(epoch FROM (n.t - w.last_seen_at)))::float8,
+      'alive', w.last_seen_at >= n.t - $1::float8 * interval '1 millisecond')), '[]'::json)
+   FROM {schema}.workers w CROSS JOIN n) AS workers,
+  (SELECT coalesce(json_agg(json_build_object(
+      'queue', f.queue, 'succeeded', f.succeeded, 'failed', f.failed, 'other', f.other)
+      ORDER BY f.queue), '[]'::json)
+   FROM (
+     SELECT r.queue,
+            count(*) FILTER (WHERE r.status = 'succeeded') AS succeeded,
+            count(*) FILTER (WHERE r.status = 'failed') AS failed,
+            count(*) FILTER (WHERE r.status NOT IN ('succeeded', 'failed')) AS other
+     FROM recent r GROUP BY r.queue
+   ) f) AS finished,
+  (SELECT count(*) FROM recent)::int AS counted;
