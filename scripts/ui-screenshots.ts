@@ -49,19 +49,21 @@ const chargeCard = actor(
 );
 const nightlyReport = actor({ name: 'nightly_report', queue: 'reports' }, async () => 'report sent');
 
-const worker = new Worker({
-  actors: [sendEmail, resizeImage, chargeCard, nightlyReport],
-  settings: {
-    pgDsn: dsn,
-    schema,
-    queues: ['emails', 'media', 'payments', 'reports'],
-    maxConcurrency: 4,
-    healthEnabled: false,
-    watchdogEnabled: false,
-    heartbeatInterval: '1s',
-  },
-  logger: silentLogger,
-});
+const workerOn = (queues: string[]) =>
+  new Worker({
+    actors: [sendEmail, resizeImage, chargeCard, nightlyReport],
+    settings: {
+      pgDsn: dsn,
+      schema,
+      queues,
+      maxConcurrency: 4,
+      healthEnabled: false,
+      watchdogEnabled: false,
+      heartbeatInterval: '1s',
+    },
+    logger: silentLogger,
+  });
+const worker = workerOn(['emails', 'media', 'payments', 'reports']);
 await worker.start();
 
 // Work that runs now: emails, images (two corrupt ones fail), charges that fail for good.
@@ -90,6 +92,10 @@ await tq.createSchedule(nightlyReport, '0 2 * * *', { name: 'nightly', timezone:
 await tq.createSchedule(sendEmail, '*/15 * * * *', { name: 'digest', payload: { to: 'team@example.com' } });
 await tq.enqueue(chargeCard, { order: 1043, cents: 1299 }, { delay: '1h' });
 await worker.stop();
+// A worker that stays up (the leader, serving reports and payments) while the pages are taken;
+// the emails and media queues are left without one, to show the banners.
+const standing = workerOn(['reports', 'payments']);
+await standing.start();
 const waiting = await tq.enqueue(sendEmail, { to: 'late@example.com' });
 for (let i = 0; i < 4; i++) await tq.enqueue(resizeImage, { file: `queued-${i}.jpg` });
 const failed = charges[0];
@@ -148,6 +154,7 @@ await shot('schedules', '/schedules');
 await shot('schedule', `/schedules/${schedules[0]?.id}`);
 
 await browser.close();
+await standing.stop();
 await server.close();
 await driver.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
 await tq.close(); // closes the driver too (TaskQ.open with a driver owns it)
