@@ -13,8 +13,8 @@ import { queueViews } from '../../src/cli/queue-view.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
 import { InvalidArgumentError } from '../../src/errors/index.js';
-import type { Logger } from '../../src/obs/logger.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
+import { recordingLogger } from '../helpers/log-records.js';
 
 let db: TestSchema;
 let tq: TaskQ;
@@ -26,29 +26,6 @@ const noop = async () => undefined;
 const send = actor({ name: 'aq_send', queue: 'aq_mail', maxConcurrent: 2, maxPending: 100 }, noop);
 const report = actor({ name: 'aq_report', queue: 'aq_new_q', metadata: { v: 2 } }, noop);
 const fresh = actor({ name: 'aq_fresh', queue: 'aq_mail' }, noop);
-
-interface LogRecord {
-  level: string;
-  msg?: string;
-  obj: Record<string, unknown>;
-}
-
-function recordingLogger(): { logger: Logger; records: LogRecord[] } {
-  const records: LogRecord[] = [];
-  const at =
-    (level: string) =>
-    (obj: object, msg?: string): void => {
-      records.push({ level, msg, obj: obj as Record<string, unknown> });
-    };
-  const logger: Logger = {
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    child: () => logger,
-  };
-  return { logger, records };
-}
 
 /** Users: `ops` may act, `viewer` may not; anyone else is refused. */
 const auth: AdminOptions['auth'] = async (req) => {

@@ -12,11 +12,11 @@ import type { OidcOptions } from '../../src/admin/sso-options.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { InvalidArgumentError } from '../../src/errors/index.js';
-import type { Logger } from '../../src/obs/logger.js';
 import { CookieFetch, formOf } from '../helpers/cookie-fetch.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
 import { freePort } from '../helpers/free-port.js';
 import { startOidcIdp, type TestOidcIdp } from '../helpers/oidc-idp.js';
+import { recordingLogger } from '../helpers/log-records.js';
 
 const OLD_SECRET = 'old-session-secret-0123456789abcdef-aaaa';
 const NEW_SECRET = 'new-session-secret-0123456789abcdef-bbbb';
@@ -26,20 +26,7 @@ let tq: TaskQ;
 let idp: TestOidcIdp;
 let server: AdminServer;
 let adminUrl: string;
-const records: { level: string; msg?: string; obj: object }[] = [];
-
-const at =
-  (level: string) =>
-  (obj: object, msg?: string): void => {
-    records.push({ level, msg, obj });
-  };
-const logger: Logger = {
-  debug: at('debug'),
-  info: at('info'),
-  warn: at('warn'),
-  error: at('error'),
-  child: () => logger,
-};
+const { logger, records } = recordingLogger();
 
 function oidcOptions(overrides: Partial<OidcOptions> = {}): OidcOptions {
   return {

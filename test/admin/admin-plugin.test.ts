@@ -16,31 +16,13 @@ import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js'
 import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
 import { AdminAuthRequiredError, InvalidArgumentError } from '../../src/errors/index.js';
-import type { Logger } from '../../src/obs/logger.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
+import { recordingLogger } from '../helpers/log-records.js';
 
 let db: TestSchema;
 let tq: TaskQ;
 let s: string;
 const work = actor({ name: 'ui_work', queue: 'ui_q' }, async () => undefined);
-
-/** A logger that keeps every record, to check what the UI logs (and what it never logs). */
-function recordingLogger(): { logger: Logger; records: { level: string; msg?: string; obj: object }[] } {
-  const records: { level: string; msg?: string; obj: object }[] = [];
-  const at =
-    (level: string) =>
-    (obj: object, msg?: string): void => {
-      records.push({ level, msg, obj });
-    };
-  const logger: Logger = {
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    child: () => logger,
-  };
-  return { logger, records };
-}
 
 async function mount(options: Omit<AdminOptions, 'tq'>): Promise<FastifyInstance> {
   const app = Fastify();

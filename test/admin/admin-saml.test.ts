@@ -13,7 +13,6 @@ import type { SamlOptions } from '../../src/admin/sso-options.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { InvalidArgumentError } from '../../src/errors/index.js';
-import type { Logger } from '../../src/obs/logger.js';
 import { CookieFetch } from '../helpers/cookie-fetch.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
 import { onFreePort } from '../helpers/free-port.js';
@@ -24,6 +23,7 @@ import {
   type AssertionFields,
   type KeyPair,
 } from '../helpers/saml-idp.js';
+import { recordingLogger } from '../helpers/log-records.js';
 
 const IDP_ENTITY = 'https://idp.example.test/saml';
 const IDP_SSO = 'https://idp.example.test/saml/sso';
@@ -37,19 +37,7 @@ let base: string;
 let acsUrl: string;
 let idpKeys: KeyPair;
 let otherKeys: KeyPair;
-const records: { level: string; msg?: string; obj: object }[] = [];
-const at =
-  (level: string) =>
-  (obj: object, msg?: string): void => {
-    records.push({ level, msg, obj });
-  };
-const logger: Logger = {
-  debug: at('debug'),
-  info: at('info'),
-  warn: at('warn'),
-  error: at('error'),
-  child: () => logger,
-};
+const { logger, records } = recordingLogger();
 
 beforeAll(async () => {
   idpKeys = selfSignedCert('test-idp');

@@ -16,7 +16,6 @@ import { batchItem } from '../../src/client/batch-items.js';
 import { AbortBatchAfter } from '../../src/client/batch-policy.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
-import type { Logger } from '../../src/obs/logger.js';
 import {
   ConcurrencyReservation,
   RateLimitRegistry,
@@ -28,6 +27,7 @@ import {
 import { PostgresRateLimitStore } from '../../src/ratelimit/stores/index.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { deadRedis, testRedis } from '../ratelimit/helpers.js';
+import { recordingLogger } from '../helpers/log-records.js';
 
 let db: TestSchema;
 let redis: Redis;
@@ -50,21 +50,6 @@ const slots = new ConcurrencyReservation(`ui_slots_${run_}`, { slots: 2, lease: 
 const KEYED = `ui_percust_${run_}`;
 const kid = actor({ name: 'ui_batch_kid', queue: 'ui_batch_q' }, async () => undefined);
 const fin = actor({ name: 'ui_batch_fin', queue: 'ui_batch_q' }, async () => undefined);
-
-type Rec = { level: string; msg?: string; obj: Record<string, unknown> };
-function recordingLogger(): { logger: Logger; records: Rec[] } {
-  const records: Rec[] = [];
-  const at = (level: string) => (obj: object, msg?: string) =>
-    void records.push({ level, msg, obj: obj as Record<string, unknown> });
-  const logger: Logger = {
-    debug: at('debug'),
-    info: at('info'),
-    warn: at('warn'),
-    error: at('error'),
-    child: () => logger,
-  };
-  return { logger, records };
-}
 
 async function mount(options: Partial<AdminOptions> = {}): Promise<FastifyInstance> {
   const app = Fastify();

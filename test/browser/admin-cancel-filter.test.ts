@@ -10,15 +10,12 @@ import { serveAdmin, type AdminServer } from '../../src/admin/index.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
-import { browserUnavailableReason, launchBrowser, openPage } from '../helpers/browser.js';
+import { browserTestsUnavailable, launchBrowser, openPage, signInWithToken } from '../helpers/browser.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
 
 const TOKEN = 'browser-cancel-token-91c2';
 const work = actor({ name: 'bc_work', queue: 'bc_q' }, async () => undefined);
-const unavailable = browserUnavailableReason();
-if (unavailable !== null && process.env.CI)
-  throw new Error(`browser tests need chromium in CI: ${unavailable}`);
-if (unavailable !== null) console.warn(`skipping browser tests: ${unavailable}`);
+const unavailable = browserTestsUnavailable();
 
 let db: TestSchema;
 let tq: TaskQ;
@@ -47,12 +44,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function signIn(page: Page): Promise<void> {
-  await page.goto('/login');
-  await page.getByLabel('Admin token').fill(TOKEN);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.waitForURL((u) => u.pathname === '/');
-}
+const signIn = (page: Page): Promise<void> => signInWithToken(page, TOKEN);
 
 const countWhere = async (where: string): Promise<number> =>
   Number(

@@ -9,15 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serveAdmin, type AdminServer } from '../../src/admin/index.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
-import { browserUnavailableReason, launchBrowser, openPage } from '../helpers/browser.js';
+import { browserTestsUnavailable, launchBrowser, openPage } from '../helpers/browser.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
 import { freePort } from '../helpers/free-port.js';
 import { startOidcIdp, type TestOidcIdp } from '../helpers/oidc-idp.js';
 
-const unavailable = browserUnavailableReason();
-if (unavailable !== null && process.env.CI)
-  throw new Error(`browser tests need chromium in CI: ${unavailable}`);
-if (unavailable !== null) console.warn(`skipping browser tests: ${unavailable}`);
+const unavailable = browserTestsUnavailable();
 
 let db: TestSchema;
 let tq: TaskQ;

@@ -10,14 +10,11 @@ import { serveAdmin, type AdminServer } from '../../src/admin/index.js';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
-import { browserUnavailableReason, launchBrowser, openPage } from '../helpers/browser.js';
+import { browserTestsUnavailable, launchBrowser, openPage, signInWithToken } from '../helpers/browser.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
 
 const TOKEN = 'browser-queues-token-41c9';
-const unavailable = browserUnavailableReason();
-if (unavailable !== null && process.env.CI)
-  throw new Error(`browser tests need chromium in CI: ${unavailable}`);
-if (unavailable !== null) console.warn(`skipping browser tests: ${unavailable}`);
+const unavailable = browserTestsUnavailable();
 
 const mail = actor({ name: 'bq_send', queue: 'bq_mail' }, async () => undefined);
 
@@ -55,9 +52,7 @@ describe.skipIf(unavailable !== null)('admin UI in chromium: queues page', () =>
     try {
       await page.goto('/queues');
       expect(new URL(page.url()).pathname).toBe('/login');
-      await page.getByLabel('Admin token').fill(TOKEN);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.waitForURL((u) => u.pathname === '/');
+      await signInWithToken(page, TOKEN);
 
       await page.goto('/queues');
       const row = page.locator('tr[data-queue="bq_mail"]');

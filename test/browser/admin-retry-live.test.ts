@@ -12,16 +12,13 @@ import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js'
 import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
 import type { Worker } from '../../src/worker/worker.js';
-import { browserUnavailableReason, launchBrowser, openPage } from '../helpers/browser.js';
+import { browserTestsUnavailable, launchBrowser, openPage, signInWithToken } from '../helpers/browser.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
 import { startTestWorker } from '../helpers/in-process-worker.js';
 import { waitFor } from '../helpers/wait.js';
 
 const TOKEN = 'browser-retry-token-51c2';
-const unavailable = browserUnavailableReason();
-if (unavailable !== null && process.env.CI)
-  throw new Error(`browser tests need chromium in CI: ${unavailable}`);
-if (unavailable !== null) console.warn(`skipping browser tests: ${unavailable}`);
+const unavailable = browserTestsUnavailable();
 
 /** The first attempt fails; once healed, an attempt waits for the test's go before it succeeds. */
 let healed = false;
@@ -78,10 +75,7 @@ describe.skipIf(unavailable !== null)('admin UI in chromium: find, retry and wat
   it('filters to the failed job, retries it and shows it succeed live', async () => {
     const { context, page, consoleErrors } = await openPage(browser, { baseURL: server.url });
     try {
-      await page.goto('/login');
-      await page.getByLabel('Admin token').fill(TOKEN);
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.waitForURL((u) => u.pathname === '/');
+      await signInWithToken(page, TOKEN);
 
       await page.getByRole('link', { name: 'Jobs', exact: true }).click();
       await page.getByLabel('Status').selectOption('failed');

@@ -27,6 +27,26 @@ export function browserUnavailableReason(): string | null {
     : null;
 }
 
+/**
+ * For a browser test file's top level: the reason browser tests cannot run here (they are then
+ * skipped, with a printed warning), or null. In CI a missing browser throws instead: `.ci/run`
+ * installs chromium, so its absence there is a failure, never a silent skip.
+ */
+export function browserTestsUnavailable(): string | null {
+  const reason = browserUnavailableReason();
+  if (reason !== null && process.env.CI) throw new Error(`browser tests need chromium in CI: ${reason}`);
+  if (reason !== null) console.warn(`skipping browser tests: ${reason}`);
+  return reason;
+}
+
+/** Signs `page` in through the UI's token form (from any page: it starts at `/login`). */
+export async function signInWithToken(page: Page, token: string): Promise<void> {
+  await page.goto('/login');
+  await page.getByLabel('Admin token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL((u) => u.pathname !== '/login');
+}
+
 /** Launches headless chromium. */
 export async function launchBrowser(): Promise<Browser> {
   const executablePath = chromiumPath();
