@@ -17,11 +17,11 @@ import { BatchAbortedError, EmptyBatchError } from '../../src/errors/batch-error
 import type { Logger } from '../../src/obs/logger.js';
 import { Snooze } from '../../src/retry/control-flow.js';
 import { FakeClock } from '../../src/testing/fake-clock.js';
+import { failed, succeeded } from '../helpers/settlements.js';
 
 const W = '018f0000-0000-7000-8000-00000000f001';
 const kid = actor({ name: 'wfb_child', retry: { kind: 'nonRetryable' } }, async () => undefined);
 const fin = actor({ name: 'wfb_final' }, async () => undefined);
-const base = { workerId: W, handlerStartedAt: null, durationMs: 1 };
 
 /** A logger that keeps its warnings. */
 function recordingLogger(): Logger & { warnings: { obj: object; msg?: string }[] } {
@@ -64,21 +64,8 @@ describe('tq.waitForBatch (in-memory backend)', () => {
       leaseMs: 60_000,
       oversample: 2,
     });
-  const ok = (jobId: string): Settlement => ({
-    ...base,
-    kind: 'succeeded',
-    jobId,
-    resultJson: null,
-    resultSizeBytes: null,
-    fallbackResultTtlMs: null,
-  });
-  const fail = (jobId: string): Settlement => ({
-    ...base,
-    kind: 'failed',
-    jobId,
-    retryDelayMs: null,
-    error: { errorClass: 'Boom', message: 'boom', traceback: null },
-  });
+  const ok = (jobId: string): Settlement => succeeded(W, jobId);
+  const fail = (jobId: string): Settlement => failed(W, jobId);
   /** A batch with a row (a finalizer), `n` children; returns the batch id and child ids. */
   async function rowBatch(n: number, threshold?: number): Promise<{ batchId: string; ids: string[] }> {
     const h = await tq.enqueueBatch(

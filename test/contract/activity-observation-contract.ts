@@ -10,6 +10,7 @@ import type { WorkerRegistration } from '../../src/backend/worker-types.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
 import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
+import { failed, succeeded } from '../helpers/settlements.js';
 import type { ContractHarness } from './backend-contract.js';
 
 const W1 = '018f0000-0000-7000-8000-00000000b001';
@@ -30,22 +31,8 @@ const registration = (workerId: string, hostname: string, queues: string[]): Wor
   maxConcurrency: 4,
   version: 'test',
 });
-const base = { workerId: W1, handlerStartedAt: null, durationMs: 2 };
-const ok = (jobId: string): Settlement => ({
-  ...base,
-  kind: 'succeeded',
-  jobId,
-  resultJson: null,
-  resultSizeBytes: null,
-  fallbackResultTtlMs: null,
-});
-const fail = (jobId: string): Settlement => ({
-  ...base,
-  kind: 'failed',
-  jobId,
-  retryDelayMs: null,
-  error: { errorClass: 'Boom', message: 'boom', traceback: null },
-});
+const ok = (jobId: string): Settlement => succeeded(W1, jobId);
+const fail = (jobId: string): Settlement => failed(W1, jobId);
 
 export function defineActivityObservationContract(
   name: string,
