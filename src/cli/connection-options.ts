@@ -113,6 +113,12 @@ export const PG_CREDENTIAL_PROVIDER_OPTION = [
   'Postgres credential provider: an instance, factory or class a module exports (default: $TASKQ_PG_CREDENTIAL_PROVIDER)',
 ] as const;
 
+/** The `--redis-credential-provider` option of the commands that build a Redis client from TASKQ_REDIS_URL. */
+export const REDIS_CREDENTIAL_PROVIDER_OPTION = [
+  '--redis-credential-provider <module:export>',
+  'Redis credential provider, same shapes; needs TASKQ_REDIS_URL (default: $TASKQ_REDIS_CREDENTIAL_PROVIDER)',
+] as const;
+
 /**
  * Where a command's client backend connects: the DSN, or, with a Postgres credential provider (flag
  * or variable), a pool factory authenticating through it.

@@ -8,12 +8,15 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { createLogger } from '../obs/logger.js';
 import { RedisLiveProgress } from '../progress/redis-live-progress.js';
 import { createOwnedRedis } from '../progress/redis-progress-publisher.js';
+import { ReloadableRedisCredentials } from '../credentials/reloadable-redis-credentials.js';
 import { loadWorkerSettings, SettingsError } from '../settings/load-worker-settings.js';
 import { ignoredSsoVars, ssoEnvVarOf, ssoOptionsFromEnv } from '../settings/sso-settings.js';
 import type { WorkerSettings } from '../settings/worker-settings.js';
 import {
+  cliCredentialProvider,
   cliPgSource,
   PG_CREDENTIAL_PROVIDER_OPTION,
+  REDIS_CREDENTIAL_PROVIDER_OPTION,
   resolveConnection,
   type ConnectionFlags,
 } from './connection-options.js';
@@ -23,6 +26,7 @@ import { loadActorModule } from './worker-command.js';
 
 /** Flags of `taskq ui serve`. */
 interface ServeFlags extends ConnectionFlags {
+  redisCredentialProvider?: string;
   host?: string;
   port?: string;
   module?: string;
@@ -75,6 +79,7 @@ export function uiCommand(io: CliIo): Command {
     .option('--port <port>', 'TCP port, 0 = a free one (default: $TASKQ_ADMIN_PORT or 8080)')
     .option('--dsn <dsn>', 'Postgres connection string (default: $TASKQ_PG_DSN)')
     .option(...PG_CREDENTIAL_PROVIDER_OPTION)
+    .option(...REDIS_CREDENTIAL_PROVIDER_OPTION)
     .option('--schema <schema>', 'schema (default: $TASKQ_SCHEMA_NAME or taskq)')
     .option('--module <file>', "your actors' module, so the actors page shows drift against the code")
     .action(async (flags: ServeFlags) => {
@@ -104,6 +109,13 @@ export function uiCommand(io: CliIo): Command {
         if (err instanceof InvalidArgumentError) throw new CliExit(2, err.message);
         throw err;
       }
+      // Imported before connecting, so a bad reference ends the command (exit 1) saying what is wrong.
+      const redisProvider = await cliCredentialProvider(flags, io, 'redis');
+      if (redisProvider && settings.redisUrl === null)
+        throw new CliExit(
+          2,
+          'a Redis credential provider needs TASKQ_REDIS_URL: it authenticates the Redis client the UI builds from it',
+        );
       const backend = await openClientBackend({
         ...(await cliPgSource(flags, io, dsn as string, 4)),
         schema,
@@ -115,6 +127,9 @@ export function uiCommand(io: CliIo): Command {
         ? createOwnedRedis(settings.redisUrl, 'TASKQ_REDIS_URL', {
             connectionName: 'taskq-admin-ui',
             lazyConnect: true,
+            credentials: redisProvider
+              ? new ReloadableRedisCredentials({ name: 'redis:admin-ui', provider: redisProvider, logger })
+              : null,
           })
         : null;
       if (redis) {

@@ -20,7 +20,7 @@ import { DependencyCycle, DependencyValidationError, DIError, ScopeViolation } f
 import { Providers } from '../di/providers.js';
 import { RateLimitRegistry } from '../ratelimit/registry.js';
 import { importUserModule, type ImportUserModuleOptions } from './import-user-module.js';
-import { cliCredentialProvider } from './connection-options.js';
+import { cliCredentialProvider, REDIS_CREDENTIAL_PROVIDER_OPTION } from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 
 /** Flags of `taskq worker` as commander hands them over (all text). */
@@ -342,10 +342,7 @@ export function workerCommand(io: CliIo): Command {
       '--pg-credential-provider <module:export>',
       'Postgres credential provider: an instance, factory or class a module exports (default: $TASKQ_PG_CREDENTIAL_PROVIDER)',
     )
-    .option(
-      '--redis-credential-provider <module:export>',
-      'Redis credential provider, same shapes; needs TASKQ_REDIS_URL (default: $TASKQ_REDIS_CREDENTIAL_PROVIDER)',
-    )
+    .option(...REDIS_CREDENTIAL_PROVIDER_OPTION)
     .action(async (flags: WorkerFlags) => {
       if (flags.module === undefined || flags.module.trim() === '') {
         throw new CliExit(2, 'no actors: pass --module <path to the module exporting your actors>');

@@ -3,15 +3,14 @@
  * behind TASKQ_HEALTH_TOKEN, and applies every TASKQ_ADMIN_* setting it reads (each set off its
  * default here and observed over HTTP).
  */
-import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
 import { RateLimitRegistry, syncRateLimitBuckets, TokenBucket } from '../../src/ratelimit/index.js';
-import { REPO_ROOT, TSX, cleanEnv, runTsx } from '../fixtures/cli/run-cli-process.js';
+import { cleanEnv, runTsx } from '../fixtures/cli/run-cli-process.js';
+import { startUiServe } from '../fixtures/cli/ui-serve-process.js';
 import { migratedSchema, TEST_DSN, uniqueSchemaName, type TestSchema } from '../helpers/db.js';
 import { startOidcIdp } from '../helpers/oidc-idp.js';
 import { TEST_REDIS_URL } from '../ratelimit/helpers.js';
@@ -22,50 +21,8 @@ let tq: TaskQ;
 let failedJob: string;
 const work = actor({ name: 'ui_cli_work', queue: 'ui_cli_q' }, async () => undefined);
 
-/** A running `taskq ui serve`: its port, and `stop()` (SIGTERM) resolving with its exit code. */
-async function startServe(
-  env: Record<string, string>,
-  flags: string[] = [],
-): Promise<{ port: number; output(): string; stop(): Promise<number | null> }> {
-  const child = spawn(
-    TSX,
-    [resolve(REPO_ROOT, 'src/cli/bin.ts'), 'ui', 'serve', '--dsn', TEST_DSN, '--schema', db.schema, ...flags],
-    {
-      cwd: REPO_ROOT,
-      env: cleanEnv({
-        TASKQ_LOG_LEVEL: 'warn',
-        TASKQ_ADMIN_HOST: '127.0.0.1',
-        TASKQ_ADMIN_PORT: '0',
-        ...env,
-      }),
-    },
-  );
-  let stdout = '';
-  let stderr = '';
-  let exit: number | null | undefined;
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((done) => child.on('close', (code) => done((exit = code))));
-  let port = 0;
-  await waitFor(
-    () => {
-      if (exit !== undefined) throw new Error(`taskq ui serve exited ${exit}:\n${stdout}\n${stderr}`);
-      const m = /serving the admin UI of schema \S+ at http:\/\/127\.0\.0\.1:(\d+)\/$/m.exec(stdout);
-      if (m) port = Number(m[1]);
-      return m !== null;
-    },
-    30_000,
-    'taskq ui serve to listen',
-  );
-  return {
-    port,
-    output: () => `stdout:\n${stdout}\nstderr:\n${stderr}`,
-    stop: () => {
-      child.kill('SIGTERM');
-      return exited;
-    },
-  };
-}
+/** `taskq ui serve` on this file's schema (see {@link startUiServe}). */
+const startServe = (env: Record<string, string>, flags: string[] = []) => startUiServe(db.schema, env, flags);
 
 beforeAll(async () => {
   db = await migratedSchema('ui_cli');
