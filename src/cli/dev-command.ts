@@ -6,13 +6,14 @@ import { Command } from 'commander';
 
 import type { AnyActor } from '../core/actor.js';
 import { TaskQ } from '../client/taskq.js';
+import type { PgCredentialProvider } from '../credentials/credential-types.js';
 import type { Driver } from '../db/driver.js';
 import { PgliteDriver } from '../db/pglite-driver.js';
 import { Migrator } from '../migrations/migrator.js';
 import type { WorkerSettingsInput } from '../settings/load-worker-settings.js';
 import type { Worker } from '../worker/worker.js';
 import { MissingDependencyError } from '../errors/missing-dependency-error.js';
-import { checkCliDsn } from './connection-options.js';
+import { checkCliDsn, cliCredentialProvider } from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
 import {
   loadActorModule,
@@ -93,7 +94,9 @@ function devOverrides(actors: readonly AnyActor[], io: CliIo): WorkerSettingsInp
  */
 async function seed(
   hook: SeedJobs,
-  target: { driver: Driver; schema: string } | { dsn: string; schema: string },
+  target:
+    | { driver: Driver; schema: string }
+    | { dsn: string; schema: string; pgCredentialProvider: PgCredentialProvider | null },
   worker: Worker,
   io: CliIo,
 ): Promise<void> {
@@ -102,7 +105,13 @@ async function seed(
   try {
     tq = shared
       ? new TaskQ(worker.jobsBackend)
-      : await TaskQ.open({ dsn: target.dsn, schema: target.schema, maxPoolSize: 2 });
+      : await TaskQ.open({
+          dsn: target.dsn,
+          schema: target.schema,
+          maxPoolSize: 2,
+          // The worker authenticates through TASKQ_PG_CREDENTIAL_PROVIDER; the seeding client too.
+          ...(target.pgCredentialProvider ? { pgCredentialProvider: target.pgCredentialProvider } : {}),
+        });
     await hook(tq);
   } catch (err) {
     io.err(`taskq dev: seedJobs failed: ${(err as Error).stack ?? String(err)}`);
@@ -149,6 +158,7 @@ export function devCommand(io: CliIo): Command {
       let seeding: Promise<void> = Promise.resolve();
 
       if (dsn !== null) {
+        const pgCredentialProvider = hook ? await cliCredentialProvider({}, io, 'pg') : null;
         io.out(`taskq dev: ${running}; Postgres from TASKQ_PG_DSN, schema ${schema}${stopHint}`);
         await runWorkerCommand(
           {
@@ -158,7 +168,7 @@ export function devCommand(io: CliIo): Command {
             settings: overrides,
             untilIdle,
             onStarted: (worker) => {
-              if (hook) seeding = seed(hook, { dsn, schema }, worker, io);
+              if (hook) seeding = seed(hook, { dsn, schema, pgCredentialProvider }, worker, io);
             },
           },
           () =>
