@@ -6,12 +6,12 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { serveAdmin, type AdminServer } from '../../src/admin/index.js';
-import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
-import { TaskQ } from '../../src/client/taskq.js';
+import type { AdminServer } from '../../src/admin/index.js';
+import type { TaskQ } from '../../src/client/taskq.js';
 import { actor } from '../../src/core/actor.js';
-import { browserTestsUnavailable, launchBrowser, openPage, signInWithToken } from '../helpers/browser.js';
-import { migratedSchema, type TestSchema } from '../helpers/db.js';
+import { browserTestsUnavailable, openPage, signInWithToken } from '../helpers/browser.js';
+import type { TestSchema } from '../helpers/db.js';
+import { startAdminBrowserRig, type AdminBrowserRig } from '../helpers/admin-browser-rig.js';
 
 const TOKEN = 'browser-cancel-token-91c2';
 const work = actor({ name: 'bc_work', queue: 'bc_q' }, async () => undefined);
@@ -21,27 +21,16 @@ let db: TestSchema;
 let tq: TaskQ;
 let server: AdminServer;
 let browser: Browser;
+let rig: AdminBrowserRig | undefined;
 
 beforeAll(async () => {
   if (unavailable !== null) return;
-  db = await migratedSchema('admin_browser_cancel');
-  tq = new TaskQ(new PostgresBackend(db.driver, { schema: db.schema }));
-  server = await serveAdmin({
-    tq,
-    token: TOKEN,
-    host: '127.0.0.1',
-    port: 0,
-    secureCookies: false,
-    actionsEnabled: true,
-  });
-  browser = await launchBrowser();
+  rig = await startAdminBrowserRig('admin_browser_cancel', { token: TOKEN, actionsEnabled: true });
+  ({ db, tq, server, browser } = rig);
 });
 
 afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-  await tq?.close();
-  await db?.drop();
+  await rig?.close();
 });
 
 const signIn = (page: Page): Promise<void> => signInWithToken(page, TOKEN);

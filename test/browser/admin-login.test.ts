@@ -5,33 +5,25 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { serveAdmin, type AdminServer } from '../../src/admin/index.js';
-import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
-import { TaskQ } from '../../src/client/taskq.js';
-import { browserTestsUnavailable, launchBrowser, openPage } from '../helpers/browser.js';
-import { migratedSchema, type TestSchema } from '../helpers/db.js';
+import type { AdminServer } from '../../src/admin/index.js';
+import { browserTestsUnavailable, openPage } from '../helpers/browser.js';
+import { startAdminBrowserRig, type AdminBrowserRig } from '../helpers/admin-browser-rig.js';
 
 const TOKEN = 'browser-test-token-7f3a';
 const unavailable = browserTestsUnavailable();
 
-let db: TestSchema;
-let tq: TaskQ;
 let server: AdminServer;
 let browser: Browser;
+let rig: AdminBrowserRig | undefined;
 
 beforeAll(async () => {
   if (unavailable !== null) return;
-  db = await migratedSchema('admin_browser_login');
-  tq = new TaskQ(new PostgresBackend(db.driver, { schema: db.schema }));
-  server = await serveAdmin({ tq, token: TOKEN, host: '127.0.0.1', port: 0, secureCookies: false });
-  browser = await launchBrowser();
+  rig = await startAdminBrowserRig('admin_browser_login', { token: TOKEN });
+  ({ server, browser } = rig);
 });
 
 afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-  await tq?.close();
-  await db?.drop();
+  await rig?.close();
 });
 
 describe.skipIf(unavailable !== null)('admin UI in chromium: token sign-in', () => {

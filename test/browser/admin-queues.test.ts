@@ -6,12 +6,11 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { serveAdmin, type AdminServer } from '../../src/admin/index.js';
-import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
-import { TaskQ } from '../../src/client/taskq.js';
+import type { AdminServer } from '../../src/admin/index.js';
 import { actor } from '../../src/core/actor.js';
-import { browserTestsUnavailable, launchBrowser, openPage, signInWithToken } from '../helpers/browser.js';
-import { migratedSchema, type TestSchema } from '../helpers/db.js';
+import { browserTestsUnavailable, openPage, signInWithToken } from '../helpers/browser.js';
+import type { TestSchema } from '../helpers/db.js';
+import { startAdminBrowserRig, type AdminBrowserRig } from '../helpers/admin-browser-rig.js';
 
 const TOKEN = 'browser-queues-token-41c9';
 const unavailable = browserTestsUnavailable();
@@ -19,31 +18,24 @@ const unavailable = browserTestsUnavailable();
 const mail = actor({ name: 'bq_send', queue: 'bq_mail' }, async () => undefined);
 
 let db: TestSchema;
-let tq: TaskQ;
 let server: AdminServer;
 let browser: Browser;
+let rig: AdminBrowserRig | undefined;
 
 beforeAll(async () => {
   if (unavailable !== null) return;
-  db = await migratedSchema('admin_browser_queues');
-  tq = new TaskQ(new PostgresBackend(db.driver, { schema: db.schema }));
-  await tq.enqueue(mail, {});
-  server = await serveAdmin({
-    tq,
-    token: TOKEN,
-    actionsEnabled: true,
-    host: '127.0.0.1',
-    port: 0,
-    secureCookies: false,
-  });
-  browser = await launchBrowser();
+  rig = await startAdminBrowserRig(
+    'admin_browser_queues',
+    { token: TOKEN, actionsEnabled: true },
+    async (t) => {
+      await t.enqueue(mail, {});
+    },
+  );
+  ({ db, server, browser } = rig);
 });
 
 afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-  await tq?.close();
-  await db?.drop();
+  await rig?.close();
 });
 
 describe.skipIf(unavailable !== null)('admin UI in chromium: queues page', () => {
