@@ -74,16 +74,17 @@ describe('job history cascade (triggers, no foreign key)', () => {
   });
 
   it('history tables carry no foreign key (no per-row check) and are keyed by (job_id, id)', async () => {
+    // The tables behind the job_attempts and job_events views (migration 0007).
     const { rows } = await driver.query<{ table: string; type: string; def: string }>(
       `SELECT conrelid::regclass::text AS table, contype::text AS type, pg_get_constraintdef(oid) AS def
        FROM pg_constraint
-       WHERE conrelid IN ('${schema}.job_attempts'::regclass, '${schema}.job_events'::regclass)
+       WHERE conrelid IN ('${schema}.job_attempt_log'::regclass, '${schema}.job_event_log'::regclass)
          AND contype IN ('f', 'p')
        ORDER BY 1, 2`,
     );
     expect(rows.map((r) => [r.table.replace(`${schema}.`, ''), r.type, r.def])).toEqual([
-      ['job_attempts', 'p', 'PRIMARY KEY (job_id, id)'],
-      ['job_events', 'p', 'PRIMARY KEY (job_id, id)'],
+      ['job_attempt_log', 'p', 'PRIMARY KEY (job_id, id)'],
+      ['job_event_log', 'p', 'PRIMARY KEY (job_id, id)'],
     ]);
   });
 });

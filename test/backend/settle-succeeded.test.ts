@@ -221,4 +221,98 @@ describe('settleSucceeded', () => {
     expect(res).toEqual({ jobId, status: 'succeeded', errorClass: null });
     expect((await written(jobId)).job.ttl_s).toBe('90');
   });
+
+  // Migration 0007: settleSucceeded stores no history rows; the job row implies them.
+  it('keeps the history in the job row: the read APIs return what settle stores, with ids in order', async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) ids.push((await client.enqueue(job, { i })).jobId);
+    expect(await claim(2, W1)).toEqual(ids);
+    const { rows: before } = await db.pool.query<{ a: string; e: string }>(
+      `SELECT (SELECT count(*) FROM "${db.schema}".job_attempt_log)::text AS a,
+              (SELECT count(*) FROM "${db.schema}".job_event_log)::text AS e`,
+    );
+    await db.driver.query(
+      backend.statement('settleSucceeded'),
+      settleSucceededParams([success(ids[0]!, W1, null, null)]),
+    );
+    await db.driver.query(backend.statement('settle'), settleParams([success(ids[1]!, W1, null, null)]));
+    const { rows: after } = await db.pool.query<{ a: string; e: string }>(
+      `SELECT (SELECT count(*) FROM "${db.schema}".job_attempt_log)::text AS a,
+              (SELECT count(*) FROM "${db.schema}".job_event_log)::text AS e`,
+    );
+    // settle stored one attempt and one event; settleSucceeded none.
+    expect([Number(after[0]!.a) - Number(before[0]!.a), Number(after[0]!.e) - Number(before[0]!.e)]).toEqual([
+      1, 1,
+    ]);
+
+    const strip = <T extends { jobId: string }>(r: T) => ({ ...r, jobId: 'x' });
+    const [implied, stored] = await Promise.all(ids.map((id) => backend.getAttempts(id)));
+    expect(implied!.map((a) => ({ ...strip(a), finishedAt: 't' }))).toEqual(
+      stored!.map((a) => ({ ...strip(a), finishedAt: 't' })),
+    );
+    expect(implied![0]).toMatchObject({ attempt: 1, workerId: W1, outcome: 'succeeded', durationMs: 2.5 });
+    expect(implied![0]!.startedAt!.toISOString()).toBe(started.toISOString());
+
+    const [impliedEvents, storedEvents] = await Promise.all(ids.map((id) => backend.getEvents(id)));
+    const shape = (e: { kind: string; detail: Record<string, unknown> }) => ({
+      kind: e.kind,
+      detail: e.detail,
+    });
+    expect(impliedEvents!.map(shape)).toEqual(storedEvents!.map(shape));
+    expect(impliedEvents!.map((e) => e.detail.to_state)).toEqual(['running', 'succeeded']);
+    // The implied event's id comes from the events' own sequence: unique, after the job's stored
+    // dispatch event, and before the event settle stored afterwards.
+    const n = (e: { eventId: string }) => BigInt(e.eventId);
+    expect(n(impliedEvents![1]!)).toBeGreaterThan(n(impliedEvents![0]!));
+    expect(n(storedEvents![1]!)).toBeGreaterThan(n(impliedEvents![1]!));
+    const { rows: dup } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM (SELECT id FROM "${db.schema}".job_events GROUP BY id HAVING count(*) > 1) d`,
+    );
+    expect(dup[0]!.n).toBe(0);
+    const { rows: ordered } = await db.pool.query<{ job_id: string }>(
+      `SELECT job_id FROM "${db.schema}".job_attempts ORDER BY id`,
+    );
+    expect(ordered.map((r) => r.job_id)).toEqual(ids);
+  });
+
+  it('archives an implied attempt like a stored one, with its id', async () => {
+    const { jobId } = await client.enqueue(job, {});
+    await claim(1, W1);
+    await backend.settle([success(jobId, W1, null, null)]);
+    const [attempt] = await backend.getAttempts(jobId);
+    const { rows } = await db.pool.query<{ id: string }>(
+      `SELECT success_attempt_id::text AS id FROM "${db.schema}".jobs WHERE id = $1`,
+      [jobId],
+    );
+    expect(rows[0]!.id).not.toBeNull();
+    const moved = await backend.pruneJobs(
+      { succeededMs: 0, failedMs: 0, cancelledMs: 0, abandonedMs: 0, archiveMs: 60_000 },
+      100,
+    );
+    expect(moved).toEqual({ archived: 1, attempts: 1 });
+    const archived = await backend.getArchivedJob(jobId);
+    expect(archived!.attempts).toEqual([attempt]);
+    const { rows: archivedIds } = await db.pool.query<{ id: string }>(
+      `SELECT id::text FROM "${db.schema}".job_attempts_archive WHERE job_id = $1`,
+      [jobId],
+    );
+    expect(archivedIds.map((r) => r.id)).toEqual([rows[0]!.id]);
+    expect(await backend.getAttempts(jobId)).toEqual([]);
+    expect(await backend.getEvents(jobId)).toEqual([]);
+  });
+
+  it('takes history written through the old table names (the views accept inserts)', async () => {
+    const { jobId } = await client.enqueue(job, {});
+    await db.pool.query(
+      `INSERT INTO "${db.schema}".job_attempts (job_id, attempt, outcome) VALUES ($1, 1, 'failed')`,
+      [jobId],
+    );
+    const { rows } = await db.pool.query<{ id: string }>(
+      `INSERT INTO "${db.schema}".job_events (job_id, kind) VALUES ($1, 'state_change') RETURNING id::text`,
+      [jobId],
+    );
+    expect(rows[0]!.id).toMatch(/^\d+$/);
+    expect((await backend.getAttempts(jobId)).map((a) => a.outcome)).toEqual(['failed']);
+    expect((await backend.getEvents(jobId)).map((e) => e.eventId)).toEqual([rows[0]!.id]);
+  });
 });

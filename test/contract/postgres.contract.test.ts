@@ -70,7 +70,7 @@ async function harness(): Promise<BatchContractHarness> {
         `UPDATE ${q}.jobs SET ${back(['created_at', 'scheduled_at', 'schedule_to_close', 'finished_at', 'started_at', 'lock_expires_at', 'cancel_requested_at', 'last_heartbeat_at', 'result_expires_at'])}`,
         [ms],
       );
-      await db.pool.query(`UPDATE ${q}.job_events SET ${back(['occurred_at'])}`, [ms]);
+      await db.pool.query(`UPDATE ${q}.job_event_log SET ${back(['occurred_at'])}`, [ms]);
       await db.pool.query(`UPDATE ${q}.workers SET ${back(['last_seen_at', 'started_at'])}`, [ms]);
       await db.pool.query(
         `UPDATE ${q}.jobs_archive SET ${back(['archived_at', 'expire_at', 'finished_at'])}`,

@@ -195,9 +195,15 @@ describe('the jobs table of a fresh install', () => {
       ...['locked_by_worker', 'finished_at', 'result_expires_at', 'schedule_to_close'],
       ...['identity_key', 'fairness_key', 'idempotency_key', 'result'],
     ]);
-    // Migration 0005 appends batch_id (ADD COLUMN can only append): payload is last of the rest.
-    expect(columns.slice(-2)).toEqual(['payload', 'batch_id']);
-    expect(columns).toHaveLength(40);
+    // Migrations append (ADD COLUMN can only append): 0005 batch_id, 0007 the columns of a plain
+    // success's history, which only its last version carries; payload is last of the rest.
+    expect(columns.slice(-7)).toEqual([
+      'payload',
+      'batch_id',
+      ...['success_attempt_id', 'success_event_id', 'success_worker_id', 'success_started_at'],
+      'success_duration_ms',
+    ]);
+    expect(columns).toHaveLength(45);
   });
 
   it('is left unanalyzed, so the workers analyze it once it grows', async () => {

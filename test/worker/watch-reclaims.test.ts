@@ -186,7 +186,7 @@ describe('TaskQ.watchReclaims', () => {
     let next: Promise<IteratorResult<EventRow>>;
     try {
       await blocker.query('BEGIN');
-      await blocker.query(`LOCK TABLE "${db.schema}".job_events IN ACCESS EXCLUSIVE MODE`);
+      await blocker.query(`LOCK TABLE "${db.schema}".job_event_log IN ACCESS EXCLUSIVE MODE`);
       const feed = tq.watchReclaims({
         afterId: after,
         visibilityDelay: 0,
@@ -200,7 +200,7 @@ describe('TaskQ.watchReclaims', () => {
             await db.pool.query<{ n: number }>(
               `SELECT count(*)::int AS n FROM pg_stat_activity
                   WHERE wait_event_type = 'Lock' AND query LIKE '%lock_expired%' AND query LIKE $1`,
-              [`%"${db.schema}".job_events%`],
+              [`%"${db.schema}".job_event_log%`],
             )
           ).rows[0]!.n === 1,
         3000,

@@ -738,7 +738,7 @@ export class PostgresBackend implements Backend {
    * situation in which the reclaim feed's visibility delay could be too short. A proxy signal.
    */
   async checkReclaimVisibilityDelayRisk(marginMs: number): Promise<LongRunningJobEventsWriter[]> {
-    return sweeps.reclaimVisibilityRisk(this.ops, `${this.quoted}.job_events`, marginMs);
+    return sweeps.reclaimVisibilityRisk(this.ops, `${this.quoted}.job_event_log`, marginMs);
   }
 
   async warmUp(req: DispatchRequest): Promise<void> {

@@ -22,7 +22,7 @@ flag AS (
   RETURNING j.id, j.locked_by_worker
 ),
 ev AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
   SELECT id, 'state_change',
     jsonb_build_object('from_state', from_status, 'to_state', 'cancelled', 'reason', 'cancel_requested', 'message', $2)
   FROM direct
@@ -55,7 +55,7 @@ upd AS (
   RETURNING j.id, t.status::text AS from_status
 ),
 ev AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
   SELECT id, 'state_change', jsonb_build_object('from_state', from_status, 'to_state', 'pending', 'reason', 'admin_retry')
   FROM upd
   RETURNING 1
@@ -105,7 +105,7 @@ flag AS (
   RETURNING j.id, j.locked_by_worker
 ),
 events AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
   SELECT id, 'state_change',
     jsonb_build_object('from_state', from_status, 'to_state', 'cancelled', 'reason', 'cancel_requested', 'message', $1::text)
   FROM direct

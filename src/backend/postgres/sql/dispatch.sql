@@ -215,7 +215,7 @@ claimed AS (
   RETURNING {claim_columns}, floor(extract(epoch FROM j.scheduled_at) * 1000000)::float8 AS _scheduled_us
 ),
 events AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
   SELECT c.id, 'state_change',
          -- A first attempt's detail is the same for every row: built once (jsonb_build_object is
          -- costly per row, its argument types looked up on every call).
@@ -323,7 +323,7 @@ claimed AS (
   RETURNING {claim_columns}, floor(extract(epoch FROM j.scheduled_at) * 1000000)::float8 AS _scheduled_us
 ),
 events AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
   SELECT c.id, 'state_change',
          -- A first attempt's detail is the same for every row: built once (jsonb_build_object is
          -- costly per row, its argument types looked up on every call).

@@ -44,7 +44,7 @@ SELECT id::text AS event_id, job_id, occurred_at, kind, detail
 FROM {schema}.job_events WHERE job_id = $1 ORDER BY id;
 
 -- name: writeAttempt
-INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, duration_ms, outcome,
+INSERT INTO {schema}.job_attempt_log (job_id, attempt, worker_id, started_at, finished_at, duration_ms, outcome,
   error_class, error_message, error_traceback)
 VALUES ($1, $2, $3, $4, coalesce($5, clock_timestamp()), $6, $7, $8, $9, $10);
 

@@ -58,7 +58,7 @@ upd AS (
   RETURNING j.id, d.to_state, d.locked_by_worker, d.attempt, d.started_at, d.started
 ),
 attempts AS (
-  INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error_message)
+  INSERT INTO {schema}.job_attempt_log (job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error_message)
   SELECT u.id, u.attempt, u.locked_by_worker, u.started_at, clock_timestamp(), 'crashed', 'WorkerCrashed',
          'the worker holding the job stopped renewing its lease'
   FROM upd u
@@ -66,7 +66,7 @@ attempts AS (
   RETURNING 1
 ),
 events AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
   SELECT u.id, 'state_change',
          jsonb_build_object('from_state', 'running', 'to_state', u.to_state, 'reason', 'lock_expired',
                             'worker_id', u.locked_by_worker, 'attempt', u.attempt)
@@ -106,7 +106,7 @@ upd AS (
   RETURNING j.id, d.from_state
 ),
 events AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
   SELECT id, 'state_change', jsonb_build_object('from_state', from_state, 'to_state', 'failed', 'reason', 'deadline_exceeded')
   FROM upd
   RETURNING 1
@@ -202,14 +202,14 @@ DELETE FROM {schema}.jobs_archive a USING doomed d WHERE a.id = d.id;
 -- The crash-reclaim feed: events after the cursor, older than the visibility delay (a trailing
 -- watermark: a transaction still holding a lower id has had that long to commit).
 SELECT e.id::text AS event_id, e.job_id, e.occurred_at, e.kind, e.detail
-FROM {schema}.job_events e
+FROM {schema}.job_event_log e
 WHERE e.id > $1::bigint AND e.kind = 'state_change' AND (e.detail ->> 'reason') = 'lock_expired'
   AND e.occurred_at < clock_timestamp() - $3::float8 * interval '1 millisecond'
 ORDER BY e.id
 LIMIT $2;
 
 -- name: reclaimVisibilityRisk
--- Transactions holding job_events open (write lock) for longer than the margin: a reclaim event
+-- Transactions holding job_event_log open (write lock) for longer than the margin: a reclaim event
 -- they insert could commit behind an advanced cursor. A proxy signal, not proof.
 SELECT a.pid, a.application_name, a.state, a.xact_start,
        (extract(epoch FROM (clock_timestamp() - a.xact_start)) * 1000)::float8 AS open_ms,

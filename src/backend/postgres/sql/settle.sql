@@ -146,7 +146,7 @@ upd AS (
             o.error_traceback AS item_error_traceback
 ),
 attempts AS (
-  INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, duration_ms, outcome,
+  INSERT INTO {schema}.job_attempt_log (job_id, attempt, worker_id, started_at, finished_at, duration_ms, outcome,
                                      error_class, error_message, error_traceback)
   SELECT u.id, u.ran_attempt, u.worker_id, u.handler_started_at, clock_timestamp(), u.duration_ms,
          CASE u.kind
@@ -162,7 +162,7 @@ attempts AS (
   FROM upd u
 ),
 events AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
   SELECT u.id, 'state_change',
          -- The usual detail (a first attempt succeeded, every item of the batch from one worker: $18)
          -- is built once per statement, not per row (jsonb_build_object is costly per row).
@@ -195,11 +195,13 @@ SELECT NULL, NULL, NULL, (SELECT n FROM written);
 
 -- name: settleSucceeded
 -- `settle` for a batch of successes only, none carrying a progress snapshot or heartbeat details:
--- a busy worker's usual batch. It writes what `settle` writes for such items (the job succeeded,
--- its result and result_expires_at, its job_attempts row, its job_events row) under the same
+-- a busy worker's usual batch. It records what `settle` records for such items (the job succeeded,
+-- its result and result_expires_at, its attempt, its running → succeeded event) under the same
 -- ownership guard, and returns the same rows, with a plan a fraction of the size: no outcome to
--- decide, and an UPDATE that sets ten columns to known values instead of computing twenty with
--- CASE, so it costs the server less per job than `settle` (bench/NOTES.md).
+-- decide, and an UPDATE that sets its columns to known values instead of computing twenty with
+-- CASE. The attempt and the event are not inserted: the job row carries them (`success_*`, with
+-- ids from the history tables' sequences) and the `job_attempts` and `job_events` views read them
+-- from there (migration 0007), so a success costs one row version instead of three rows.
 --
 -- $1 ids, $2 worker ids, $3 results (json text), $4 fallback result ttl ms, $5 result sizes,
 -- $6 handler start times (epoch ms), $7 durations ms; $8–$13 the same columns' values when every
@@ -226,6 +228,11 @@ upd AS (
       error_traceback = NULL,
       result = i.result::jsonb,
       result_size_bytes = i.result_size,
+      success_attempt_id = nextval('{schema}.job_attempt_log_id_seq'::regclass),
+      success_event_id = nextval('{schema}.job_event_log_id_seq'::regclass),
+      success_worker_id = i.worker_id,
+      success_started_at = i.handler_started_at,
+      success_duration_ms = i.duration_ms,
       -- As in `settle`: the stored actor_config.result_ttl, else the actor's literal, else the
       -- enqueue-time value.
       result_expires_at = coalesce(
@@ -238,24 +245,7 @@ upd AS (
   FROM items i
   -- `status::text`: see `settle` (keeps the generic plan on the primary key).
   WHERE j.id = i.id AND j.status::text = 'running' AND j.locked_by_worker = i.worker_id
-  RETURNING j.id, j.attempt, i.worker_id, i.handler_started_at, i.duration_ms
-),
-attempts AS (
-  INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, duration_ms, outcome)
-  SELECT u.id, u.attempt, u.worker_id, u.handler_started_at, clock_timestamp(), u.duration_ms, 'succeeded'
-  FROM upd u
-),
-events AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
-  SELECT u.id, 'state_change',
-         -- The same detail as `settle` writes; a first attempt's by the batch's one worker is built once.
-         CASE WHEN u.attempt = 1 AND u.worker_id = $8::uuid
-           THEN (SELECT jsonb_build_object('from_state', 'running', 'to_state', 'succeeded', 'reason', 'succeeded',
-                                           'worker_id', $8::uuid, 'attempt', 1))
-           ELSE jsonb_build_object('from_state', 'running', 'to_state', 'succeeded', 'reason', 'succeeded',
-                                   'worker_id', u.worker_id, 'attempt', u.attempt)
-         END
-  FROM upd u
+  RETURNING j.id
 ),
 written AS (
   SELECT count(*)::int AS n FROM upd

@@ -31,7 +31,7 @@ upd AS (
   RETURNING j.id, cur.from_phase
 ),
 events AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
   SELECT id, 'state_change',
          jsonb_build_object('from_state', 'running', 'to_state', 'running',
                             'reason', CASE WHEN $3::text = 'shutdown' THEN 'shutdown_escalated' ELSE 'cancel_escalated' END,
@@ -60,7 +60,7 @@ WITH upd AS (
   RETURNING j.id, j.attempt, j.started_at
 ),
 attempts AS (
-  INSERT INTO {schema}.job_attempts (job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error_message)
+  INSERT INTO {schema}.job_attempt_log (job_id, attempt, worker_id, started_at, finished_at, outcome, error_class, error_message)
   SELECT id, attempt, $2::uuid, started_at, clock_timestamp(), 'abandoned', 'Abandoned',
          CASE WHEN $5::text = 'shutdown' THEN 'the handler ignored the worker''s shutdown'
               ELSE 'the handler ignored the cancel request' END
@@ -68,7 +68,7 @@ attempts AS (
   RETURNING 1
 ),
 events AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
   SELECT id, 'state_change',
          jsonb_build_object('from_state', 'running', 'to_state', 'abandoned',
                             'reason', CASE WHEN $5::text = 'shutdown' THEN 'shutdown_abandoned' ELSE 'cancel_abandoned' END,
@@ -112,7 +112,7 @@ WITH upd AS (
   RETURNING j.id, j.status::text AS status
 ),
 events AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
   SELECT id, 'state_change', jsonb_build_object('from_state', 'running', 'to_state', status, 'reason', 'drained', 'worker_id', $1::uuid)
   FROM upd
   RETURNING 1
@@ -182,7 +182,7 @@ upd AS (
   RETURNING j.id
 ),
 events AS (
-  INSERT INTO {schema}.job_events (job_id, kind, detail)
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
   SELECT id, 'state_change', '{"from_state": "scheduled", "to_state": "pending", "reason": "due"}'::jsonb FROM upd
   RETURNING 1
 ),
