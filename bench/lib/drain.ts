@@ -45,6 +45,9 @@ export interface DrainResult {
   postgresCpuMicros?: number;
   /** CPU time (µs) of the worker processes from `go` to `stop` (their start-up excluded). */
   workerCpuMicros: number;
+  /** The first handler start and the end of the run, on the `nowMs` clock (to combine drains). */
+  firstStartMs: number;
+  endMs: number;
   /**
    * The machine's busy share (%, every core) from the moment the harness learnt of the first
    * handler start (its workers report every 25 ms) to the end of the run, when `/proc/stat` could
@@ -58,6 +61,37 @@ async function walLsn(client: pg.Client): Promise<bigint> {
     `SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint::text AS b`,
   );
   return BigInt(r.rows[0]!.b);
+}
+
+/**
+ * `BENCH_WAL_STATS=1`: prints (stderr) what the WAL of a drain was made of, per record type, from
+ * the server's pg_walinspect (PostgreSQL 15+, created on first use): which writes to cut.
+ */
+async function printWalStats(client: pg.Client, start: bigint, jobs: number): Promise<void> {
+  await client.query('CREATE EXTENSION IF NOT EXISTS pg_walinspect');
+  const r = await client.query<{ rec: string; n: string; rec_b: string; fpi_b: string }>(
+    `SELECT "resource_manager/record_type" AS rec, count::text AS n, record_size::text AS rec_b,
+            fpi_size::text AS fpi_b
+     FROM pg_get_wal_stats(('0/0'::pg_lsn + $1::numeric), pg_current_wal_flush_lsn(), true)
+     WHERE count > 0 ORDER BY combined_size DESC LIMIT 20`,
+    [start.toString()],
+  );
+  for (const row of r.rows)
+    process.stderr.write(
+      `    wal ${row.rec.padEnd(28)} ${(Number(row.n) / jobs).toFixed(2).padStart(6)}/job ` +
+        `${(Number(row.rec_b) / jobs).toFixed(0).padStart(5)} B/job + FPI ${(Number(row.fpi_b) / jobs).toFixed(0).padStart(5)} B/job\n`,
+    );
+}
+
+/** The database's activity counters (pg_stat_database), for the per-job figures of BENCH_WAL_STATS. */
+async function dbStats(client: pg.Client): Promise<Record<string, number>> {
+  const r = await client.query<Record<string, string>>(
+    `SELECT xact_commit::text AS commits, xact_rollback::text AS rollbacks, blks_hit::text AS buffer_hits,
+            tup_returned::text AS returned, tup_fetched::text AS fetched, tup_inserted::text AS inserted,
+            tup_updated::text AS updated
+     FROM pg_stat_database WHERE datname = current_database()`,
+  );
+  return Object.fromEntries(Object.entries(r.rows[0]!).map(([k, v]) => [k, Number(v)]));
 }
 
 export async function enqueueAll(sys: SystemAdapter, n: number, startIndex = 0): Promise<void> {
@@ -74,6 +108,7 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
     await wal.connect();
     walStart = await walLsn(wal);
   }
+  const dbStart = wal && process.env.BENCH_WAL_STATS ? await dbStats(wal) : null;
   const fleet = await Fleet.start(sys.workerSpec(o.concurrency, o.processes), o.fleet);
   const pgCpuStart = o.measureWal ? postgresCpuMicros() : null;
   let workers: WorkerResult[] = [];
@@ -106,6 +141,7 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
     }
     busyTo = machineCpu();
     if (wal) walBytes = Number((await walLsn(wal)) - walStart);
+    if (wal && process.env.BENCH_WAL_STATS) await printWalStats(wal, walStart, o.jobs).catch(() => undefined);
   } finally {
     try {
       workers = await fleet.stop().catch((err: unknown) => {
@@ -113,6 +149,19 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
         throw err;
       });
     } finally {
+      if (wal && dbStart) {
+        // Backends report their counters when they end: read them once the workers have gone.
+        await sleep(1200);
+        const end = await dbStats(wal).catch(() => null);
+        if (end)
+          process.stderr.write(
+            '    db ' +
+              Object.keys(end)
+                .map((k) => `${k} ${((end[k]! - dbStart[k]!) / o.jobs).toFixed(2)}`)
+                .join(' · ') +
+              ' per job\n',
+          );
+      }
       await wal?.end().catch(() => undefined);
     }
   }
@@ -137,5 +186,44 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
     postgresCpuMicros: pgCpuStart !== null && pgCpuEnd !== null ? pgCpuEnd - pgCpuStart : undefined,
     workerCpuMicros: workers.reduce((a, w) => a + w.cpuMicros, 0),
     machineBusyPct: busyShare(busyFrom, busyTo),
+    firstStartMs: first,
+    endMs: end,
+  };
+}
+
+/** What two deployments draining side by side did together. */
+export interface PairDrainResult {
+  /** Jobs of both per second, over the union of their windows (first start of either to the end of both). */
+  rate: number;
+  partial: boolean;
+  failed: number;
+  failures: string[];
+  workerCpuMicros: number;
+}
+
+/**
+ * Two deployments of one system (each its own schema, or key prefix) on the same server, each
+ * drained by its own worker processes at once: `o.jobs` in total, half each. Whether one fleet's
+ * work slows the other's down beyond sharing the machine (a shared notification channel, a lock,
+ * a catalog read) shows as a rate below the single deployment's with as many processes.
+ */
+export async function drainPair(
+  systems: [SystemAdapter, SystemAdapter],
+  o: DrainOptions,
+): Promise<PairDrainResult> {
+  const half = Math.floor(o.jobs / 2);
+  const both = await Promise.all(
+    systems.map((sys) => drain(sys, { ...o, jobs: half, measureWal: false, fleet: { ...o.fleet } })),
+  );
+  const first = Math.min(...both.map((r) => r.firstStartMs));
+  const end = Math.max(...both.map((r) => r.endMs));
+  const partial = both.some((r) => r.partial);
+  const counted = both.reduce((a, r) => a + (r.rate * r.elapsedMs) / 1000, 0);
+  return {
+    rate: counted / ((end - first) / 1000),
+    partial,
+    failed: both.reduce((a, r) => a + r.failed, 0),
+    failures: both.flatMap((r) => r.failures).slice(0, 3),
+    workerCpuMicros: both.reduce((a, r) => a + r.workerCpuMicros, 0),
   };
 }

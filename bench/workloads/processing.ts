@@ -1,14 +1,16 @@
 /**
- * Processing throughput of no-op jobs: N pre-enqueued, drained by worker processes
- * (1 process at concurrency 10 and 50; 2 and 4 processes at concurrency 10 each), with the WAL, the
- * server's and the workers' CPU per job, and the machine's busy share through the drain.
+ * Processing throughput of no-op jobs: N pre-enqueued, drained by worker processes (1, 2 and 4
+ * processes at concurrency 10 and 50 each), with the WAL, the server's and the workers' CPU per job,
+ * and the machine's busy share through the drain; and two deployments of a Postgres system (two
+ * schemas) on one server, 2 processes each, draining at once.
  */
 import { mkdirSync } from 'node:fs';
 
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
-import { drain } from '../lib/drain.js';
+import { drain, drainPair } from '../lib/drain.js';
 import { LOAD_CPU_METRICS } from '../lib/load-cpu.js';
 import type { MetricSpec } from '../lib/results.js';
+import { createSystem, type SystemId } from '../systems/index.js';
 
 export const THROUGHPUT: MetricSpec = { metric: 'jobs/s', unit: 'jobs/s', better: 'higher', ratio: true };
 /** WAL written per job while the workers ran (Postgres systems; complete runs only). */
@@ -22,6 +24,8 @@ export interface ProcessingCase {
   name: string;
   concurrency: number;
   processes: number;
+  /** Two deployments (schemas) of the system, each with `processes` worker processes and half the jobs. */
+  twoSchemas?: boolean;
 }
 
 export const PROCESSING_CASES: ProcessingCase[] = [
@@ -29,6 +33,10 @@ export const PROCESSING_CASES: ProcessingCase[] = [
   { name: '1 process, c=50', concurrency: 50, processes: 1 },
   { name: '2 processes, c=10 each', concurrency: 10, processes: 2 },
   { name: '4 processes, c=10 each', concurrency: 10, processes: 4 },
+  { name: '2 processes, c=50 each', concurrency: 50, processes: 2 },
+  { name: '4 processes, c=50 each', concurrency: 50, processes: 4 },
+  { name: '2 schemas × 2 processes, c=10 each', concurrency: 10, processes: 2, twoSchemas: true },
+  { name: '2 schemas × 2 processes, c=50 each', concurrency: 50, processes: 2, twoSchemas: true },
 ];
 
 /** How long one run may take before it is cut short and reported as partial. */
@@ -47,6 +55,10 @@ export async function runProcessing(ctx: BenchContext): Promise<void> {
   for (const pc of cases) {
     for (let round = 0; round < ctx.opts.rounds; round++) {
       for (const id of rotate(ctx.systems, round)) {
+        if (pc.twoSchemas) {
+          await runTwoSchemas(ctx, pc, id, jobs, round);
+          continue;
+        }
         const profile = ctx.opts.cpuProfDir && id.startsWith('taskq') && round === 0;
         const profDir = profile ? `${ctx.opts.cpuProfDir}/${id}-c${pc.concurrency}-p${pc.processes}` : null;
         if (profDir) mkdirSync(profDir, { recursive: true });
@@ -91,6 +103,52 @@ export async function runProcessing(ctx: BenchContext): Promise<void> {
       }
     }
   }
-  if (ctx.opts.quick)
-    ctx.results.placeholder('processing', '1 process c=50, 4 processes', 'skipped in --quick mode');
+  if (ctx.opts.quick) ctx.results.placeholder('processing', 'c=50, 4 processes', 'skipped in --quick mode');
+}
+
+/** One round of a two-deployment case: the system set up twice, both fleets draining at once. */
+async function runTwoSchemas(
+  ctx: BenchContext,
+  pc: ProcessingCase,
+  id: SystemId,
+  jobs: number,
+  round: number,
+): Promise<void> {
+  const probe = await createSystem(id);
+  // Redis systems flush their database on setup: two of them cannot share one.
+  if (probe.store !== 'postgres') {
+    if (round === 0) ctx.results.note('processing', pc.name, THROUGHPUT, id, 'Postgres systems only');
+    return;
+  }
+  try {
+    const r = await withFreshSystem(id, (a) =>
+      withFreshSystem(id, (b) =>
+        drainPair([a, b], {
+          jobs,
+          concurrency: pc.concurrency,
+          processes: pc.processes,
+          capMs: capMs(ctx.opts.quick, id),
+        }),
+      ),
+    );
+    if (!r.partial) ctx.results.record('processing', pc.name, WORKER_CPU, id, r.workerCpuMicros / jobs);
+    const note = r.partial
+      ? 'partial: a deployment did not finish within the time cap (rate over the window)'
+      : undefined;
+    ctx.results.record('processing', pc.name, THROUGHPUT, id, r.rate, note);
+    if (r.failed > 0)
+      ctx.results.note(
+        'processing',
+        pc.name,
+        THROUGHPUT,
+        id,
+        `${r.failed} failed attempts in round ${round + 1} (${r.failures[0] ?? ''})`,
+      );
+    ctx.log(
+      `  processing [${pc.name}] ${id} round ${round + 1}: ${r.rate.toFixed(0)} jobs/s${r.partial ? ' (partial)' : ''}`,
+    );
+  } catch (err) {
+    ctx.results.fail('processing', pc.name, THROUGHPUT, id, shortError(err));
+    ctx.log(`  processing [${pc.name}] ${id} round ${round + 1}: FAILED ${shortError(err)}`);
+  }
 }
