@@ -3,6 +3,10 @@
  * concurrent callers sharing one client (a web server's pattern), bulk calls of 1,000 jobs, and a
  * bulk import of 10,000 jobs per call: through the COPY fast path where a system has one (TaskQ's
  * `enqueueBatchFast`), else through its bulk call with all 10,000 jobs at once.
+ *
+ * A system whose client runs in another process (the Node 22 peers, systems/node22.ts) times its
+ * single cases there (`timedSingles`): timed from here, each job would carry an IPC round trip that
+ * the others do not.
  */
 import { nowMs, type BenchPayload } from '../lib/common.js';
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
@@ -37,21 +41,31 @@ export async function runEnqueue(ctx: BenchContext): Promise<void> {
     for (const id of rotate(ctx.systems, round)) {
       try {
         await withFreshSystem(id, async (sys) => {
-          for (let i = 0; i < warmup; i++) await sys.enqueueOne({ i });
-          let t = nowMs();
-          for (let i = 0; i < single; i++) await sys.enqueueOne({ i });
-          const singleRate = single / ((nowMs() - t) / 1000);
-          ctx.results.record('enqueue', ENQUEUE_CASES.single, RATE, id, singleRate);
+          let t: number;
+          let singleRate: number;
+          let concurrentRate: number;
+          if (sys.timedSingles) {
+            await sys.timedSingles(warmup, 1);
+            singleRate = single / ((await sys.timedSingles(single, 1)) / 1000);
+            ctx.results.record('enqueue', ENQUEUE_CASES.single, RATE, id, singleRate);
+            concurrentRate = single / ((await sys.timedSingles(single, CALLERS)) / 1000);
+          } else {
+            for (let i = 0; i < warmup; i++) await sys.enqueueOne({ i });
+            t = nowMs();
+            for (let i = 0; i < single; i++) await sys.enqueueOne({ i });
+            singleRate = single / ((nowMs() - t) / 1000);
+            ctx.results.record('enqueue', ENQUEUE_CASES.single, RATE, id, singleRate);
 
-          // The same number of single calls, CALLERS at a time on the one client.
-          let next = 0;
-          t = nowMs();
-          await Promise.all(
-            Array.from({ length: CALLERS }, async () => {
-              while (next < single) await sys.enqueueOne({ i: next++ });
-            }),
-          );
-          const concurrentRate = single / ((nowMs() - t) / 1000);
+            // The same number of single calls, CALLERS at a time on the one client.
+            let next = 0;
+            t = nowMs();
+            await Promise.all(
+              Array.from({ length: CALLERS }, async () => {
+                while (next < single) await sys.enqueueOne({ i: next++ });
+              }),
+            );
+            concurrentRate = single / ((nowMs() - t) / 1000);
+          }
           ctx.results.record('enqueue', ENQUEUE_CASES.concurrent, RATE, id, concurrentRate);
 
           const batches: BenchPayload[][] = [];
