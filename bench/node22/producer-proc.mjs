@@ -46,7 +46,9 @@ const ops = {
 
 process.on('message', (msg) => {
   const op = ops[msg.op];
-  const result = op ? Promise.resolve().then(() => op(...msg.args)) : Promise.reject(new Error(`unknown op ${msg.op}`));
+  const result = op
+    ? Promise.resolve().then(() => op(...msg.args))
+    : Promise.reject(new Error(`unknown op ${msg.op}`));
   result.then(
     (value) => process.send({ id: msg.id, value: value ?? null }),
     (err) => process.send({ id: msg.id, error: err instanceof Error ? err.message : String(err) }),

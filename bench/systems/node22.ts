@@ -65,7 +65,8 @@ export function createNode22System(id: Node22Id): SystemAdapter {
 
   const call = <T>(op: string, ...args: unknown[]): Promise<T> =>
     new Promise<T>((resolve, reject) => {
-      if (!child?.connected) return reject(new Error(`${id} producer process is not running: ${stderr.slice(-300)}`));
+      if (!child?.connected)
+        return reject(new Error(`${id} producer process is not running: ${stderr.slice(-300)}`));
       const msgId = nextId++;
       pending.set(msgId, { resolve: resolve as (v: unknown) => void, reject });
       child.send({ id: msgId, op, args });
@@ -102,7 +103,9 @@ export function createNode22System(id: Node22Id): SystemAdapter {
           else p.resolve(msg.value);
         });
         proc.on('exit', (code, signal) => {
-          const err = new Error(`${id} producer process exited (code ${code}, signal ${signal}): ${stderr.slice(-300)}`);
+          const err = new Error(
+            `${id} producer process exited (code ${code}, signal ${signal}): ${stderr.slice(-300)}`,
+          );
           reject(err);
           for (const p of pending.values()) p.reject(err);
           pending.clear();
@@ -149,7 +152,9 @@ interface Peers {
 export function node22WorkerStarter(id: Node22Id): WorkerStarter {
   return async (spec, hooks) => {
     if (!process.versions.node.startsWith('22.'))
-      throw new Error(`${id} workers need Node 22 (this is ${process.versions.node}): start them with its execPath`);
+      throw new Error(
+        `${id} workers need Node 22 (this is ${process.versions.node}): start them with its execPath`,
+      );
     const peers = (await import(PEERS_URL)) as Peers;
     return peers.startWorker({ ...spec, system: id }, hooks, PG_DSN);
   };
