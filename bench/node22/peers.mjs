@@ -169,9 +169,10 @@ async function startGraphile(spec, hooks, dsn) {
  * pg-boss 12 as its documentation describes for throughput: LISTEN/NOTIFY (`useListenNotify` here,
  * `notify` on the queue) and one work() loop fetching `batchSize` c jobs at a time with
  * `burstWhenBatchFull`, the burst trigger that needs no cached stats. Not `localConcurrency` c with
- * one job per fetch: a per-job loop never sees a full batch (the trigger is ignored at batchSize 1),
- * so once NOTIFY is on its next fetch after an empty one waits for the 30 s notify-mode poll, and a
- * backlog that was there before the worker started drains at that pace.
+ * one job per fetch: the trigger is ignored at batchSize 1, so with NOTIFY on each loop waits after
+ * every fetch for a NOTIFY or the 30 s notify-mode poll, and a backlog enqueued before the worker
+ * started (whose NOTIFYs it never heard) drains at that pace. A short batch ends a burst the same
+ * way: the loop then waits for the next NOTIFY.
  */
 async function startPgBoss(spec, hooks, dsn) {
   const boss = new PgBoss({
