@@ -11,6 +11,7 @@
 import { nowMs, type BenchPayload } from '../lib/common.js';
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
 import type { MetricSpec } from '../lib/results.js';
+import type { SystemAdapter } from '../systems/types.js';
 
 const RATE: MetricSpec = { metric: 'jobs/s', unit: 'jobs/s', better: 'higher', ratio: true };
 /** Callers enqueueing at once in the concurrent case. */
@@ -32,6 +33,22 @@ const IMPORT_SIZE = 10_000;
  */
 const BULK_WARMUP_CALLS = 5;
 
+/**
+ * Milliseconds for `count` single enqueues made by `callers` concurrent callers sharing the one
+ * client (1: one awaited call after another); inside the client's own process where it has one.
+ */
+async function timeSingles(sys: SystemAdapter, count: number, callers: number): Promise<number> {
+  if (sys.timedSingles) return sys.timedSingles(count, callers);
+  let next = 0;
+  const t = nowMs();
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      while (next < count) await sys.enqueueOne({ i: next++ });
+    }),
+  );
+  return nowMs() - t;
+}
+
 export async function runEnqueue(ctx: BenchContext): Promise<void> {
   const single = ctx.opts.quick ? 300 : 2000;
   const bulkCalls = ctx.opts.quick ? 5 : 20;
@@ -41,38 +58,19 @@ export async function runEnqueue(ctx: BenchContext): Promise<void> {
     for (const id of rotate(ctx.systems, round)) {
       try {
         await withFreshSystem(id, async (sys) => {
-          let t: number;
-          let singleRate: number;
-          let concurrentRate: number;
-          if (sys.timedSingles) {
-            await sys.timedSingles(warmup, 1);
-            singleRate = single / ((await sys.timedSingles(single, 1)) / 1000);
-            ctx.results.record('enqueue', ENQUEUE_CASES.single, RATE, id, singleRate);
-            concurrentRate = single / ((await sys.timedSingles(single, CALLERS)) / 1000);
-          } else {
-            for (let i = 0; i < warmup; i++) await sys.enqueueOne({ i });
-            t = nowMs();
-            for (let i = 0; i < single; i++) await sys.enqueueOne({ i });
-            singleRate = single / ((nowMs() - t) / 1000);
-            ctx.results.record('enqueue', ENQUEUE_CASES.single, RATE, id, singleRate);
+          await timeSingles(sys, warmup, 1);
+          const singleRate = single / ((await timeSingles(sys, single, 1)) / 1000);
+          ctx.results.record('enqueue', ENQUEUE_CASES.single, RATE, id, singleRate);
 
-            // The same number of single calls, CALLERS at a time on the one client.
-            let next = 0;
-            t = nowMs();
-            await Promise.all(
-              Array.from({ length: CALLERS }, async () => {
-                while (next < single) await sys.enqueueOne({ i: next++ });
-              }),
-            );
-            concurrentRate = single / ((nowMs() - t) / 1000);
-          }
+          // The same number of single calls, CALLERS at a time on the one client.
+          const concurrentRate = single / ((await timeSingles(sys, single, CALLERS)) / 1000);
           ctx.results.record('enqueue', ENQUEUE_CASES.concurrent, RATE, id, concurrentRate);
 
           const batches: BenchPayload[][] = [];
           for (let b = 0; b < bulkCalls; b++)
             batches.push(Array.from({ length: 1000 }, (_, i) => ({ i: b * 1000 + i })));
           for (let w = 0; w < BULK_WARMUP_CALLS; w++) await sys.enqueueBulk(batches[w % bulkCalls]!);
-          t = nowMs();
+          let t = nowMs();
           for (const batch of batches) await sys.enqueueBulk(batch);
           const bulkRate = (bulkCalls * 1000) / ((nowMs() - t) / 1000);
           ctx.results.record('enqueue', ENQUEUE_CASES.bulk, RATE, id, bulkRate);
