@@ -4,7 +4,10 @@
  * Options:
  *   --quick               small N, one round, no 1M-row scale and no 100k-job memory run
  *   --only <w[,w…]>       workloads: enqueue, processing, latency, scale, memory, taskq-features
- *   --systems <s[,s…]>    taskq, taskq-tuned, graphile, graphile-tuned, pgboss, bullmq-redis, bullmq-pg
+ *   --systems <s[,s…]>    taskq, taskq-tuned, graphile, graphile-tuned, pgboss, bullmq-redis, bullmq-pg,
+ *                         graphile-018-tuned, pgboss12 (the last two run under Node 22: named here,
+ *                         bench/node22/ is installed on demand; in the default list they run only
+ *                         when it is installed already, else they are listed as unavailable)
  *   --rounds <n>          rounds per measurement (default 3 full, 1 quick)
  *   --cpu-prof            write V8 CPU profiles of TaskQ worker processes (processing, round 1)
  *   --load-rate <n>       latency under load: offer every system n jobs/s (default: half of its own
@@ -30,11 +33,12 @@ import pg from 'pg';
 
 import { PG_DSN, REDIS_DB, REDIS_HOST, REDIS_PORT, errorMessage } from './lib/common.js';
 import { shortError, withTimeout, type BenchContext, type BenchOptions } from './lib/context.js';
+import { node22Installed } from './lib/node22.js';
 import { describeSystems, renderMarkdown, type Environment, type Report } from './lib/report.js';
 import { Results } from './lib/results.js';
 import { median } from './lib/stats.js';
 import { checkTargets } from './lib/targets.js';
-import { createSystem, isSystemId, SYSTEM_IDS, type SystemId } from './systems/index.js';
+import { createSystem, isSystemId, NODE22_SYSTEM_IDS, SYSTEM_IDS, type SystemId } from './systems/index.js';
 import { ensureTaskqBuild, taskqSource } from './systems/taskq-package.js';
 import type { SystemAdapter } from './systems/types.js';
 import { runEnqueue } from './workloads/enqueue.js';
@@ -60,11 +64,12 @@ function usage(msg: string): never {
   process.exit(2);
 }
 
-function parseArgs(argv: string[]): BenchOptions & { out: string } {
+function parseArgs(argv: string[]): BenchOptions & { out: string; systemsNamed: boolean } {
   let quick = false;
   let rounds: number | null = null;
   let only: string[] | null = null;
   let systems: SystemId[] = [...SYSTEM_IDS];
+  let systemsNamed = false;
   let cpuProf = false;
   let loadRate: number | null = null;
   let out = join(HERE, 'results');
@@ -87,6 +92,7 @@ function parseArgs(argv: string[]): BenchOptions & { out: string } {
       for (const s of list)
         if (!isSystemId(s)) usage(`unknown system ${s} (known: ${SYSTEM_IDS.join(', ')})`);
       systems = list as SystemId[];
+      systemsNamed = true;
     } else if (a === '--load-rate') {
       loadRate = Number(value());
       if (!Number.isFinite(loadRate) || loadRate <= 0)
@@ -103,6 +109,7 @@ function parseArgs(argv: string[]): BenchOptions & { out: string } {
     cpuProfDir: cpuProf ? join(out, 'profiles') : null,
     loadRate,
     out,
+    systemsNamed,
   };
 }
 
@@ -185,6 +192,12 @@ async function main(): Promise<void> {
   const available: SystemId[] = [];
   for (const id of opts.systems) {
     try {
+      // The default list takes the Node 22 systems only when bench/node22/ is installed: a full
+      // run or CI downloads nothing it was not asked for.
+      if (!opts.systemsNamed && NODE22_SYSTEM_IDS.includes(id) && !node22Installed())
+        throw new Error(
+          'bench/node22 is not installed (npm ci --prefix bench/node22, or name the system in --systems to install it on demand)',
+        );
       const a = await createSystem(id);
       if (a.store === 'postgres' && pgError) throw new Error(`PostgreSQL unreachable: ${pgError}`);
       if (a.store === 'redis' && redisError) throw new Error(`Redis unreachable: ${redisError}`);

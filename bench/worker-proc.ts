@@ -2,7 +2,8 @@
  * A benchmark worker process: starts one system's worker (spec in BENCH_WORKER_SPEC) when the
  * harness says `go`, counts handler starts, optionally records enqueue → start latencies and RSS
  * samples, and reports over the IPC channel. Started by `bench/lib/fleet.ts` as
- * `node --import tsx bench/worker-proc.ts`.
+ * `node --import tsx bench/worker-proc.ts`, under the Node 22 binary of bench/node22/ for the
+ * systems that need it (`WorkerSpec.execPath`; systems/node22.ts).
  */
 import { nowMs, errorMessage, type BenchPayload } from './lib/common.js';
 import type { ChildMessage, ParentMessage } from './lib/fleet.js';

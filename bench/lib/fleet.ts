@@ -66,10 +66,13 @@ export class Fleet {
     const waiters: { loaded: Promise<void>; started: Promise<void> }[] = [];
     for (let i = 0; i < spec.processes; i++) {
       const proc = fork(SCRIPT, [], {
+        // A system on another Node release (spec.execPath) runs the same script under that binary;
+        // the two V8 serialisers need not agree, so its messages go as JSON (plain data either way).
+        ...(spec.execPath ? { execPath: spec.execPath } : {}),
         execArgv,
         env: { ...process.env, BENCH_WORKER_SPEC: JSON.stringify(spec) },
         stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-        serialization: 'advanced',
+        serialization: spec.execPath ? 'json' : 'advanced',
       });
       const m: Member = { proc, count: 0, failed: 0, stderr: '', exited: false, result: null, error: null };
       proc.stderr?.on('data', (d: Buffer) => {

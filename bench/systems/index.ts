@@ -12,7 +12,12 @@ export const SYSTEM_IDS = [
   'pgboss',
   'bullmq-redis',
   'bullmq-pg',
+  // The peers' releases that need Node 22 (systems/node22.ts), after the Node 20 ones.
+  'graphile-018-tuned',
+  'pgboss12',
 ] as const;
+/** The systems that run under the Node 22 binary of bench/node22/ (installed on demand). */
+export const NODE22_SYSTEM_IDS: readonly SystemId[] = ['graphile-018-tuned', 'pgboss12'];
 /** TaskQ-only configurations of the taskq-features workload (not compared with the peers). */
 export const FEATURE_SYSTEM_IDS = [
   'taskq-rl-open',
@@ -65,6 +70,9 @@ export async function createSystem(id: SystemId): Promise<SystemAdapter> {
       return (await import('./bullmq.js')).createBullmq('redis');
     case 'bullmq-pg':
       return (await import('./bullmq.js')).createBullmq('postgres');
+    case 'graphile-018-tuned':
+    case 'pgboss12':
+      return (await import('./node22.js')).createNode22System(id);
   }
 }
 
@@ -98,5 +106,8 @@ export async function loadWorkerStarter(id: SystemId): Promise<WorkerStarter> {
       return (await import('./bullmq.js')).bullmqWorkerStarter('redis');
     case 'bullmq-pg':
       return (await import('./bullmq.js')).bullmqWorkerStarter('postgres');
+    case 'graphile-018-tuned':
+    case 'pgboss12':
+      return (await import('./node22.js')).node22WorkerStarter(id);
   }
 }

@@ -14,6 +14,11 @@ export interface WorkerSpec {
   concurrency: number;
   /** Worker processes in this run (pool sizes are capped so the fleet fits max_connections). */
   processes: number;
+  /**
+   * The Node binary the worker processes run under, when it is not the harness's own (the Node 22
+   * systems, systems/node22.ts); their IPC messages are then JSON-serialised.
+   */
+  execPath?: string;
 }
 
 /** A started worker. */
@@ -59,6 +64,14 @@ export interface SystemAdapter {
   enqueueOne(payload: BenchPayload): Promise<void>;
   /** One bulk call (at most 1,000 payloads). */
   enqueueBulk(payloads: BenchPayload[]): Promise<void>;
+  /**
+   * Times `count` single enqueues (payloads `{ i }` numbered from `first`) made by `callers`
+   * concurrent callers (1: one awaited call after another) where the system's client lives, and
+   * resolves to the elapsed milliseconds. Only systems whose client runs in another process
+   * (systems/node22.ts) have it: the enqueue workload's single cases then time no IPC round trip
+   * per job.
+   */
+  timedSingles?: (count: number, callers: number, first?: number) => Promise<number>;
   /** A COPY-based fast path, when the system has one. */
   enqueueCopy?: (payloads: BenchPayload[]) => Promise<void>;
   /** Jobs not yet finished (queued, locked or running). */

@@ -3,10 +3,15 @@
  * concurrent callers sharing one client (a web server's pattern), bulk calls of 1,000 jobs, and a
  * bulk import of 10,000 jobs per call: through the COPY fast path where a system has one (TaskQ's
  * `enqueueBatchFast`), else through its bulk call with all 10,000 jobs at once.
+ *
+ * A system whose client runs in another process (the Node 22 peers, systems/node22.ts) times its
+ * single cases there (`timedSingles`): timed from here, each job would carry an IPC round trip that
+ * the others do not.
  */
 import { nowMs, type BenchPayload } from '../lib/common.js';
 import { rotate, shortError, withFreshSystem, type BenchContext } from '../lib/context.js';
 import type { MetricSpec } from '../lib/results.js';
+import type { SystemAdapter } from '../systems/types.js';
 
 const RATE: MetricSpec = { metric: 'jobs/s', unit: 'jobs/s', better: 'higher', ratio: true };
 /** Callers enqueueing at once in the concurrent case. */
@@ -28,6 +33,22 @@ const IMPORT_SIZE = 10_000;
  */
 const BULK_WARMUP_CALLS = 5;
 
+/**
+ * Milliseconds for `count` single enqueues made by `callers` concurrent callers sharing the one
+ * client (1: one awaited call after another); inside the client's own process where it has one.
+ */
+async function timeSingles(sys: SystemAdapter, count: number, callers: number): Promise<number> {
+  if (sys.timedSingles) return sys.timedSingles(count, callers);
+  let next = 0;
+  const t = nowMs();
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      while (next < count) await sys.enqueueOne({ i: next++ });
+    }),
+  );
+  return nowMs() - t;
+}
+
 export async function runEnqueue(ctx: BenchContext): Promise<void> {
   const single = ctx.opts.quick ? 300 : 2000;
   const bulkCalls = ctx.opts.quick ? 5 : 20;
@@ -37,28 +58,19 @@ export async function runEnqueue(ctx: BenchContext): Promise<void> {
     for (const id of rotate(ctx.systems, round)) {
       try {
         await withFreshSystem(id, async (sys) => {
-          for (let i = 0; i < warmup; i++) await sys.enqueueOne({ i });
-          let t = nowMs();
-          for (let i = 0; i < single; i++) await sys.enqueueOne({ i });
-          const singleRate = single / ((nowMs() - t) / 1000);
+          await timeSingles(sys, warmup, 1);
+          const singleRate = single / ((await timeSingles(sys, single, 1)) / 1000);
           ctx.results.record('enqueue', ENQUEUE_CASES.single, RATE, id, singleRate);
 
           // The same number of single calls, CALLERS at a time on the one client.
-          let next = 0;
-          t = nowMs();
-          await Promise.all(
-            Array.from({ length: CALLERS }, async () => {
-              while (next < single) await sys.enqueueOne({ i: next++ });
-            }),
-          );
-          const concurrentRate = single / ((nowMs() - t) / 1000);
+          const concurrentRate = single / ((await timeSingles(sys, single, CALLERS)) / 1000);
           ctx.results.record('enqueue', ENQUEUE_CASES.concurrent, RATE, id, concurrentRate);
 
           const batches: BenchPayload[][] = [];
           for (let b = 0; b < bulkCalls; b++)
             batches.push(Array.from({ length: 1000 }, (_, i) => ({ i: b * 1000 + i })));
           for (let w = 0; w < BULK_WARMUP_CALLS; w++) await sys.enqueueBulk(batches[w % bulkCalls]!);
-          t = nowMs();
+          let t = nowMs();
           for (const batch of batches) await sys.enqueueBulk(batch);
           const bulkRate = (bulkCalls * 1000) / ((nowMs() - t) / 1000);
           ctx.results.record('enqueue', ENQUEUE_CASES.bulk, RATE, id, bulkRate);
