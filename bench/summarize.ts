@@ -35,7 +35,8 @@ function readRun(file: string): Report {
   } catch (err) {
     usage(`cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`);
   }
-  if (!Array.isArray(r.series) || !r.env || !r.options) usage(`${file} is not a bench run (no series, env or options)`);
+  if (!Array.isArray(r.series) || !r.env || !r.options)
+    usage(`${file} is not a bench run (no series, env or options)`);
   return r;
 }
 
@@ -93,7 +94,9 @@ function main(): void {
     mkdirSync(svgDir, { recursive: true });
     for (const s of specs) writeFileSync(join(svgDir, s.file), renderBarChart(s.chart));
     // Links relative to the markdown file (or to the working directory when printing).
-    const rel = relative(out ? dirname(out) : process.cwd(), svgDir).split('\\').join('/');
+    const rel = relative(out ? dirname(out) : process.cwd(), svgDir)
+      .split('\\')
+      .join('/');
     charts = { specs, relDir: rel };
     process.stderr.write(`summarize: wrote ${specs.length} chart(s) to ${svgDir}\n`);
   }

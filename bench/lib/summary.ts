@@ -83,7 +83,8 @@ export function summarizeCells(runs: readonly Pick<Report, 'series'>[]): CellSum
   for (const r of runs)
     for (const s of r.series) {
       const k = JSON.stringify([s.workload, s.case, s.metric, s.system]);
-      if (!keys.has(k)) keys.set(k, { workload: s.workload, case: s.case, metric: s.metric, system: s.system });
+      if (!keys.has(k))
+        keys.set(k, { workload: s.workload, case: s.case, metric: s.metric, system: s.system });
     }
   const lookups = runs.map(runLookup);
   return [...keys.values()].map((k) => {
@@ -104,8 +105,15 @@ export function summarizeCells(runs: readonly Pick<Report, 'series'>[]): CellSum
 }
 
 /** The median over runs of one figure (undefined when no run measured it). */
-function cell(cells: readonly CellSummary[], w: string, c: string, metric: string, system: string): number | undefined {
-  return cells.find((x) => x.workload === w && x.case === c && x.metric === metric && x.system === system)?.median;
+function cell(
+  cells: readonly CellSummary[],
+  w: string,
+  c: string,
+  metric: string,
+  system: string,
+): number | undefined {
+  return cells.find((x) => x.workload === w && x.case === c && x.metric === metric && x.system === system)
+    ?.median;
 }
 
 /** A chart to write: its file name (in the SVG directory) and its data. */
@@ -121,16 +129,35 @@ export interface ChartSpec {
  * differ by thirty times), and Postgres's CPU and WAL per job at 1 process, c=10, each per system.
  * A chart with nothing measured is left out.
  */
-export function chartSpecs(cells: readonly CellSummary[], systems: readonly string[], titles: ReadonlyMap<string, string>): ChartSpec[] {
+export function chartSpecs(
+  cells: readonly CellSummary[],
+  systems: readonly string[],
+  titles: ReadonlyMap<string, string>,
+): ChartSpec[] {
   const name = (s: string): string => titles.get(s) ?? s;
   const specs: ChartSpec[] = [];
-  const grouped = (file: string, title: string, unit: string, w: string, cases: readonly { case: string; label: string }[], metric: string): void => {
+  const grouped = (
+    file: string,
+    title: string,
+    unit: string,
+    w: string,
+    cases: readonly { case: string; label: string }[],
+    metric: string,
+  ): void => {
     const series = systems
       .map((s) => ({ name: name(s), values: cases.map((c) => cell(cells, w, c.case, metric, s)) }))
       .filter((s) => s.values.some((v) => v !== undefined));
-    if (series.length) specs.push({ file, alt: title, chart: { title, unit, groups: cases.map((c) => c.label), series } });
+    if (series.length)
+      specs.push({ file, alt: title, chart: { title, unit, groups: cases.map((c) => c.label), series } });
   };
-  grouped('processing-throughput.svg', 'Processing no-op jobs: throughput (median over runs)', 'jobs/s', 'processing', PROCESSING_ROWS, 'jobs/s');
+  grouped(
+    'processing-throughput.svg',
+    'Processing no-op jobs: throughput (median over runs)',
+    'jobs/s',
+    'processing',
+    PROCESSING_ROWS,
+    'jobs/s',
+  );
   grouped(
     'enqueue-single.svg',
     'Single enqueue: jobs/s (median over runs)',
@@ -155,7 +182,9 @@ export function chartSpecs(cells: readonly CellSummary[], systems: readonly stri
   );
   // One bar per system: the systems are the groups, a single series.
   const perSystem = (file: string, title: string, unit: string, metric: string): void => {
-    const measured = systems.filter((s) => cell(cells, 'processing', '1 process, c=10', metric, s) !== undefined);
+    const measured = systems.filter(
+      (s) => cell(cells, 'processing', '1 process, c=10', metric, s) !== undefined,
+    );
     if (measured.length === 0) return;
     specs.push({
       file,
@@ -164,11 +193,21 @@ export function chartSpecs(cells: readonly CellSummary[], systems: readonly stri
         title,
         unit,
         groups: measured.map(name),
-        series: [{ name: `${metric}, 1 process, c=10`, values: measured.map((s) => cell(cells, 'processing', '1 process, c=10', metric, s)) }],
+        series: [
+          {
+            name: `${metric}, 1 process, c=10`,
+            values: measured.map((s) => cell(cells, 'processing', '1 process, c=10', metric, s)),
+          },
+        ],
       },
     });
   };
-  perSystem('postgres-cpu.svg', 'Postgres CPU per job, 1 process, c=10 (median over runs)', 'µs/job', 'Postgres CPU (µs/job)');
+  perSystem(
+    'postgres-cpu.svg',
+    'Postgres CPU per job, 1 process, c=10 (median over runs)',
+    'µs/job',
+    'Postgres CPU (µs/job)',
+  );
   perSystem('wal.svg', 'WAL per job, 1 process, c=10 (median over runs)', 'kB/job', 'WAL (kB/job)');
   return specs;
 }
@@ -220,7 +259,9 @@ export function renderSummaryMarkdown(input: SummaryInput): string {
   out.push('');
   out.push('## Runs and hardware');
   out.push('');
-  out.push('| run | date (UTC) | commit | kind | CPU | cores, memory | Node | PostgreSQL | Redis | load average (median, max) |');
+  out.push(
+    '| run | date (UTC) | commit | kind | CPU | cores, memory | Node | PostgreSQL | Redis | load average (median, max) |',
+  );
   out.push('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   runs.forEach((r, i) => {
     const e = r.env;
@@ -240,7 +281,7 @@ export function renderSummaryMarkdown(input: SummaryInput): string {
   out.push('## Targets');
   out.push('');
   out.push(
-    'Ratio = TaskQ ÷ the reference (for scale: cost at 1M rows ÷ at 10k rows). Throughput rows need a ratio ≥ the line; latency and cost rows ≤ it. For throughput the better configuration of TaskQ and of graphile-worker counts; at a peer\'s load TaskQ (defaults) is offered the rate that peer was offered (half of its own drain rate).',
+    "Ratio = TaskQ ÷ the reference (for scale: cost at 1M rows ÷ at 10k rows). Throughput rows need a ratio ≥ the line; latency and cost rows ≤ it. For throughput the better configuration of TaskQ and of graphile-worker counts; at a peer's load TaskQ (defaults) is offered the rate that peer was offered (half of its own drain rate).",
   );
   out.push('');
   out.push(`| target | line | ${runs.map((r) => esc(runLabel(r))).join(' | ')} | median | verdict |`);
@@ -268,12 +309,15 @@ export function renderSummaryMarkdown(input: SummaryInput): string {
     out.push('## Charts');
     out.push('');
     for (const c of input.charts.specs)
-      out.push(`<img src="${input.charts.relDir ? `${input.charts.relDir}/` : ''}${c.file}" alt="${c.alt.replace(/"/g, '&quot;')}" width="760">`, '');
+      out.push(
+        `<img src="${input.charts.relDir ? `${input.charts.relDir}/` : ''}${c.file}" alt="${c.alt.replace(/"/g, '&quot;')}" width="760">`,
+        '',
+      );
   }
   out.push('');
   out.push('## Medians over the runs, every system and case');
   out.push('');
-  out.push('Median over the runs of each run\'s median; \\* a run cut the system short (partial).');
+  out.push("Median over the runs of each run's median; \\* a run cut the system short (partial).");
   // The CPU breakdown of the latency workload's loaded phases is diagnostic detail: left to the
   // runs' own reports.
   const workloads = [...new Set(cells.map((c) => c.workload))].filter((w) => w !== 'latency-cpu');
@@ -285,7 +329,9 @@ export function renderSummaryMarkdown(input: SummaryInput): string {
     out.push('');
     out.push(`| case | metric | ${cols.map((s) => esc(titles.get(s) ?? s)).join(' | ')} |`);
     out.push(`| --- | --- | ${cols.map(() => '---:').join(' | ')} |`);
-    const rows = [...new Set(own.map((c) => JSON.stringify([c.case, c.metric])))].map((k) => JSON.parse(k) as [string, string]);
+    const rows = [...new Set(own.map((c) => JSON.stringify([c.case, c.metric])))].map(
+      (k) => JSON.parse(k) as [string, string],
+    );
     for (const [c, metric] of rows) {
       const vals = cols.map((s) => {
         const x = own.find((y) => y.case === c && y.metric === metric && y.system === s);
@@ -297,7 +343,8 @@ export function renderSummaryMarkdown(input: SummaryInput): string {
   out.push('');
   out.push(`## Settings of each system (run ${esc(input.names[input.names.length - 1] ?? '')})`);
   out.push('');
-  for (const s of latest.systems) out.push(`- **${esc(s.title)}** (\`${s.id}\`, ${esc(s.pkg)}): ${esc(s.settings)}`);
+  for (const s of latest.systems)
+    out.push(`- **${esc(s.title)}** (\`${s.id}\`, ${esc(s.pkg)}): ${esc(s.settings)}`);
   const unavailable = latest.unavailable ?? [];
   if (unavailable.length) {
     out.push('');

@@ -75,7 +75,9 @@ export function renderBarChart(chart: BarChart): string {
   const legendRows = Math.ceil(chart.series.length / legendCols);
   const height = top + plotH + 30 + legendRows * 20 + 12;
   const plotW = width - left - right;
-  const finite = chart.series.flatMap((s) => s.values).filter((v): v is number => v !== undefined && Number.isFinite(v));
+  const finite = chart.series
+    .flatMap((s) => s.values)
+    .filter((v): v is number => v !== undefined && Number.isFinite(v));
   const { top: yMax, step } = niceScale(Math.max(0, ...finite));
   const y = (v: number): number => top + plotH - (Math.max(0, v) / yMax) * plotH;
 
@@ -91,7 +93,9 @@ export function renderBarChart(chart: BarChart): string {
   // Grid lines and y tick labels.
   for (let v = 0; v <= yMax + step / 2; v += step) {
     const yy = y(v).toFixed(1);
-    out.push(`<line x1="${left}" y1="${yy}" x2="${width - right}" y2="${yy}" stroke="#dddddd" stroke-width="1"/>`);
+    out.push(
+      `<line x1="${left}" y1="${yy}" x2="${width - right}" y2="${yy}" stroke="#dddddd" stroke-width="1"/>`,
+    );
     out.push(
       `<text x="${left - 6}" y="${yy}" dy="4" text-anchor="end" fill="#444444">${escapeXml(shortNumber(v))}</text>`,
     );
@@ -110,7 +114,9 @@ export function renderBarChart(chart: BarChart): string {
       const x = x0 + si * barW;
       const cx = (x + barW / 2).toFixed(1);
       if (v === undefined || !Number.isFinite(v)) {
-        out.push(`<text x="${cx}" y="${top + plotH - 4}" text-anchor="middle" font-size="10" fill="#888888">–</text>`);
+        out.push(
+          `<text x="${cx}" y="${top + plotH - 4}" text-anchor="middle" font-size="10" fill="#888888">–</text>`,
+        );
         return;
       }
       const yy = y(v);
@@ -136,7 +142,9 @@ export function renderBarChart(chart: BarChart): string {
   chart.series.forEach((s, si) => {
     const x = left + (si % legendCols) * colW;
     const yy = legendTop + Math.floor(si / legendCols) * 20;
-    out.push(`<rect x="${x.toFixed(1)}" y="${yy}" width="12" height="12" fill="${PALETTE[si % PALETTE.length]}"/>`);
+    out.push(
+      `<rect x="${x.toFixed(1)}" y="${yy}" width="12" height="12" fill="${PALETTE[si % PALETTE.length]}"/>`,
+    );
     out.push(`<text x="${(x + 18).toFixed(1)}" y="${yy + 10}" fill="#222222">${escapeXml(s.name)}</text>`);
   });
   out.push('</svg>');

@@ -10,7 +10,12 @@ import { LATENCY_CASES, PEER_LOAD_SYSTEM, isPeer, peerLoadCase } from '../worklo
 import { SCALE_METRICS, sizeLabel } from '../workloads/scale.js';
 
 /** One run's median over its rounds of a series, if it was measured. */
-export type MedianLookup = (workload: string, caseName: string, metric: string, system: string) => number | undefined;
+export type MedianLookup = (
+  workload: string,
+  caseName: string,
+  metric: string,
+  system: string,
+) => number | undefined;
 
 /** A row's two figures in one run and their ratio (`value ÷ reference`). */
 export interface RowMeasure {
@@ -167,7 +172,8 @@ export function targetRows(peers: readonly string[]): TargetRow[] {
   });
   for (const peer of peers.filter(isPeer)) {
     // Runs made before every peer's load was offered named graphile defaults' case differently.
-    const cases = peer === 'graphile' ? [peerLoadCase(peer), LATENCY_CASES.legacyPeerLoad] : [peerLoadCase(peer)];
+    const cases =
+      peer === 'graphile' ? [peerLoadCase(peer), LATENCY_CASES.legacyPeerLoad] : [peerLoadCase(peer)];
     for (const p of [50, 99]) {
       rows.push({
         id: `latency same load ${peer} p${p}`,

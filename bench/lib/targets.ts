@@ -13,6 +13,10 @@ export function checkTargets(results: Results): TargetCheck[] {
   return targetRows(systems).map((row) => {
     const m = row.measure((w, c, metric, s) => results.median(w, c, metric, s));
     if (!m) return { target: row.target, measured: 'not measured in this run', status: 'not measured' };
-    return { target: row.target, measured: describeMeasure(m), status: verdict(m.ratio, row.line, row.direction) };
+    return {
+      target: row.target,
+      measured: describeMeasure(m),
+      status: verdict(m.ratio, row.line, row.direction),
+    };
   });
 }
