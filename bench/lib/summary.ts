@@ -8,7 +8,8 @@
 import type { Report } from './report.js';
 import { median } from './stats.js';
 import { ENQUEUE_CASES } from '../workloads/enqueue.js';
-import type { BarChart } from './svg-bar-chart.js';
+import { LATENCY_CASES, PEER_LOAD_SYSTEM, isPeer, peerLoadCase } from '../workloads/latency.js';
+import { PALETTE, type BarChart } from './svg-bar-chart.js';
 import {
   PROCESSING_ROWS,
   describeMeasure,
@@ -135,6 +136,8 @@ export function chartSpecs(
   titles: ReadonlyMap<string, string>,
 ): ChartSpec[] {
   const name = (s: string): string => titles.get(s) ?? s;
+  // A system's colour is the same in every chart: by its place among all the runs' systems.
+  const colorOf = (s: string): string => PALETTE[Math.max(0, systems.indexOf(s)) % PALETTE.length]!;
   const specs: ChartSpec[] = [];
   const grouped = (
     file: string,
@@ -144,11 +147,20 @@ export function chartSpecs(
     cases: readonly { case: string; label: string }[],
     metric: string,
   ): void => {
+    // Cases no run measured (a quick run has no c=50 or 4 processes) and systems with no figure
+    // are left out.
+    const measured = cases.filter((c) =>
+      systems.some((s) => cell(cells, w, c.case, metric, s) !== undefined),
+    );
     const series = systems
-      .map((s) => ({ name: name(s), values: cases.map((c) => cell(cells, w, c.case, metric, s)) }))
+      .map((s) => ({
+        name: name(s),
+        values: measured.map((c) => cell(cells, w, c.case, metric, s)),
+        color: colorOf(s),
+      }))
       .filter((s) => s.values.some((v) => v !== undefined));
     if (series.length)
-      specs.push({ file, alt: title, chart: { title, unit, groups: cases.map((c) => c.label), series } });
+      specs.push({ file, alt: title, chart: { title, unit, groups: measured.map((c) => c.label), series } });
   };
   grouped(
     'processing-throughput.svg',
@@ -180,27 +192,13 @@ export function chartSpecs(
     ],
     'jobs/s',
   );
-  // One bar per system: the systems are the groups, a single series.
+  // One bar per system in a single group, so that each system keeps its colour and legend entry.
   const perSystem = (file: string, title: string, unit: string, metric: string): void => {
-    const measured = systems.filter(
-      (s) => cell(cells, 'processing', '1 process, c=10', metric, s) !== undefined,
-    );
-    if (measured.length === 0) return;
-    specs.push({
-      file,
-      alt: title,
-      chart: {
-        title,
-        unit,
-        groups: measured.map(name),
-        series: [
-          {
-            name: `${metric}, 1 process, c=10`,
-            values: measured.map((s) => cell(cells, 'processing', '1 process, c=10', metric, s)),
-          },
-        ],
-      },
-    });
+    const c10 = PROCESSING_ROWS[0].case;
+    const series = systems
+      .map((s) => ({ name: name(s), values: [cell(cells, 'processing', c10, metric, s)], color: colorOf(s) }))
+      .filter((s) => s.values[0] !== undefined);
+    if (series.length) specs.push({ file, alt: title, chart: { title, unit, groups: [c10], series } });
   };
   perSystem(
     'postgres-cpu.svg',
@@ -248,12 +246,12 @@ export function renderSummaryMarkdown(input: SummaryInput): string {
   const cells = summarizeCells(runs);
   const out: string[] = [];
   const full = runs.filter((r) => !r.options.quick).length;
-  out.push(`# TaskQ benchmark summary over ${runs.length} runs`);
+  out.push(`# TaskQ benchmark summary over ${runs.length} run${runs.length === 1 ? '' : 's'}`);
   out.push('');
   out.push(
     `Each run's figure is the median of its rounds (systems alternating in rotated order); a row's ratio is taken in each run, and the verdict is its median over the runs: **met** when it reaches the line, **level** within ±${3} % of it, else **missed**.` +
       (full < MIN_RUNS
-        ? ` Only ${full} of these runs ${full === 1 ? 'is a full run' : 'are full runs'}: a verdict stands on at least ${MIN_RUNS} full runs, so these are indicative only.`
+        ? ` ${full === 0 ? 'None' : `Only ${full}`} of these runs ${full === 1 ? 'is a full run' : 'are full runs'}: a verdict stands on at least ${MIN_RUNS} full runs, so these are indicative only.`
         : ''),
   );
   out.push('');
@@ -322,7 +320,8 @@ export function renderSummaryMarkdown(input: SummaryInput): string {
   // runs' own reports.
   const workloads = [...new Set(cells.map((c) => c.workload))].filter((w) => w !== 'latency-cpu');
   for (const w of workloads) {
-    const own = cells.filter((c) => c.workload === w);
+    // TaskQ's rounds at each peer's load have a table of their own, beside the peer's figures.
+    const own = cells.filter((c) => c.workload === w && !(w === 'latency' && isPeerLoadCase(c.case)));
     const cols = systems.filter((s) => own.some((c) => c.system === s));
     out.push('');
     out.push(`### ${w}`);
@@ -340,6 +339,8 @@ export function renderSummaryMarkdown(input: SummaryInput): string {
       out.push(`| ${esc(c)} | ${esc(metric)} | ${vals.join(' | ')} |`);
     }
   }
+  const same = sameLoadTable(cells, systems, titles);
+  if (same.length) out.push('', '### latency at the same offered load', '', ...same);
   out.push('');
   out.push(`## Settings of each system (run ${esc(input.names[input.names.length - 1] ?? '')})`);
   out.push('');
@@ -352,4 +353,51 @@ export function renderSummaryMarkdown(input: SummaryInput): string {
   }
   out.push('');
   return out.join('\n');
+}
+
+/** A latency case in which TaskQ was offered a peer's load (either naming). */
+function isPeerLoadCase(c: string): boolean {
+  return c === LATENCY_CASES.legacyPeerLoad || /^at .+'s 50 % load$/.test(c);
+}
+
+/**
+ * Each peer's p50 / p99 under its own 50 % load next to TaskQ's (defaults) offered the same rate:
+ * medians over runs.
+ */
+function sameLoadTable(
+  cells: readonly CellSummary[],
+  systems: readonly string[],
+  titles: ReadonlyMap<string, string>,
+): string[] {
+  const rows: string[] = [];
+  for (const peer of systems.filter(isPeer)) {
+    const cases =
+      peer === 'graphile' ? [peerLoadCase(peer), LATENCY_CASES.legacyPeerLoad] : [peerLoadCase(peer)];
+    const tq = (metric: string): number | undefined => {
+      for (const c of cases) {
+        const v = cell(cells, 'latency', c, metric, PEER_LOAD_SYSTEM);
+        if (v !== undefined) return v;
+      }
+      return undefined;
+    };
+    const own = (metric: string): number | undefined =>
+      cell(cells, 'latency', LATENCY_CASES.load, metric, peer);
+    const vals = [
+      own('offered load (jobs/s)'),
+      own('p50 (ms)'),
+      tq('p50 (ms)'),
+      own('p99 (ms)'),
+      tq('p99 (ms)'),
+    ];
+    if (vals[2] === undefined && vals[4] === undefined) continue;
+    rows.push(
+      `| ${esc(titles.get(peer) ?? peer)} | ${vals.map((v) => (v === undefined ? '–' : fig(v))).join(' | ')} |`,
+    );
+  }
+  if (rows.length === 0) return [];
+  return [
+    '| peer | offered (jobs/s) | peer p50 (ms) | TaskQ p50 (ms) | peer p99 (ms) | TaskQ p99 (ms) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
+    ...rows,
+  ];
 }

@@ -10,6 +10,8 @@ export interface BarSeries {
   name: string;
   /** One value per group; undefined (or not finite) leaves a gap labelled "–". */
   values: (number | undefined)[];
+  /** Fill colour (default: the palette's colour for the series' position). */
+  color?: string;
 }
 
 /** A grouped bar chart: one cluster per group, one bar per series in each cluster. */
@@ -26,7 +28,16 @@ export interface BarChart {
 }
 
 /** Colour-blind-safe palette (Okabe–Ito), one colour per series, repeating past eight. */
-const PALETTE = ['#0072B2', '#56B4E9', '#E69F00', '#F0E442', '#009E73', '#D55E00', '#CC79A7', '#000000'];
+export const PALETTE = [
+  '#0072B2',
+  '#56B4E9',
+  '#E69F00',
+  '#F0E442',
+  '#009E73',
+  '#D55E00',
+  '#CC79A7',
+  '#000000',
+];
 
 /** Escapes text for an SVG text node or attribute. */
 export function escapeXml(s: string): string {
@@ -59,6 +70,20 @@ export function shortNumber(v: number): string {
   return v.toPrecision(2);
 }
 
+/** Splits a label into lines of at most about `maxChars` characters, at spaces. */
+export function wrapLabel(label: string, maxChars: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of label.split(' ')) {
+    if (line && line.length + 1 + word.length > maxChars) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines;
+}
+
 function trim(v: number): string {
   return (Math.abs(v) >= 100 ? v.toFixed(0) : v.toFixed(1)).replace(/\.0$/, '');
 }
@@ -70,15 +95,24 @@ export function renderBarChart(chart: BarChart): string {
   const left = 64;
   const right = 16;
   const top = 40;
-  // The legend goes below the group labels, as many rows as it needs.
-  const legendCols = Math.max(1, Math.floor((width - left - right) / 180));
+  // The legend goes below the group labels, in columns as wide as the longest name needs (about
+  // 7 px per character at 12 px), as many rows as it takes.
+  const longest = Math.max(1, ...chart.series.map((s) => s.name.length));
+  const legendCols = Math.max(1, Math.floor((width - left - right) / (longest * 7 + 28)));
   const legendRows = Math.ceil(chart.series.length / legendCols);
-  const height = top + plotH + 30 + legendRows * 20 + 12;
   const plotW = width - left - right;
+  const groupW = plotW / Math.max(1, chart.groups.length);
+  // Group labels wrap to the group's width (about 6.5 px per character), adding rows below.
+  const groupLines = chart.groups.map((g) => wrapLabel(g, Math.max(8, Math.floor(groupW / 6.5))));
+  const labelRows = Math.max(1, ...groupLines.map((l) => l.length));
+  const legendTop = top + plotH + 20 + labelRows * 14;
+  const height = legendTop + legendRows * 20 + 8;
+  const color = (si: number): string => chart.series[si]?.color ?? PALETTE[si % PALETTE.length]!;
   const finite = chart.series
     .flatMap((s) => s.values)
     .filter((v): v is number => v !== undefined && Number.isFinite(v));
-  const { top: yMax, step } = niceScale(Math.max(0, ...finite));
+  // Headroom above the tallest bar for its value label (written upright over narrow bars).
+  const { top: yMax, step } = niceScale(Math.max(0, ...finite) * 1.15);
   const y = (v: number): number => top + plotH - (Math.max(0, v) / yMax) * plotH;
 
   const out: string[] = [];
@@ -96,19 +130,21 @@ export function renderBarChart(chart: BarChart): string {
     out.push(
       `<line x1="${left}" y1="${yy}" x2="${width - right}" y2="${yy}" stroke="#dddddd" stroke-width="1"/>`,
     );
+    // Thousands as "k" on the whole axis when its top needs them, never mixed with "8,000".
+    const tick = yMax >= 1e4 ? `${trim(v / 1000)}k` : shortNumber(v);
     out.push(
-      `<text x="${left - 6}" y="${yy}" dy="4" text-anchor="end" fill="#444444">${escapeXml(shortNumber(v))}</text>`,
+      `<text x="${left - 6}" y="${yy}" dy="4" text-anchor="end" fill="#444444">${escapeXml(v === 0 ? '0' : tick)}</text>`,
     );
   }
   out.push(
     `<text transform="translate(14 ${top + plotH / 2}) rotate(-90)" text-anchor="middle" fill="#444444">${escapeXml(chart.unit)}</text>`,
   );
   // Bars: each group gets an equal slot; bars fill 80 % of it.
-  const groupW = plotW / Math.max(1, chart.groups.length);
+  // Bars fill 80 % of a group's slot, at most 56 px each; the cluster is centred in its slot.
   const n = Math.max(1, chart.series.length);
-  const barW = (groupW * 0.8) / n;
+  const barW = Math.min(56, (groupW * 0.8) / n);
   chart.groups.forEach((g, gi) => {
-    const x0 = left + gi * groupW + groupW * 0.1;
+    const x0 = left + gi * groupW + (groupW - barW * n) / 2;
     chart.series.forEach((s, si) => {
       const v = s.values[gi];
       const x = x0 + si * barW;
@@ -121,30 +157,34 @@ export function renderBarChart(chart: BarChart): string {
       }
       const yy = y(v);
       out.push(
-        `<rect x="${x.toFixed(1)}" y="${yy.toFixed(1)}" width="${Math.max(1, barW - 2).toFixed(1)}" height="${(top + plotH - yy).toFixed(1)}" fill="${PALETTE[si % PALETTE.length]}"><title>${escapeXml(`${s.name}, ${g}: ${shortNumber(v)} ${chart.unit}`)}</title></rect>`,
+        `<rect x="${x.toFixed(1)}" y="${yy.toFixed(1)}" width="${Math.max(1, barW - 2).toFixed(1)}" height="${(top + plotH - yy).toFixed(1)}" fill="${color(si)}"><title>${escapeXml(`${s.name}, ${g}: ${shortNumber(v)} ${chart.unit}`)}</title></rect>`,
       );
-      // Value labels only where a bar is wide enough to carry one.
-      if (barW >= 22)
+      // The value over its bar: across a wide bar, upright over a narrow one.
+      const label = escapeXml(shortNumber(v));
+      if (barW >= 26)
         out.push(
-          `<text x="${cx}" y="${(yy - 3).toFixed(1)}" text-anchor="middle" font-size="9" fill="#333333">${escapeXml(shortNumber(v))}</text>`,
+          `<text x="${cx}" y="${(yy - 3).toFixed(1)}" text-anchor="middle" font-size="9" fill="#333333">${label}</text>`,
+        );
+      else
+        out.push(
+          `<text transform="translate(${(x + barW / 2 + 3).toFixed(1)} ${(yy - 3).toFixed(1)}) rotate(-90)" font-size="9" fill="#333333">${label}</text>`,
         );
     });
-    out.push(
-      `<text x="${(left + gi * groupW + groupW / 2).toFixed(1)}" y="${top + plotH + 18}" text-anchor="middle" fill="#222222">${escapeXml(g)}</text>`,
+    groupLines[gi]!.forEach((line, li) =>
+      out.push(
+        `<text x="${(left + gi * groupW + groupW / 2).toFixed(1)}" y="${top + plotH + 18 + li * 14}" text-anchor="middle" fill="#222222">${escapeXml(line)}</text>`,
+      ),
     );
   });
   out.push(
     `<line x1="${left}" y1="${top + plotH}" x2="${width - right}" y2="${top + plotH}" stroke="#888888" stroke-width="1"/>`,
   );
   // Legend.
-  const legendTop = top + plotH + 34;
   const colW = (width - left - right) / legendCols;
   chart.series.forEach((s, si) => {
     const x = left + (si % legendCols) * colW;
     const yy = legendTop + Math.floor(si / legendCols) * 20;
-    out.push(
-      `<rect x="${x.toFixed(1)}" y="${yy}" width="12" height="12" fill="${PALETTE[si % PALETTE.length]}"/>`,
-    );
+    out.push(`<rect x="${x.toFixed(1)}" y="${yy}" width="12" height="12" fill="${color(si)}"/>`);
     out.push(`<text x="${(x + 18).toFixed(1)}" y="${yy + 10}" fill="#222222">${escapeXml(s.name)}</text>`);
   });
   out.push('</svg>');
