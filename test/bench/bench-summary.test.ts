@@ -187,6 +187,23 @@ describe('renderSummaryMarkdown', () => {
     expect(md).not.toContain('indicative only');
   });
 
+  it('keeps one colour per system across charts and leaves out cases no run measured', () => {
+    const runs = [
+      run(1000, 100, [
+        series('processing', '1 process, c=10', 'WAL (kB/job)', 'graphile', [0.5]),
+        series('processing', '2 processes, c=10 each', 'jobs/s', 'graphile', [90]),
+      ]),
+    ];
+    const specs = chartSpecs(summarizeCells(runs), systemsOf(runs), new Map());
+    const throughput = specs.find((s) => s.file === 'processing-throughput.svg')!.chart;
+    expect(throughput.groups).toEqual(['1p c=10', '2p c=10']);
+    const wal = specs.find((s) => s.file === 'wal.svg')!.chart;
+    // Only graphile measured WAL: its bar keeps graphile's colour from the throughput chart.
+    expect(wal.series.map((s) => s.name)).toEqual(['graphile']);
+    expect(wal.series[0]!.color).toBe(throughput.series.find((s) => s.name === 'graphile')!.color);
+    expect(wal.series[0]!.color).not.toBe(throughput.series.find((s) => s.name === 'taskq')!.color);
+  });
+
   it('says when fewer than three of the runs are full runs', () => {
     const md = renderSummaryMarkdown({ runs: [run(1, 1, [], true)], names: ['q'], charts: null });
     expect(md).toContain('indicative only');

@@ -2,7 +2,13 @@
 // hold, every bar and label present, and the axis scale helpers.
 import { describe, expect, it } from 'vitest';
 
-import { escapeXml, niceScale, renderBarChart, shortNumber } from '../../bench/lib/svg-bar-chart.js';
+import {
+  escapeXml,
+  niceScale,
+  renderBarChart,
+  shortNumber,
+  wrapLabel,
+} from '../../bench/lib/svg-bar-chart.js';
 
 /**
  * A strict enough XML well-formedness check for this renderer's output: every tag closes in order,
@@ -94,5 +100,14 @@ describe('scale helpers', () => {
     expect(shortNumber(2613)).toBe('2,613');
     expect(shortNumber(0.035)).toBe('0.035');
     expect(escapeXml(`<a & 'b'>`)).toBe('&lt;a &amp; &apos;b&apos;&gt;');
+  });
+
+  it('wraps long group labels at spaces', () => {
+    expect(wrapLabel('10,000 per call (COPY where there is one)', 16)).toEqual([
+      '10,000 per call',
+      '(COPY where',
+      'there is one)',
+    ]);
+    expect(wrapLabel('short', 16)).toEqual(['short']);
   });
 });
