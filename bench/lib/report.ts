@@ -21,7 +21,8 @@ export interface Environment {
 export interface TargetCheck {
   target: string;
   measured: string;
-  status: 'met' | 'missed' | 'not measured';
+  /** Level: within ±3 % of the line (see target-rows.ts). */
+  status: 'met' | 'level' | 'missed' | 'not measured';
 }
 
 export interface Report {

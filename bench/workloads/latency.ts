@@ -6,10 +6,11 @@
  *   workload's median at c=10 in this run, else a short calibration), issued open-loop every 2 ms
  *   (the jobs due since the previous tick go in one call: single enqueue for one job, bulk for more),
  *   right after a server checkpoint (checkpoint.ts: no loaded phase waits for new WAL files).
- * - at graphile-worker's load (TaskQ with its defaults only): a round of its own on another fresh
- *   system, idle phase and all, offered half of graphile-worker's (defaults) measured throughput,
- *   the load that system's "under 50 % load" row was measured at — a latency compared at the same
- *   offered load, after the same history.
+ * - at each peer's load (TaskQ with its defaults only): right after every peer's round, a round of
+ *   TaskQ's own on another fresh system, idle phase and all, offered the rate that peer was just
+ *   offered (half of its own measured throughput), the load the peer's "under 50 % load" row was
+ *   measured at — latencies compared at the same offered load, after the same history (case
+ *   `peerLoadCase(peer)`, e.g. "at graphile's 50 % load").
  * The enqueue call's start time travels in the payload; the handler records its own start time.
  * Under load the enqueue calls' own durations are reported too (p50 / p99 of the calls made after
  * the warm-up): the latency includes them, and on a machine this size they are much of its tail.
@@ -46,10 +47,19 @@ const AFTER_CALL = (p: number): MetricSpec => ({
 export const LATENCY_CASES = {
   idle: 'idle worker',
   load: 'under 50 % load',
-  peerLoad: "at graphile-worker's 50 % load",
+  /** The one same-load case of runs made before every peer's load was offered (graphile defaults'). */
+  legacyPeerLoad: "at graphile-worker's 50 % load",
 };
-/** The system whose half-load TaskQ is also offered, and the TaskQ configuration offered it. */
-const PEER_LOAD = { peer: 'graphile', system: 'taskq' } as const;
+/** The TaskQ configuration offered each peer's load. */
+export const PEER_LOAD_SYSTEM = 'taskq';
+/** Systems whose load TaskQ is offered: every system that is not a TaskQ configuration. */
+export function isPeer(system: string): boolean {
+  return !system.startsWith('taskq');
+}
+/** The case of TaskQ's round offered `peer`'s half-drain rate. */
+export function peerLoadCase(peer: string): string {
+  return `at ${peer}'s 50 % load`;
+}
 /** The case name of a run with `--load-rate`: the same absolute load for every system. */
 const fixedLoadCase = (rate: number): string => `under a fixed ${rate} jobs/s`;
 
@@ -233,6 +243,8 @@ function recordLoad(
 export async function runLatency(ctx: BenchContext): Promise<void> {
   for (let round = 0; round < ctx.opts.rounds; round++) {
     for (const id of rotate(ctx.systems, round)) {
+      // The rate this system's loaded phase was offered, for TaskQ's round at the same load.
+      let offered: number | undefined;
       try {
         await withFreshSystem(id, async (sys) => {
           const r = await measureRound(ctx, sys, round, async (fleet) => {
@@ -249,6 +261,7 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
             await fleet.waitForCount(before + n, Date.now() + 60_000);
             return { rate, sent: n };
           });
+          offered = r.phase.rate;
           if (r.idle.length)
             for (const p of [50, 95, 99])
               ctx.results.record('latency', LATENCY_CASES.idle, P(p), id, percentile(r.idle, p));
@@ -270,32 +283,30 @@ export async function runLatency(ctx: BenchContext): Promise<void> {
         ctx.results.fail('latency', LATENCY_CASES.idle, P(50), id, shortError(err));
         ctx.log(`  latency ${id} round ${round + 1}: FAILED ${shortError(err)}`);
       }
-      await peerLoadRound(ctx, id, round);
+      if (offered !== undefined) await peerLoadRound(ctx, id, offered, round);
     }
   }
 }
 
 /**
- * TaskQ (defaults) offered graphile-worker's load: a round of its own on a fresh system, the same
- * procedure as graphile-worker's round (the idle phase, then the loaded phase) at half of
- * graphile-worker's measured throughput. Its own round is not reused: after its much larger load
- * the tables hold tens of thousands of dead row versions and autovacuum may be working on them.
+ * TaskQ (defaults) offered a peer's load: a round of its own on a fresh system, the same procedure
+ * as the peer's round (the idle phase, then the loaded phase) at the rate the peer was offered.
+ * TaskQ's own round is not reused: after its much larger load the tables hold tens of thousands of
+ * dead row versions and autovacuum may be working on them.
  */
-async function peerLoadRound(ctx: BenchContext, id: SystemAdapter['id'], round: number): Promise<void> {
-  const peerMeasured = ctx.results.median('processing', '1 process, c=10', 'jobs/s', PEER_LOAD.peer);
-  if (ctx.opts.loadRate !== null || id !== PEER_LOAD.system || peerMeasured === undefined) return;
+async function peerLoadRound(ctx: BenchContext, peer: string, rate: number, round: number): Promise<void> {
+  const id = PEER_LOAD_SYSTEM;
+  if (ctx.opts.loadRate !== null || !isPeer(peer) || !ctx.systems.includes(id) || rate <= 0) return;
+  const c = peerLoadCase(peer);
   try {
     await withFreshSystem(id, async (sys) => {
-      const r = await measureRound(ctx, sys, round, () =>
-        Promise.resolve({ rate: peerMeasured / 2, sent: 0 }),
-      );
-      if (r.load.length)
-        recordLoad(ctx, id, LATENCY_CASES.peerLoad, r.load, r.afterCall, r.phase, r.phase.behind);
+      const r = await measureRound(ctx, sys, round, () => Promise.resolve({ rate, sent: 0 }));
+      if (r.load.length) recordLoad(ctx, id, c, r.load, r.afterCall, r.phase, r.phase.behind);
       ctx.log(
-        `  latency ${id} round ${round + 1}: at graphile-worker's load (${r.phase.rate.toFixed(0)}/s) p50 ${percentile(r.load, 50).toFixed(1)} / p99 ${percentile(r.load, 99).toFixed(1)} ms (${r.load.length} samples)`,
+        `  latency ${id} round ${round + 1}: ${c} (${r.phase.rate.toFixed(0)}/s) p50 ${percentile(r.load, 50).toFixed(1)} / p99 ${percentile(r.load, 99).toFixed(1)} ms (${r.load.length} samples)`,
       );
     });
   } catch (err) {
-    ctx.log(`  latency ${id} round ${round + 1} at graphile-worker's load: FAILED ${shortError(err)}`);
+    ctx.log(`  latency ${id} round ${round + 1} ${c}: FAILED ${shortError(err)}`);
   }
 }
