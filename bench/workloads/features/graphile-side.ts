@@ -30,7 +30,9 @@ export const graphileSide: SideStarter = async (spec, hooks) => {
   const tasks: Record<string, Task> = {
     tick: async (payload) => {
       const due = Date.parse((payload as { _cron: { ts: string } })._cron.ts);
-      hooks.mark(minute !== undefined && due < minute ? 'backfill' : 'fire', Date.now() - due);
+      const kind = minute !== undefined && due < minute ? 'backfill' : 'fire';
+      hooks.mark(kind, Date.now() - due);
+      hooks.mark(`${kind} slot`, due);
     },
     child: async () => {
       hooks.mark('child');
@@ -102,12 +104,16 @@ export class GraphileProducer {
     }
   }
 
-  /** Marks `n` crontab identifiers known, last executed `MISSED_SLOTS` minutes before `minute`. */
+  /**
+   * Marks `n` crontab identifiers known, last executed `MISSED_SLOTS` + 1 minutes before `minute`: the
+   * `MISSED_SLOTS` minutes after that one are missed (graphile-worker's `last_execution` is the last
+   * slot that ran, TaskQ's `next_fire_at` the first that did not).
+   */
   async prepareCatchUp(n: number, minute: number): Promise<void> {
     await this.pool!.query(
       `INSERT INTO "${this.namespace}"._private_known_crontabs (identifier, known_since, last_execution)
        SELECT 's' || g, $1, $1 FROM generate_series(0, $2::int - 1) AS g`,
-      [new Date(minute - MISSED_SLOTS * 60_000), n],
+      [new Date(minute - (MISSED_SLOTS + 1) * 60_000), n],
     );
   }
 
