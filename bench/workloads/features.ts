@@ -88,7 +88,9 @@ function at(r: FeatureResult, kind: 'first' | 'last', event: string): number {
 /** Waits for `n` events of `kind`, failing the measurement at the cap. */
 async function expect(proc: FeatureProcess, kind: string, n: number, capMs: number): Promise<void> {
   if (!(await proc.waitFor(kind, n, Date.now() + capMs)))
-    throw new Error(`${proc.count(kind)} of ${n} '${kind}' events within ${capMs / 1000} s`);
+    throw new Error(
+      `${proc.count(kind)} of ${n} '${kind}' events within ${capMs / 1000} s${proc.stderrTail() ? `; worker stderr: ${proc.stderrTail()}` : ''}`,
+    );
 }
 
 function positive(ms: number, what: string): number {

@@ -19,7 +19,9 @@ import type { SideStarter } from './protocol.js';
 import { MISSED_SLOTS } from './taskq-side.js';
 
 /** Nothing: every first attempt of the retries case fails on purpose, and graphile logs each. */
-const silent = new Logger(() => () => undefined);
+const silent = process.env.BENCH_GRAPHILE_DEBUG
+  ? new Logger(() => (level, message) => process.stderr.write(`[graphile ${level}] ${message}\n`))
+  : new Logger(() => () => undefined);
 
 /** Backfill period of the crontab items (longer than the missed slots, so all of them are filled). */
 const FILL = '15m';

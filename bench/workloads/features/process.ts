@@ -94,6 +94,11 @@ export class FeatureProcess {
     return this.result;
   }
 
+  /** The last lines the worker process wrote to stderr (for the report of a failed measurement). */
+  stderrTail(chars = 300): string {
+    return this.stderr.slice(-chars).replace(/\s+/g, ' ').trim();
+  }
+
   /** Ends the process if it still runs (by its own pid). */
   kill(): void {
     if (!this.exited) this.proc.kill('SIGKILL');
