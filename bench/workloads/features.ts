@@ -190,7 +190,7 @@ const CASES: Case[] = [
       await proc.go();
       const t0 = nowMsHere();
       await p.enqueueParents(params.parents!, params.children!);
-      await expect(proc, 'child', total, 60_000);
+      await expect(proc, 'child', total, 90_000);
       const r = await proc.stop();
       const ms = positive(at(r, 'last', 'child') - t0, 'sub-jobs');
       record(CHILDREN_RATE, total / (ms / 1000), 'parents enqueue call → last child start');
@@ -208,7 +208,7 @@ const CASES: Case[] = [
       const n = params.jobs!;
       await p.enqueueFlaky(n);
       await proc.go();
-      await expect(proc, 'done', n, 90_000);
+      await expect(proc, 'done', n, 120_000);
       const r = await proc.stop();
       const ms = positive(at(r, 'last', 'done') - at(r, 'first', 'attempt'), 'retries');
       record(RETRY_DONE, ms);
