@@ -3,7 +3,8 @@
  *
  * Options:
  *   --quick               small N, one round, no 1M-row scale and no 100k-job memory run
- *   --only <w[,w…]>       workloads: enqueue, processing, latency, scale, memory, taskq-features
+ *   --only <w[,w…]>       workloads: enqueue, processing, latency, scale, memory, taskq-features,
+ *                         features (BENCH_FEATURES_CASES=cron,batch,… runs some of its cases)
  *   --systems <s[,s…]>    taskq, taskq-tuned, graphile, graphile-tuned, pgboss, bullmq-redis, bullmq-pg,
  *                         graphile-018-tuned, pgboss12 (the last two run under Node 22: named here,
  *                         bench/node22/ is installed on demand; in the default list they run only
@@ -42,6 +43,7 @@ import { createSystem, isSystemId, NODE22_SYSTEM_IDS, SYSTEM_IDS, type SystemId 
 import { ensureTaskqBuild, taskqSource } from './systems/taskq-package.js';
 import type { SystemAdapter } from './systems/types.js';
 import { runEnqueue } from './workloads/enqueue.js';
+import { runFeatures } from './workloads/features.js';
 import { runLatency } from './workloads/latency.js';
 import { runMemory } from './workloads/memory.js';
 import { runProcessing } from './workloads/processing.js';
@@ -55,6 +57,7 @@ const WORKLOADS: Record<string, (ctx: BenchContext) => Promise<void>> = {
   scale: runScale,
   memory: runMemory,
   'taskq-features': runTaskqFeatures,
+  features: runFeatures,
 };
 
 const HERE = dirname(fileURLToPath(import.meta.url));

@@ -45,6 +45,12 @@ const WORKLOAD_TITLES: Record<string, string> = {
   scale: 'Scale: cost per job with a large jobs table (half pending backlog, half terminal)',
   memory: 'Memory of a worker process',
   'taskq-features': 'TaskQ-only features (1 worker process, c=10)',
+  'features: cron': 'Features: cron, every second (1 worker process, c=10)',
+  'features: cron catch-up': 'Features: cron catch-up after missed slots (1 worker process, c=10)',
+  'features: batch fan-out and finalize': 'Features: batch fan-out and finalize (1 worker process, c=10)',
+  'features: sub-jobs': 'Features: sub-jobs enqueued from handlers (1 worker process, c=10)',
+  'features: retries with backoff': 'Features: retries with backoff (1 worker process, c=10)',
+  'features: rate-limited actor': 'Features: rate-limited actor (1 worker process, c=10)',
 };
 
 export function fmt(v: number | undefined): string {
