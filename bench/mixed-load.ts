@@ -37,7 +37,7 @@ import {
 } from './lib/mixed-mix.js';
 import { formatVerdict, mixedVerdict, type MixedSample } from './lib/mixed-verdict.js';
 import { postgresCpuMicros } from './lib/pg-cpu.js';
-import { busyShare, machineCpu, type MachineCpu } from './lib/proc-stat.js';
+import { busyShare, machineCpu, processCpuMicros, type MachineCpu } from './lib/proc-stat.js';
 import { percentile } from './lib/stats.js';
 import { renderLineChart } from './lib/svg-line-chart.js';
 import { ensureTaskqBuild, loadTaskq } from './systems/taskq-package.js';
@@ -77,13 +77,14 @@ const PRUNE_RETENTION_MS = args['no-prune']
 const SEED = positive('seed', args.seed, true);
 
 /** The producer wakes this often and offers what the rate says is due since its start. */
-const TICK_MS = 20;
+const TICK_MS = 10;
 /**
- * Single enqueue calls in flight at most: past it the producer waits for calls to return (and
- * records how far behind its schedule it is) rather than queueing promises without bound.
+ * Enqueue calls in flight at most, twice the client's pool: past it the producer waits for calls
+ * to return and records how far behind its schedule it is (`producerLag`), rather than queueing
+ * calls on the pool, where their wait would count as enqueue time without bound.
  */
-const MAX_IN_FLIGHT = 256;
-/** Client pool: single enqueues at ~1,000/s and one batch call per tick. */
+const MAX_IN_FLIGHT = 16;
+/** Client pool: single enqueues at ~500/s and one batch call per tick. */
 const CLIENT_POOL = 8;
 /** How long the workers get to finish the backlog after the load stops. */
 const DRAIN_TIMEOUT_MS = 60_000;
@@ -96,6 +97,8 @@ function log(line: string): void {
 interface Bucket {
   latencies: number[];
   high: number[];
+  /** Enqueue call durations (ms), by the call's start. */
+  calls: number[];
   done: number;
   thrown: number;
   offered: number;
@@ -125,7 +128,7 @@ async function main(): Promise<number> {
 
     const buckets: Bucket[] = [];
     const bucket = (i: number): Bucket =>
-      (buckets[i] ??= { latencies: [], high: [], done: 0, thrown: 0, offered: 0 });
+      (buckets[i] ??= { latencies: [], high: [], calls: [], done: 0, thrown: 0, offered: 0 });
     let t0 = 0;
     const indexOf = (t: number) => Math.max(0, Math.floor((t - t0) / INTERVAL_MS));
     let failedForGood = 0;
@@ -158,6 +161,8 @@ async function main(): Promise<number> {
     const samples: MixedSample[] = [];
     const ends: {
       pgCpu: number | null;
+      workerCpu: (number | null)[];
+      producerCpu: NodeJS.CpuUsage;
       machine: MachineCpu | null;
       memory: ReturnType<MixedFleet['memory']>;
       producerRss: number;
@@ -188,6 +193,8 @@ async function main(): Promise<number> {
     let offered = 0;
     const startPg = postgresCpuMicros();
     const startMachine = machineCpu();
+    const startWorkerCpu = workers.pids.map((pid) => processCpuMicros(pid));
+    const startProducerCpu = process.cpuUsage();
     const takeReading = async () => {
       const pgCpu = postgresCpuMicros();
       const machine = machineCpu();
@@ -195,6 +202,8 @@ async function main(): Promise<number> {
       ends.push({
         pgCpu,
         machine,
+        workerCpu: workers.pids.map((pid) => processCpuMicros(pid)),
+        producerCpu: process.cpuUsage(),
         memory: workers.memory(),
         producerRss: process.memoryUsage.rss(),
         ...store,
@@ -207,6 +216,10 @@ async function main(): Promise<number> {
       const end = ends[i]!;
       const prevPg = i === 0 ? startPg : ends[i - 1]!.pgCpu;
       const prevMachine = i === 0 ? startMachine : ends[i - 1]!.machine;
+      const prevWorkerCpu = i === 0 ? startWorkerCpu : ends[i - 1]!.workerCpu;
+      const prevProducer = i === 0 ? startProducerCpu : ends[i - 1]!.producerCpu;
+      const cpuPercent = (a: number | null | undefined, b: number | null | undefined) =>
+        a != null && b != null ? ((b - a) / 1000 / INTERVAL_MS) * 100 : null;
       const sec = INTERVAL_MS / 1000;
       const p = (v: number[], q: number) => (v.length ? percentile(v, q) : null);
       samples.push({
@@ -219,9 +232,17 @@ async function main(): Promise<number> {
         highP50Ms: p(b.high, 50),
         highP99Ms: p(b.high, 99),
         latencyN: b.latencies.length,
+        enqueueCallP50Ms: p(b.calls, 50),
+        enqueueCallP99Ms: p(b.calls, 99),
         rssBytes: end.memory.map((m) => m.rss),
         heapUsedBytes: end.memory.map((m) => m.heapUsed),
         producerRssBytes: end.producerRss,
+        workerCpuPercent: end.workerCpu.map((c, w) => cpuPercent(prevWorkerCpu[w], c)),
+        producerCpuPercent:
+          cpuPercent(
+            prevProducer.user + prevProducer.system,
+            end.producerCpu.user + end.producerCpu.system,
+          ) ?? 0,
         pgCpuPercent:
           end.pgCpu !== null && prevPg !== null ? ((end.pgCpu - prevPg) / 1000 / INTERVAL_MS) * 100 : null,
         machineBusyPercent: busyShare(prevMachine, end.machine) ?? null,
@@ -234,9 +255,10 @@ async function main(): Promise<number> {
       // The interval's latencies are summarised: free them (10 minutes at 2,000/s would be 1.2 M).
       b.latencies = [];
       b.high = [];
+      b.calls = [];
       const s = samples[samples.length - 1]!;
       log(
-        `t=${s.tSec}s offered ${s.offeredPerSec.toFixed(0)}/s done ${s.completedPerSec.toFixed(0)}/s p50/p99 ${fmt(s.latencyP50Ms)}/${fmt(s.latencyP99Ms)} ms (high ${fmt(s.highP99Ms)}) rss ${s.rssBytes.map((r) => (r / 2 ** 20).toFixed(0)).join('/')} MB pg ${fmt(s.pgCpuPercent, 0)} % backlog ${s.pending} jobs ${(s.jobsTableBytes / 2 ** 20).toFixed(1)} MB`,
+        `t=${s.tSec}s offered ${s.offeredPerSec.toFixed(0)}/s done ${s.completedPerSec.toFixed(0)}/s p50/p99 ${fmt(s.latencyP50Ms)}/${fmt(s.latencyP99Ms)} ms (high ${fmt(s.highP99Ms)}, call ${fmt(s.enqueueCallP99Ms)}) lag ${s.producerLag} cpu w ${s.workerCpuPercent.map((c) => fmt(c, 0)).join('/')} p ${s.producerCpuPercent.toFixed(0)} % rss ${s.rssBytes.map((r) => (r / 2 ** 20).toFixed(0)).join('/')} MB pg ${fmt(s.pgCpuPercent, 0)} % backlog ${s.pending} jobs ${(s.jobsTableBytes / 2 ** 20).toFixed(1)} MB`,
       );
     };
 
@@ -281,16 +303,17 @@ async function main(): Promise<number> {
           inFlight++;
           client
             .enqueue(ref as (typeof actors)[0], payload, options)
-            .catch(failEnqueue)
+            .then(() => void bucket(indexOf(payload.t)).calls.push(nowMs() - payload.t), failEnqueue)
             .finally(() => inFlight--);
         }
       }
       if (batch.length > 0) {
         // The batch's items were stamped as they were drawn, just before this call.
         inFlight++;
+        const called = nowMs();
         client
           .enqueueBatch(batch)
-          .catch(failEnqueue)
+          .then(() => void bucket(indexOf(called)).calls.push(nowMs() - called), failEnqueue)
           .finally(() => inFlight--);
       }
       await sleep(Math.max(1, t0 + Math.ceil((nowMs() - t0) / TICK_MS) * TICK_MS - nowMs()));
@@ -314,7 +337,7 @@ async function main(): Promise<number> {
     const final = await readStore();
 
     const totalSec = (intervals * INTERVAL_MS) / 1000;
-    const verdict = mixedVerdict(samples, totalSec);
+    const verdict = mixedVerdict(samples, totalSec, RATE);
     const verdictLines = formatVerdict(verdict);
     if (failedForGood > 0)
       errors.push(`${failedForGood} job(s) failed for good (the mix retries every failure once)`);
@@ -381,7 +404,7 @@ function fmt(v: number | null, digits = 1): string {
 function writeCharts(samples: readonly MixedSample[]): string[] {
   mkdirSync(SVG_DIR, { recursive: true });
   const x = (s: MixedSample) => s.tSec / 60;
-  const sub = `${RATE.toLocaleString('en-US')} jobs/s offered, ${PROCESSES} × c=${CONCURRENCY}`;
+  const sub = `${RATE.toLocaleString('en-US')} jobs/s offered, ${PROCESSES} × c=${CONCURRENCY}, ${MINUTES} min`;
   const charts: [string, string][] = [
     [
       'mixed-throughput.svg',
@@ -405,6 +428,7 @@ function writeCharts(samples: readonly MixedSample[]): string[] {
           { name: 'p50', points: samples.map((s) => [x(s), s.latencyP50Ms]) },
           { name: 'p99', points: samples.map((s) => [x(s), s.latencyP99Ms]) },
           { name: 'p99, high priority', points: samples.map((s) => [x(s), s.highP99Ms]), dashed: true },
+          { name: 'enqueue call p99', points: samples.map((s) => [x(s), s.enqueueCallP99Ms]), dashed: true },
         ],
       }),
     ],

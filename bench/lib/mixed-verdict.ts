@@ -24,11 +24,17 @@ export interface MixedSample {
   highP99Ms: number | null;
   /** First attempts that started in the interval. */
   latencyN: number;
+  /** Duration of the enqueue calls (single and batch) that started in the interval (ms). */
+  enqueueCallP50Ms: number | null;
+  enqueueCallP99Ms: number | null;
   /** Per worker process, at the interval's end (bytes). */
   rssBytes: number[];
   heapUsedBytes: number[];
   /** The producer's own RSS (bytes). */
   producerRssBytes: number;
+  /** CPU over the interval, in % of one core: each worker process, and the producer. */
+  workerCpuPercent: (number | null)[];
+  producerCpuPercent: number;
   /** CPU of the Postgres server's processes over the interval, in % of one core; null when unreadable. */
   pgCpuPercent: number | null;
   /** The machine's busy share over the interval (%), null when unreadable. */
@@ -93,6 +99,13 @@ export interface Verdict {
   growth: boolean;
   /** Why a verdict could not be reached, when it could not. */
   missing: string[];
+  /**
+   * The producer's largest lag behind its schedule in the late window (jobs), and whether that
+   * stayed within one second of the offered rate: past it the figures are of a lower load than
+   * the one offered, and the machine did not sustain the rate.
+   */
+  lateLag: number;
+  keptUp: boolean;
 }
 
 function windowMedian(
@@ -111,6 +124,7 @@ function windowMedian(
 export function mixedVerdict(
   samples: readonly MixedSample[],
   totalSec: number,
+  rate: number,
   tolerance: Tolerance = DEFAULT_TOLERANCE,
 ): Verdict {
   const { early, late } = verdictWindows(totalSec);
@@ -143,6 +157,10 @@ export function mixedVerdict(
     compare(`worker ${p + 1} RSS`, 'MB', (s) => (s.rssBytes[p] ?? 0) / 2 ** 20 || null, mem);
     compare(`worker ${p + 1} heap used`, 'MB', (s) => (s.heapUsedBytes[p] ?? 0) / 2 ** 20 || null, mem);
   }
+  const lateLag = Math.max(
+    0,
+    ...samples.filter((s) => s.tSec > late.fromSec && s.tSec <= late.toSec + 1e-9).map((s) => s.producerLag),
+  );
   return {
     early,
     late,
@@ -150,6 +168,8 @@ export function mixedVerdict(
     lines,
     growth: missing.length > 0 || lines.some((l) => l.growth),
     missing,
+    lateLag,
+    keptUp: lateLag <= rate,
   };
 }
 
@@ -166,6 +186,11 @@ export function formatVerdict(v: Verdict): string[] {
   const t = v.tolerance;
   const tol = `tolerance: latency p99 +${t.latencyPercent} % +${t.latencySlackMs} ms, memory +${t.memoryPercent} %; window medians of the interval readings`;
   if (v.missing.length) out.push(`verdict: no reading in a window for ${v.missing.join(', ')} (run longer)`);
+  out.push(
+    v.keptUp
+      ? `verdict load: the producer kept to its schedule (at most ${v.lateLag} jobs behind in ${span(v.late)})`
+      : `verdict load: fell behind, ${v.lateLag} jobs behind schedule in ${span(v.late)} (more than 1 s of the rate): the rate was not sustained`,
+  );
   out.push(`verdict: ${v.growth ? 'growth' : 'no growth'} (${tol})`);
   return out;
 }

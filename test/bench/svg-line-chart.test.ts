@@ -145,6 +145,10 @@ describe('mixedVerdict', () => {
     highP50Ms: null,
     highP99Ms: null,
     latencyN: 1000,
+    enqueueCallP50Ms: null,
+    enqueueCallP99Ms: null,
+    workerCpuPercent: [null],
+    producerCpuPercent: 0,
     rssBytes: [rss * 2 ** 20],
     heapUsedBytes: [20 * 2 ** 20],
     producerRssBytes: 0,
@@ -159,13 +163,14 @@ describe('mixedVerdict', () => {
 
   it('compares minutes 2–4 with the last 2 of 10 and says growth only past the tolerance', () => {
     const flat = Array.from({ length: 60 }, (_, i) => sample((i + 1) * 10, 5, 100));
-    const v = mixedVerdict(flat, 600);
+    const v = mixedVerdict(flat, 600, 100);
     expect(v.early).toEqual({ fromSec: 120, toSec: 240 });
     expect(v.late).toEqual({ fromSec: 480, toSec: 600 });
     expect(v.growth).toBe(false);
+    expect(v.keptUp).toBe(true);
 
     const growing = Array.from({ length: 60 }, (_, i) => sample((i + 1) * 10, 5, 100 + i));
-    const g = mixedVerdict(growing, 600);
+    const g = mixedVerdict(growing, 600, 100);
     expect(g.lines.find((l) => l.metric === 'worker 1 RSS')!.growth).toBe(true);
     expect(g.lines.find((l) => l.metric === 'latency p99')!.growth).toBe(false);
     expect(g.growth).toBe(true);
