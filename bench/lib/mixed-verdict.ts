@@ -60,12 +60,21 @@ export interface Tolerance {
   /** Latency p99: relative (%) plus an absolute slack (ms), for readings of a few milliseconds. */
   latencyPercent: number;
   latencySlackMs: number;
-  /** RSS and heap of each process (%). */
+  /**
+   * RSS and heap used of each process: relative (%) plus an absolute slack (MB), since heap used
+   * read at an arbitrary moment swings by the young generation's size between collections.
+   */
   memoryPercent: number;
+  memorySlackMb: number;
 }
 
 /** The default tolerance (stated in the README and printed with each verdict). */
-export const DEFAULT_TOLERANCE: Tolerance = { latencyPercent: 25, latencySlackMs: 1, memoryPercent: 10 };
+export const DEFAULT_TOLERANCE: Tolerance = {
+  latencyPercent: 25,
+  latencySlackMs: 1,
+  memoryPercent: 10,
+  memorySlackMb: 8,
+};
 
 /**
  * The windows compared: the second fifth of the run (after the warm-up) and its last fifth. For
@@ -152,7 +161,7 @@ export function mixedVerdict(
     (e) => e * (1 + tolerance.latencyPercent / 100) + tolerance.latencySlackMs,
   );
   const processes = Math.max(0, ...samples.map((s) => s.rssBytes.length));
-  const mem = (e: number) => e * (1 + tolerance.memoryPercent / 100);
+  const mem = (e: number) => e * (1 + tolerance.memoryPercent / 100) + tolerance.memorySlackMb;
   for (let p = 0; p < processes; p++) {
     compare(`worker ${p + 1} RSS`, 'MB', (s) => (s.rssBytes[p] ?? 0) / 2 ** 20 || null, mem);
     compare(`worker ${p + 1} heap used`, 'MB', (s) => (s.heapUsedBytes[p] ?? 0) / 2 ** 20 || null, mem);
@@ -184,7 +193,7 @@ export function formatVerdict(v: Verdict): string[] {
     return `verdict ${l.metric}: ${span(v.early)} ${l.early.toFixed(2)} ${l.unit}, ${span(v.late)} ${l.late.toFixed(2)} ${l.unit} (${change}, limit ${l.limit.toFixed(2)}): ${l.growth ? 'growth' : 'no growth'}`;
   });
   const t = v.tolerance;
-  const tol = `tolerance: latency p99 +${t.latencyPercent} % +${t.latencySlackMs} ms, memory +${t.memoryPercent} %; window medians of the interval readings`;
+  const tol = `tolerance: latency p99 +${t.latencyPercent} % +${t.latencySlackMs} ms, memory +${t.memoryPercent} % +${t.memorySlackMb} MB; window medians of the interval readings`;
   if (v.missing.length) out.push(`verdict: no reading in a window for ${v.missing.join(', ')} (run longer)`);
   out.push(
     v.keptUp
