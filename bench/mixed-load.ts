@@ -444,7 +444,7 @@ function writeCharts(samples: readonly MixedSample[]): string[] {
             points: samples.map((s) => [x(s), (s.rssBytes[p] ?? 0) / 2 ** 20] as const),
           },
           {
-            name: `worker ${p + 1} heap used`,
+            name: `worker ${p + 1} heap used (floor)`,
             points: samples.map((s) => [x(s), (s.heapUsedBytes[p] ?? 0) / 2 ** 20] as const),
             dashed: true,
           },

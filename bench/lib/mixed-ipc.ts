@@ -56,6 +56,8 @@ interface Member {
   rss: number;
   heapUsed: number;
   heapTotal: number;
+  /** Lowest heap used reported since the last {@link MixedFleet.memory} call (Infinity: none yet). */
+  heapFloor: number;
   warnings: number;
 }
 
@@ -95,6 +97,7 @@ export class MixedFleet {
         rss: 0,
         heapUsed: 0,
         heapTotal: 0,
+        heapFloor: Infinity,
         warnings: 0,
       };
       proc.stderr?.on('data', (d: Buffer) => {
@@ -107,6 +110,7 @@ export class MixedFleet {
           m.rss = msg.rss;
           m.heapUsed = msg.heapUsed;
           m.heapTotal = msg.heapTotal;
+          m.heapFloor = Math.min(m.heapFloor, msg.heapUsed);
           fleet.onReport(i, msg);
         } else if (msg.type === 'stopped') {
           m.stopped = true;
@@ -151,9 +155,18 @@ export class MixedFleet {
     return this.members.flatMap((m) => (m.proc.pid === undefined ? [] : [m.proc.pid]));
   }
 
-  /** The latest memory reading of each process (bytes), in process order. */
+  /**
+   * Each process's memory (bytes), in process order: its latest RSS and heap total, and the lowest
+   * heap used it reported since the previous call. Heap used read at one moment is anywhere on the
+   * sawtooth between two collections; its floor over an interval (reports come every 250 ms)
+   * tracks what the collections leave, which is what grows when something leaks.
+   */
   memory(): { rss: number; heapUsed: number; heapTotal: number }[] {
-    return this.members.map((m) => ({ rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal }));
+    return this.members.map((m) => {
+      const heapUsed = Number.isFinite(m.heapFloor) ? m.heapFloor : m.heapUsed;
+      m.heapFloor = Infinity;
+      return { rss: m.rss, heapUsed, heapTotal: m.heapTotal };
+    });
   }
 
   /** Warnings the processes' workers logged (counted by their loggers), once stopped. */

@@ -27,7 +27,7 @@ export interface MixedSample {
   /** Duration of the enqueue calls (single and batch) that started in the interval (ms). */
   enqueueCallP50Ms: number | null;
   enqueueCallP99Ms: number | null;
-  /** Per worker process, at the interval's end (bytes). */
+  /** Per worker process (bytes): RSS at the interval's end; heap used, its lowest report in the interval. */
   rssBytes: number[];
   heapUsedBytes: number[];
   /** The producer's own RSS (bytes). */
@@ -61,8 +61,8 @@ export interface Tolerance {
   latencyPercent: number;
   latencySlackMs: number;
   /**
-   * RSS and heap used of each process: relative (%) plus an absolute slack (MB), since heap used
-   * read at an arbitrary moment swings by the young generation's size between collections.
+   * RSS and heap used of each process: relative (%) plus an absolute slack (MB), for small heaps,
+   * where a few megabytes of caches or pool buffers filled late in the run are not a trend.
    */
   memoryPercent: number;
   memorySlackMb: number;
