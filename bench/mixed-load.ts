@@ -39,7 +39,7 @@ import { formatVerdict, mixedVerdict, type MixedSample } from './lib/mixed-verdi
 import { postgresCpuMicros } from './lib/pg-cpu.js';
 import { busyShare, machineCpu, processCpuMicros, type MachineCpu } from './lib/proc-stat.js';
 import { percentile } from './lib/stats.js';
-import { renderLineChart } from './lib/svg-line-chart.js';
+import { CHART_PALETTE, renderLineChart } from './lib/svg-line-chart.js';
 import { ensureTaskqBuild, loadTaskq } from './systems/taskq-package.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -441,10 +441,12 @@ function writeCharts(samples: readonly MixedSample[]): string[] {
         series: Array.from({ length: PROCESSES }, (_, p) => [
           {
             name: `worker ${p + 1} RSS`,
+            color: CHART_PALETTE[p % CHART_PALETTE.length]!,
             points: samples.map((s) => [x(s), (s.rssBytes[p] ?? 0) / 2 ** 20] as const),
           },
           {
             name: `worker ${p + 1} heap used (floor)`,
+            color: CHART_PALETTE[p % CHART_PALETTE.length]!,
             points: samples.map((s) => [x(s), (s.heapUsedBytes[p] ?? 0) / 2 ** 20] as const),
             dashed: true,
           },

@@ -31,8 +31,27 @@ export interface LineChartOptions {
 /** Colour-blind-friendly palette (Okabe–Ito), in the order series take them. */
 export const CHART_PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#E69F00', '#56B4E9', '#000000'];
 
-const MARGIN = { top: 40, right: 20, bottom: 52, left: 70 };
+const MARGIN = { top: 36, right: 20, bottom: 52, left: 70 };
 const LEGEND_ROW = 16;
+/** Approximate width of a 12 px sans-serif character, for laying out legend entries. */
+const CHAR_WIDTH = 7;
+
+/** Where each legend entry goes: rows between the title and the plot, so no line runs under one. */
+function legendLayout(names: readonly string[], left: number, right: number): { x: number; row: number }[] {
+  const out: { x: number; row: number }[] = [];
+  let x = left;
+  let row = 0;
+  for (const name of names) {
+    const w = 30 + CHAR_WIDTH * name.length + 16;
+    if (x > left && x + w > right) {
+      x = left;
+      row++;
+    }
+    out.push({ x, row });
+    x += w;
+  }
+  return out;
+}
 
 /** Escapes text for XML content and attribute values. */
 export function escapeXml(text: string): string {
@@ -80,10 +99,15 @@ export function formatTick(v: number): string {
 export function renderLineChart(options: LineChartOptions): string {
   const width = options.width ?? 720;
   const height = options.height ?? 360;
-  const legendRows = options.series.length;
-  const plotTop = MARGIN.top;
   const plotLeft = MARGIN.left;
   const plotRight = width - MARGIN.right;
+  const legend = legendLayout(
+    options.series.map((s) => s.name),
+    plotLeft,
+    plotRight,
+  );
+  const legendRows = legend.length ? legend[legend.length - 1]!.row + 1 : 0;
+  const plotTop = MARGIN.top + legendRows * LEGEND_ROW + 8;
   const plotBottom = height - MARGIN.bottom;
 
   const xs: number[] = [];
@@ -165,19 +189,16 @@ export function renderLineChart(options: LineChartOptions): string {
     );
   });
 
-  // Legend, top-left inside the plot, on a translucent box so lines under it stay visible.
-  const legendWidth = 16 + 30 + 7 * Math.max(...options.series.map((s) => s.name.length), 1);
-  out.push(`<g class="legend" transform="translate(${plotLeft + 10},${plotTop + 6})">`);
-  out.push(
-    `<rect x="0" y="0" width="${legendWidth}" height="${legendRows * LEGEND_ROW + 8}" fill="#ffffff" fill-opacity="0.8" stroke="#cccccc"/>`,
-  );
+  // Legend: entries in rows between the title and the plot.
+  out.push(`<g class="legend" transform="translate(0,${MARGIN.top})">`);
   options.series.forEach((s, i) => {
     const color = s.color ?? CHART_PALETTE[i % CHART_PALETTE.length]!;
-    const y = 4 + i * LEGEND_ROW + LEGEND_ROW / 2;
+    const { x, row } = legend[i]!;
+    const y = row * LEGEND_ROW + LEGEND_ROW / 2;
     out.push(
-      `<line x1="8" y1="${y}" x2="32" y2="${y}" stroke="${color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6 3"' : ''}/>`,
+      `<line x1="${x}" y1="${y}" x2="${x + 24}" y2="${y}" stroke="${color}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6 3"' : ''}/>`,
     );
-    out.push(`<text x="38" y="${y + 4}">${escapeXml(s.name)}</text>`);
+    out.push(`<text x="${x + 30}" y="${y + 4}">${escapeXml(s.name)}</text>`);
   });
   out.push('</g>');
   out.push('</svg>');
