@@ -3,6 +3,7 @@
 //   npx tsx bench/mixed-load.ts [--minutes 10] [--rate 2000] [--interval 10] [--processes 2]
 //                               [--concurrency 10] [--svg-dir docs/performance] [--prune-retention 60]
 //                               [--no-prune] [--seed 1]
+//   npx tsx bench/mixed-load.ts --replot bench/results/mixed-<ts>.json [--svg-dir DIR]
 //
 // This process is the producer: an open-loop load of `--rate` jobs/s (the mix of bench/lib/mixed-mix.ts:
 // kinds, priorities, a second queue, batch and single enqueues) through TaskQ's public client, to
@@ -13,7 +14,7 @@
 // charts (throughput, latency, memory) and a verdict on growth (bench/lib/mixed-verdict.ts). The exit
 // code is 1 only on errors (a failed enqueue, a worker process that died, a job that failed for
 // good), never on times.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -55,6 +56,7 @@ const { values: args } = parseArgs({
     'prune-retention': { type: 'string', default: '60' },
     'no-prune': { type: 'boolean', default: false },
     seed: { type: 'string', default: '1' },
+    replot: { type: 'string' },
   },
 });
 
@@ -377,7 +379,12 @@ async function main(): Promise<number> {
         2,
       ),
     );
-    const svgs = writeCharts(samples);
+    const svgs = writeCharts(samples, {
+      rate: RATE,
+      processes: PROCESSES,
+      concurrency: CONCURRENCY,
+      minutes: MINUTES,
+    });
     log(`wrote ${jsonPath} and ${svgs.join(', ')}`);
     const done = drained
       ? `all ${offered} offered jobs done ${(drainedMs / 1000).toFixed(1)} s after the load stopped`
@@ -401,10 +408,19 @@ function fmt(v: number | null, digits = 1): string {
 }
 
 /** The three charts of issue 68, x in minutes since the load started. */
-function writeCharts(samples: readonly MixedSample[]): string[] {
+/** The settings a chart's title and target line show. */
+interface ChartSettings {
+  rate: number;
+  processes: number;
+  concurrency: number;
+  minutes: number;
+}
+
+function writeCharts(samples: readonly MixedSample[], settings: ChartSettings): string[] {
+  const { rate: RATE, processes: PROCESSES, concurrency: CONCURRENCY, minutes: MINUTES } = settings;
   mkdirSync(SVG_DIR, { recursive: true });
   const x = (s: MixedSample) => s.tSec / 60;
-  const sub = `${RATE.toLocaleString('en-US')} jobs/s offered, ${PROCESSES} × c=${CONCURRENCY}, ${MINUTES} min`;
+  const sub = `target ${RATE.toLocaleString('en-US')} jobs/s, ${PROCESSES} × c=${CONCURRENCY}, ${MINUTES} min`;
   const charts: [string, string][] = [
     [
       'mixed-throughput.svg',
@@ -414,7 +430,17 @@ function writeCharts(samples: readonly MixedSample[]): string[] {
         yLabel: 'jobs/s',
         series: [
           { name: 'completed', points: samples.map((s) => [x(s), s.completedPerSec]) },
-          { name: 'offered', points: samples.map((s) => [x(s), s.offeredPerSec]), dashed: true },
+          {
+            name: 'offered (enqueue calls issued)',
+            points: samples.map((s) => [x(s), s.offeredPerSec]),
+            dashed: true,
+          },
+          {
+            name: 'target rate',
+            points: samples.map((s) => [x(s), RATE]),
+            color: '#999999',
+            dashed: true,
+          },
         ],
       }),
     ],
@@ -461,7 +487,18 @@ function writeCharts(samples: readonly MixedSample[]): string[] {
   });
 }
 
-main().then(
+/** `--replot <json>`: the charts of a saved run again, without a load. */
+function replot(path: string): number {
+  const run = JSON.parse(readFileSync(path, 'utf8')) as {
+    settings: { rate: number; processes: number; concurrency: number; minutes: number };
+    samples: MixedSample[];
+  };
+  const svgs = writeCharts(run.samples, run.settings);
+  log(`wrote ${svgs.join(', ')}`);
+  return 0;
+}
+
+(args.replot === undefined ? main() : Promise.resolve().then(() => replot(args.replot!))).then(
   (code) => process.exit(code),
   (err: unknown) => {
     process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
