@@ -200,7 +200,9 @@ export function formatVerdict(v: Verdict): string[] {
       ? `verdict load: the producer kept to its schedule (at most ${v.lateLag} jobs behind in ${span(v.late)})`
       : `verdict load: fell behind, ${v.lateLag} jobs behind schedule in ${span(v.late)} (more than 1 s of the rate): the rate was not sustained`,
   );
-  out.push(`verdict: ${v.growth ? 'growth' : 'no growth'} (${tol})`);
+  out.push(
+    `verdict: ${v.growth ? 'growth' : 'no growth'}${v.keptUp ? '' : ', at a lower rate than offered'} (${tol})`,
+  );
   return out;
 }
 
