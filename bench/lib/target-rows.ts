@@ -99,7 +99,7 @@ function pair(
 
 /** TaskQ's configurations and graphile-worker's: for throughput the better one of each counts. */
 export const TASKQ_CONFIGS = ['taskq', 'taskq-tuned'] as const;
-export const GRAPHILE_CONFIGS = ['graphile', 'graphile-tuned'] as const;
+export const GRAPHILE_CONFIGS = ['graphile', 'graphile-tuned', 'graphile-018-tuned'] as const;
 
 /** The processing cases of the throughput rows, with a short label for tables and charts. */
 export const PROCESSING_ROWS = [
@@ -107,6 +107,10 @@ export const PROCESSING_ROWS = [
   { case: '1 process, c=50', label: '1p c=50' },
   { case: '2 processes, c=10 each', label: '2p c=10' },
   { case: '4 processes, c=10 each', label: '4p c=10' },
+  { case: '2 processes, c=50 each', label: '2p c=50' },
+  { case: '4 processes, c=50 each', label: '4p c=50' },
+  { case: '2 schemas × 2 processes, c=10 each', label: '2×2p c=10' },
+  { case: '2 schemas × 2 processes, c=50 each', label: '2×2p c=50' },
 ] as const;
 
 /**
