@@ -22,6 +22,8 @@ export const PG_CPU: MetricSpec = { metric: 'Postgres CPU (µs/job)', unit: 'µs
 
 export interface ProcessingCase {
   name: string;
+  /** Short name for BENCH_PROCESSING_CASES. */
+  label: string;
   concurrency: number;
   processes: number;
   /** Two deployments (schemas) of the system, each with `processes` worker processes and half the jobs. */
@@ -29,14 +31,26 @@ export interface ProcessingCase {
 }
 
 export const PROCESSING_CASES: ProcessingCase[] = [
-  { name: '1 process, c=10', concurrency: 10, processes: 1 },
-  { name: '1 process, c=50', concurrency: 50, processes: 1 },
-  { name: '2 processes, c=10 each', concurrency: 10, processes: 2 },
-  { name: '4 processes, c=10 each', concurrency: 10, processes: 4 },
-  { name: '2 processes, c=50 each', concurrency: 50, processes: 2 },
-  { name: '4 processes, c=50 each', concurrency: 50, processes: 4 },
-  { name: '2 schemas × 2 processes, c=10 each', concurrency: 10, processes: 2, twoSchemas: true },
-  { name: '2 schemas × 2 processes, c=50 each', concurrency: 50, processes: 2, twoSchemas: true },
+  { name: '1 process, c=10', label: '1p-c10', concurrency: 10, processes: 1 },
+  { name: '1 process, c=50', label: '1p-c50', concurrency: 50, processes: 1 },
+  { name: '2 processes, c=10 each', label: '2p-c10', concurrency: 10, processes: 2 },
+  { name: '4 processes, c=10 each', label: '4p-c10', concurrency: 10, processes: 4 },
+  { name: '2 processes, c=50 each', label: '2p-c50', concurrency: 50, processes: 2 },
+  { name: '4 processes, c=50 each', label: '4p-c50', concurrency: 50, processes: 4 },
+  {
+    name: '2 schemas × 2 processes, c=10 each',
+    label: '2x2p-c10',
+    concurrency: 10,
+    processes: 2,
+    twoSchemas: true,
+  },
+  {
+    name: '2 schemas × 2 processes, c=50 each',
+    label: '2x2p-c50',
+    concurrency: 50,
+    processes: 2,
+    twoSchemas: true,
+  },
 ];
 
 /** How long one run may take before it is cut short and reported as partial. */
@@ -49,9 +63,13 @@ export function capMs(quick: boolean, system: string): number {
 export async function runProcessing(ctx: BenchContext): Promise<void> {
   const jobs = ctx.opts.quick ? 2000 : 20_000;
   // Quick mode keeps one single-process and one multi-process case (the smoke test covers both paths).
-  const cases = ctx.opts.quick
-    ? PROCESSING_CASES.filter((c) => c.concurrency === 10 && c.processes <= 2)
-    : PROCESSING_CASES;
+  // BENCH_PROCESSING_CASES=1p-c10,2p-c10 runs only those cases (an A/B of one change).
+  const only = process.env.BENCH_PROCESSING_CASES?.split(',').filter(Boolean);
+  const cases = only
+    ? PROCESSING_CASES.filter((c) => only.includes(c.label))
+    : ctx.opts.quick
+      ? PROCESSING_CASES.filter((c) => c.concurrency === 10 && c.processes <= 2)
+      : PROCESSING_CASES;
   for (const pc of cases) {
     for (let round = 0; round < ctx.opts.rounds; round++) {
       for (const id of rotate(ctx.systems, round)) {
