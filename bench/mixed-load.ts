@@ -1,8 +1,8 @@
 // A mixed, production-like load for minutes, sampled over time and plotted (issue 68).
 //
-//   npx tsx bench/mixed-load.ts [--minutes 10] [--rate 2000] [--interval 10] [--processes 2]
+//   npx tsx bench/mixed-load.ts [--minutes 10] [--rate 1500] [--interval 10] [--processes 2]
 //                               [--concurrency 10] [--svg-dir docs/performance] [--prune-retention 60]
-//                               [--no-prune] [--seed 1]
+//                               [--no-prune] [--vacuum 60] [--seed 1]
 //   npx tsx bench/mixed-load.ts --replot bench/results/mixed-<ts>.json [--svg-dir DIR]
 //
 // This process is the producer: an open-loop load of `--rate` jobs/s (the mix of bench/lib/mixed-mix.ts:
@@ -48,13 +48,14 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const { values: args } = parseArgs({
   options: {
     minutes: { type: 'string', default: '10' },
-    rate: { type: 'string', default: '2000' },
+    rate: { type: 'string', default: '1500' },
     interval: { type: 'string', default: '10' },
     processes: { type: 'string', default: '2' },
     concurrency: { type: 'string', default: '10' },
     'svg-dir': { type: 'string', default: join(ROOT, 'docs', 'performance') },
     'prune-retention': { type: 'string', default: '60' },
     'no-prune': { type: 'boolean', default: false },
+    vacuum: { type: 'string', default: '60' },
     seed: { type: 'string', default: '1' },
     replot: { type: 'string' },
   },
@@ -73,6 +74,15 @@ const INTERVAL_MS = positive('interval', args.interval) * 1000;
 const PROCESSES = positive('processes', args.processes, true);
 const CONCURRENCY = positive('concurrency', args.concurrency, true);
 const SVG_DIR = resolve(args['svg-dir']!);
+/**
+ * Seconds between the load's own `VACUUM (ANALYZE)` of the job tables, when the server's autovacuum
+ * is off (0: never). Over minutes a queue's tables need vacuuming as production servers do by
+ * autovacuum; this machine's server runs without it (every benchmark gets a fresh schema), and
+ * without vacuum the dead versions of every finished job pile up in the tables and their indexes.
+ */
+const VACUUM_SEC = Number(args.vacuum);
+if (!Number.isFinite(VACUUM_SEC) || VACUUM_SEC < 0)
+  throw new Error('--vacuum must be a number of seconds ≥ 0');
 const PRUNE_RETENTION_MS = args['no-prune']
   ? null
   : positive('prune-retention', args['prune-retention']) * 1000;
@@ -125,6 +135,26 @@ async function main(): Promise<number> {
     tq = await TaskQ.open({ dsn: PG_DSN, schema, maxPoolSize: CLIENT_POOL });
     const client = tq;
     const actors = mixedActors(pkg, { onStart() {}, onDone() {}, onThrow() {} });
+    // Stands in for autovacuum (see VACUUM_SEC) while the load runs; stopped before the drain ends.
+    const autovacuum = (await admin.query<{ autovacuum: string }>('SHOW autovacuum')).rows[0]!.autovacuum;
+    const vacuuming = VACUUM_SEC > 0 && autovacuum === 'off';
+    let vacuumRuns = 0;
+    const vacuumTimer = vacuuming
+      ? setInterval(() => {
+          const tables = ['jobs', 'job_attempt_log', 'job_event_log', 'jobs_archive'].map(
+            (t) => `"${schema}".${t}`,
+          );
+          void admin
+            .query(`VACUUM (ANALYZE) ${tables.join(', ')}`)
+            .then(() => void vacuumRuns++)
+            .catch((err: unknown) => void errors.push(`vacuum failed: ${errorMessage(err)}`));
+        }, VACUUM_SEC * 1000)
+      : null;
+    log(
+      vacuuming
+        ? `the server's autovacuum is off: the load vacuums its tables every ${VACUUM_SEC} s instead`
+        : `vacuum: ${autovacuum === 'off' ? 'off (--vacuum 0)' : "the server's autovacuum"}`,
+    );
     const checkpointed = await checkpoint();
     if (!checkpointed) log('no CHECKPOINT (the role lacks pg_checkpoint); going on');
 
@@ -322,6 +352,10 @@ async function main(): Promise<number> {
       await sleep(Math.max(1, t0 + Math.ceil((nowMs() - t0) / TICK_MS) * TICK_MS - nowMs()));
     }
     await readingBusy;
+    if (vacuumTimer) {
+      clearInterval(vacuumTimer);
+      log(`vacuumed ${vacuumRuns} times`);
+    }
     while (inFlight > 0) await sleep(5);
     if (errors.length > 0) throw new Error(errors.join('; '));
     log(`load stopped: ${offered} jobs offered; draining`);
