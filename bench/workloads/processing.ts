@@ -102,18 +102,7 @@ export async function runProcessing(ctx: BenchContext): Promise<void> {
           const note = r.partial
             ? `partial: not all ${jobs} jobs started within the ${Math.round(capMs(ctx.opts.quick, id) / 1000)} s cap (rate over the window)`
             : undefined;
-          ctx.results.record('processing', pc.name, THROUGHPUT, id, r.rate, note);
-          if (r.failed > 0)
-            ctx.results.note(
-              'processing',
-              pc.name,
-              THROUGHPUT,
-              id,
-              `${r.failed} failed attempts in round ${round + 1} (${r.failures[0] ?? ''})`,
-            );
-          ctx.log(
-            `  processing [${pc.name}] ${id} round ${round + 1}: ${r.rate.toFixed(0)} jobs/s${r.partial ? ' (partial)' : ''}${r.failed ? `, ${r.failed} failed` : ''}`,
-          );
+          recordRate(ctx, pc, id, round, r, note);
         } catch (err) {
           ctx.results.fail('processing', pc.name, THROUGHPUT, id, shortError(err));
           ctx.log(`  processing [${pc.name}] ${id} round ${round + 1}: FAILED ${shortError(err)}`);
@@ -122,6 +111,29 @@ export async function runProcessing(ctx: BenchContext): Promise<void> {
     }
   }
   if (ctx.opts.quick) ctx.results.placeholder('processing', 'c=50, 4 processes', 'skipped in --quick mode');
+}
+
+/** Records a round's rate (with its note and failed attempts, if any) and logs it. */
+function recordRate(
+  ctx: BenchContext,
+  pc: ProcessingCase,
+  id: SystemId,
+  round: number,
+  r: { rate: number; partial: boolean; failed: number; failures: string[] },
+  note: string | undefined,
+): void {
+  ctx.results.record('processing', pc.name, THROUGHPUT, id, r.rate, note);
+  if (r.failed > 0)
+    ctx.results.note(
+      'processing',
+      pc.name,
+      THROUGHPUT,
+      id,
+      `${r.failed} failed attempts in round ${round + 1} (${r.failures[0] ?? ''})`,
+    );
+  ctx.log(
+    `  processing [${pc.name}] ${id} round ${round + 1}: ${r.rate.toFixed(0)} jobs/s${r.partial ? ' (partial)' : ''}${r.failed ? `, ${r.failed} failed` : ''}`,
+  );
 }
 
 /** One round of a two-deployment case: the system set up twice, both fleets draining at once. */
@@ -153,18 +165,7 @@ async function runTwoSchemas(
     const note = r.partial
       ? 'partial: a deployment did not finish within the time cap (rate over the window)'
       : undefined;
-    ctx.results.record('processing', pc.name, THROUGHPUT, id, r.rate, note);
-    if (r.failed > 0)
-      ctx.results.note(
-        'processing',
-        pc.name,
-        THROUGHPUT,
-        id,
-        `${r.failed} failed attempts in round ${round + 1} (${r.failures[0] ?? ''})`,
-      );
-    ctx.log(
-      `  processing [${pc.name}] ${id} round ${round + 1}: ${r.rate.toFixed(0)} jobs/s${r.partial ? ' (partial)' : ''}`,
-    );
+    recordRate(ctx, pc, id, round, r, note);
   } catch (err) {
     ctx.results.fail('processing', pc.name, THROUGHPUT, id, shortError(err));
     ctx.log(`  processing [${pc.name}] ${id} round ${round + 1}: FAILED ${shortError(err)}`);
