@@ -6,7 +6,7 @@
  * the load script as `node --import tsx bench/mixed-worker.ts` with its settings in
  * `BENCH_MIXED_WORKER`.
  */
-import type { Logger } from '../src/obs/logger.js';
+import { stderrLogger } from './lib/stderr-logger.js';
 import { errorMessage, nowMs, PG_DSN } from './lib/common.js';
 import { MIXED_QUEUE, MIXED_SECOND_QUEUE, mixedActors, type MixedPayload } from './lib/mixed-mix.js';
 import type { MixedChildMessage, MixedParentMessage, MixedWorkerSpec } from './lib/mixed-ipc.js';
@@ -26,34 +26,12 @@ let starts: number[] = [];
 let done = 0;
 let thrown = 0;
 let failedForGood = 0;
-let warnings = 0;
 
 /**
  * The worker's log lines on stderr, warnings counted rather than written one by one: each planned
  * failure of the flaky actor logs one, 40 a second at the default rate.
  */
-const logger: Logger = {
-  debug() {},
-  info() {},
-  warn(obj, msg) {
-    warnings++;
-    if (warnings <= 3) process.stderr.write(`[taskq warn] ${msg ?? ''} ${safeJson(obj)}\n`);
-  },
-  error(obj, msg) {
-    process.stderr.write(`[taskq error] ${msg ?? ''} ${safeJson(obj)}\n`);
-  },
-  child() {
-    return logger;
-  },
-};
-
-function safeJson(obj: object): string {
-  try {
-    return JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? v.message : v)).slice(0, 400);
-  } catch {
-    return '';
-  }
-}
+const logger = stderrLogger(3);
 
 function flush(): void {
   const mem = process.memoryUsage();
@@ -128,8 +106,11 @@ async function main(): Promise<void> {
         if (timer) clearInterval(timer);
         flush();
         // Leave once the last report is written: the worker's clients may keep the loop alive.
-        process.send?.({ type: 'stopped', warnings } satisfies MixedChildMessage, undefined, {}, () =>
-          process.exit(0),
+        process.send?.(
+          { type: 'stopped', warnings: logger.warnings } satisfies MixedChildMessage,
+          undefined,
+          {},
+          () => process.exit(0),
         );
       }
     })().catch((err: unknown) => {

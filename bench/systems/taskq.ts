@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 
 import type { TaskQ as TaskQInstance } from '../../src/client/taskq.js';
-import type { Logger } from '../../src/obs/logger.js';
+import { stderrLogger } from '../lib/stderr-logger.js';
 import type { WorkerSettingsInput } from '../../src/settings/load-worker-settings.js';
 import {
   BENCH_QUEUE,
@@ -322,28 +322,7 @@ export async function createTaskq(variant: Variant): Promise<SystemAdapter> {
   };
 }
 
-/** Warnings and errors go to stderr (the harness shows the tail when a worker fails). */
-const stderrLogger: Logger = {
-  debug() {},
-  info() {},
-  warn(obj, msg) {
-    process.stderr.write(`[taskq warn] ${msg ?? ''} ${safeJson(obj)}\n`);
-  },
-  error(obj, msg) {
-    process.stderr.write(`[taskq error] ${msg ?? ''} ${safeJson(obj)}\n`);
-  },
-  child() {
-    return stderrLogger;
-  },
-};
-
-function safeJson(obj: object): string {
-  try {
-    return JSON.stringify(obj, (_k, v: unknown) => (v instanceof Error ? v.message : v)).slice(0, 500);
-  } catch {
-    return '';
-  }
-}
+const workerLogger = stderrLogger();
 
 /** Loads the package first, so that the worker process has imported it before the harness says go. */
 export async function taskqWorkerStarter(variant: Variant): Promise<WorkerStarter> {
@@ -371,7 +350,7 @@ export async function taskqWorkerStarter(variant: Variant): Promise<WorkerStarte
           : {}),
         ...workerOverrides(variant, spec.concurrency),
       },
-      logger: stderrLogger,
+      logger: workerLogger,
     });
     await worker.start();
     return {
