@@ -41,12 +41,16 @@ describe('Postgres restart under a running fleet', () => {
           return false;
         }
       };
-      /** Enqueues one job; while Postgres is away, waits for it to answer again and retries. */
+      /**
+       * Enqueues one job; while Postgres is away, waits for it to answer again and retries. The key
+       * makes the retry exact: an immediate shutdown can end the connection after the commit and
+       * before its answer, and a keyless retry would then store a second job.
+       */
       let refused = 0;
-      const enqueueRetrying = async (): Promise<string> => {
+      const enqueueRetrying = async (n: number): Promise<string> => {
         for (let attempt = 0; ; attempt++) {
           try {
-            return (await tq.enqueue(record_, { ms: 20 })).jobId;
+            return (await tq.enqueue(record_, { ms: 20 }, { idempotencyKey: `pgrestart-${n}` })).jobId;
           } catch (err) {
             refused++;
             if (attempt > 20) throw err;
@@ -74,7 +78,7 @@ describe('Postgres restart under a running fleet', () => {
         await Promise.all(fleet.map((p) => p.ready));
         const ids: string[] = [];
         const producer = (async () => {
-          for (let i = 0; i < JOBS; i++) ids.push(await enqueueRetrying());
+          for (let i = 0; i < JOBS; i++) ids.push(await enqueueRetrying(i));
         })();
         // Restart once the fleet is busy, while the producer keeps enqueueing.
         await waitFor(async () => ids.length >= 60, 20_000, 'the first jobs');
@@ -83,6 +87,16 @@ describe('Postgres restart under a running fleet', () => {
         await cluster.restart(mode);
         expect(cluster.pid()).not.toBe(pidBefore);
         await producer;
+        /** What a failure needs to be read: every job not succeeded, with its attempts and events. */
+        const dumpUnfinished = async (): Promise<void> => {
+          const r = await db.pool.query(
+            `SELECT j.id, j.status::text, j.attempt, j.scheduled_at, j.created_at,
+                    (SELECT json_agg(a ORDER BY a.id) FROM "${db.schema}".job_attempts a WHERE a.job_id = j.id) AS attempts,
+                    (SELECT json_agg(e ORDER BY e.id) FROM "${db.schema}".job_events e WHERE e.job_id = j.id) AS events
+               FROM "${db.schema}".jobs j WHERE j.status <> 'succeeded'`,
+          );
+          console.log(`${mode}: ${r.rowCount} jobs not succeeded:\n${JSON.stringify(r.rows, null, 1)}`);
+        };
         await waitFor(
           async () => {
             if (!(await pgUp())) return false;
@@ -93,11 +107,15 @@ describe('Postgres restart under a running fleet', () => {
           },
           90_000,
           `all ${JOBS} jobs to succeed`,
-        );
+        ).catch(async (err: unknown) => {
+          await dumpUnfinished();
+          throw err;
+        });
         for (const p of fleet) expect(p.proc.exitCode).toBeNull();
         const statuses = await db.pool.query(
           `SELECT status::text, count(*)::int AS n FROM "${db.schema}".jobs GROUP BY 1`,
         );
+        if (statuses.rows.length !== 1) await dumpUnfinished();
         expect(statuses.rows).toEqual([{ status: 'succeeded', n: JOBS }]);
         expect(new Set(ids).size).toBe(JOBS);
         const overlaps = await db.pool.query(
