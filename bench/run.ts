@@ -8,7 +8,9 @@
  *   --systems <s[,s…]>    taskq, taskq-tuned, graphile, graphile-tuned, pgboss, bullmq-redis, bullmq-pg,
  *                         graphile-018-tuned, pgboss12 (the last two run under Node 22: named here,
  *                         bench/node22/ is installed on demand; in the default list they run only
- *                         when it is installed already, else they are listed as unavailable)
+ *                         when it is installed already, else they are listed as unavailable).
+ *                         Default: all of them for --quick; a full run leaves out pgboss and
+ *                         bullmq-pg unless named (systems/index.ts says why)
  *   --rounds <n>          rounds per measurement (default 3 full, 1 quick)
  *   --cpu-prof            write V8 CPU profiles of TaskQ worker processes (processing, round 1)
  *   --load-rate <n>       latency under load: offer every system n jobs/s (default: half of its own
@@ -39,7 +41,14 @@ import { describeSystems, renderMarkdown, type Environment, type Report } from '
 import { Results } from './lib/results.js';
 import { median } from './lib/stats.js';
 import { checkTargets } from './lib/targets.js';
-import { createSystem, isSystemId, NODE22_SYSTEM_IDS, SYSTEM_IDS, type SystemId } from './systems/index.js';
+import {
+  createSystem,
+  isSystemId,
+  NAMED_ONLY_SYSTEM_IDS,
+  NODE22_SYSTEM_IDS,
+  SYSTEM_IDS,
+  type SystemId,
+} from './systems/index.js';
 import { ensureTaskqBuild, taskqSource } from './systems/taskq-package.js';
 import type { SystemAdapter } from './systems/types.js';
 import { runEnqueue } from './workloads/enqueue.js';
@@ -104,6 +113,7 @@ function parseArgs(argv: string[]): BenchOptions & { out: string; systemsNamed: 
     else if (a === '--out') out = resolve(value());
     else usage(`unknown option ${a}`);
   }
+  if (!systemsNamed && !quick) systems = systems.filter((id) => !NAMED_ONLY_SYSTEM_IDS.includes(id));
   return {
     quick,
     rounds: rounds ?? (quick ? 1 : 3),

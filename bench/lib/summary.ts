@@ -272,8 +272,12 @@ export function renderSummaryMarkdown(input: SummaryInput): string {
   out.push('');
   out.push('```sh');
   out.push('npm ci');
+  out.push('npm ci --prefix bench/node22   # graphile-worker 0.18 and pg-boss 12, under Node 22');
   out.push('for i in 1 2 3; do npm run bench; done   # three full runs → bench/results/<timestamp>.json');
-  out.push('npx tsx bench/summarize.ts --svg-dir docs/performance --out docs/performance.md');
+  out.push('mkdir -p docs/performance/runs && cp bench/results/<the three>.json docs/performance/runs/');
+  out.push(
+    'npx tsx bench/summarize.ts --results docs/performance/runs --svg-dir docs/performance --out docs/performance/latest-run.md',
+  );
   out.push('```');
   out.push('');
   out.push('## Targets');
