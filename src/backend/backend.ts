@@ -206,7 +206,9 @@ export interface Backend {
   dispatchBatch(request: DispatchRequest): Promise<ClaimedJob[]>;
   /**
    * Renews the leases of the given jobs this worker still owns (storing each handler's latest
-   * heartbeat details, JSON text, when given); returns the ids renewed.
+   * heartbeat details, JSON text, when given); returns the ids still owned: those renewed, and on
+   * Postgres those skipped this once because another transaction held the row (a heartbeat never
+   * waits on a row lock). A missing id was reclaimed or finished elsewhere.
    */
   heartbeatJobs(
     workerId: string,

@@ -114,6 +114,11 @@ interface ActiveJob {
   abort: LazyAbort;
   /** Set once the outcome is handed to the completer (or the job was given up). */
   settled: boolean;
+  /**
+   * Its outcome is with the completer, not yet written: the job is still this worker's, and its
+   * lease is renewed until the write lands (the writes queue behind each other, and one may wait).
+   */
+  writing?: boolean;
   started: boolean;
   /** When the handler began (for `/tasks`). */
   startedAt?: Date;
@@ -321,7 +326,7 @@ export class JobRunner {
 
   /** Ids this worker must keep renewing: owned and not yet written. */
   ownedJobIds(): string[] {
-    return [...this.active.values()].filter((j) => !j.settled).map((j) => j.row.id);
+    return [...this.active.values()].filter((j) => !j.settled || j.writing === true).map((j) => j.row.id);
   }
 
   /**
@@ -923,6 +928,7 @@ export class JobRunner {
     actor: AnyActor | null,
   ): Promise<void> {
     job.settled = true;
+    job.writing = true;
     const tracked = this.tracker.end(job.row.id);
     // Set on the outcome itself (made for this job alone): a spread copy would allocate per job.
     outcome.progress = tracked.progress;

@@ -1,14 +1,32 @@
 -- name: heartbeatJobs
 -- Renews the leases of the given jobs while this worker still owns them, storing each handler's
--- latest heartbeat details when it sent any; returns the renewed ids (a missing id means the job
--- was reclaimed or finished elsewhere).
-UPDATE {schema}.jobs AS j
-SET lock_expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond',
-    last_heartbeat_at = clock_timestamp(),
-    heartbeat_details = coalesce(h.details::jsonb, j.heartbeat_details)
-FROM unnest($2::uuid[], $4::text[]) AS h(id, details)
-WHERE j.id = h.id AND j.status = 'running' AND j.locked_by_worker = $1
-RETURNING j.id;
+-- latest heartbeat details when it sent any; returns the ids renewed and those skipped (a missing
+-- id means the job was reclaimed or finished elsewhere). A row another transaction holds is
+-- skipped, not waited for, and returned when the statement's snapshot has it owned. The holder is
+-- most often this worker's own outcome write (a finished job keeps its lease until its outcome
+-- lands), which the heartbeat must neither wait for nor deadlock with, or a batch's abort. Waiting
+-- would hold every other lease of the worker behind that one row; the next tick renews it.
+WITH mine AS (
+  SELECT j.id FROM {schema}.jobs j
+  WHERE j.id = ANY($2::uuid[]) AND j.status = 'running' AND j.locked_by_worker = $1
+),
+free AS (
+  SELECT j.id FROM {schema}.jobs j
+  WHERE j.id IN (SELECT id FROM mine)
+  FOR UPDATE SKIP LOCKED
+),
+renewed AS (
+  UPDATE {schema}.jobs AS j
+  SET lock_expires_at = clock_timestamp() + $3::float8 * interval '1 millisecond',
+      last_heartbeat_at = clock_timestamp(),
+      heartbeat_details = coalesce(h.details::jsonb, j.heartbeat_details)
+  FROM free f JOIN unnest($2::uuid[], $4::text[]) AS h(id, details) ON h.id = f.id
+  WHERE j.id = f.id AND j.status = 'running' AND j.locked_by_worker = $1
+  RETURNING j.id
+)
+SELECT id FROM renewed
+UNION ALL
+SELECT id FROM mine WHERE id NOT IN (SELECT id FROM free);
 
 -- name: pollCancelFlags
 -- Running jobs of this worker with a cancel requested, and the phase stored for each.
