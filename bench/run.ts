@@ -15,6 +15,8 @@
  *   --cpu-prof            write V8 CPU profiles of TaskQ worker processes (processing, round 1)
  *   --load-rate <n>       latency under load: offer every system n jobs/s (default: half of its own
  *                         measured throughput); reported as its own case, not against the targets
+ *   --processing-jobs <n> processing: drain n jobs per case (default 20,000); reported as cases of
+ *                         their own ("…, n jobs"), not against the targets
  *   --out <dir>           results directory (default bench/results)
  *
  * TaskQ runs from its compiled package (`dist/`, rebuilt first when `src/` is newer), as the peers run
@@ -84,6 +86,7 @@ function parseArgs(argv: string[]): BenchOptions & { out: string; systemsNamed: 
   let systemsNamed = false;
   let cpuProf = false;
   let loadRate: number | null = null;
+  let processingJobs: number | null = null;
   let out = join(HERE, 'results');
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -109,6 +112,10 @@ function parseArgs(argv: string[]): BenchOptions & { out: string; systemsNamed: 
       loadRate = Number(value());
       if (!Number.isFinite(loadRate) || loadRate <= 0)
         usage('--load-rate must be a positive number of jobs/s');
+    } else if (a === '--processing-jobs') {
+      processingJobs = Number(value());
+      if (!Number.isInteger(processingJobs) || processingJobs < 1)
+        usage('--processing-jobs must be a positive integer');
     } else if (a === '--cpu-prof') cpuProf = true;
     else if (a === '--out') out = resolve(value());
     else usage(`unknown option ${a}`);
@@ -121,6 +128,7 @@ function parseArgs(argv: string[]): BenchOptions & { out: string; systemsNamed: 
     systems,
     cpuProfDir: cpuProf ? join(out, 'profiles') : null,
     loadRate,
+    processingJobs,
     out,
     systemsNamed,
   };

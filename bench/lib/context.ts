@@ -18,6 +18,11 @@ export interface BenchOptions {
    * throughput (null = the issue's definition, 50 % of each system's own).
    */
   loadRate: number | null;
+  /**
+   * Processing: drain this many jobs per case instead of 20,000 (2,000 in --quick); such cases are
+   * named with their size and read by no target (null = the standard drains).
+   */
+  processingJobs: number | null;
 }
 
 export interface BenchContext {

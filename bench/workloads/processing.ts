@@ -53,23 +53,35 @@ export const PROCESSING_CASES: ProcessingCase[] = [
   },
 ];
 
-/** How long one run may take before it is cut short and reported as partial. */
-export function capMs(quick: boolean, system: string): number {
+/** Jobs per drain unless `--processing-jobs` says otherwise; the targets are read on drains of this size. */
+export const DEFAULT_PROCESSING_JOBS = 20_000;
+
+/**
+ * How long one run may take before it is cut short and reported as partial: the cap of a drain of
+ * {@link DEFAULT_PROCESSING_JOBS}, longer in proportion for more jobs (`--processing-jobs`).
+ */
+export function capMs(quick: boolean, system: string, jobs = DEFAULT_PROCESSING_JOBS): number {
   // pg-boss 10 is polling-bound (batch ÷ interval): its rate is the same over any window.
   if (system === 'pgboss') return quick ? 3000 : 6000;
-  return quick ? 8000 : 12_000;
+  return (quick ? 8000 : 12_000) * Math.max(1, jobs / DEFAULT_PROCESSING_JOBS);
 }
 
 export async function runProcessing(ctx: BenchContext): Promise<void> {
-  const jobs = ctx.opts.quick ? 2000 : 20_000;
+  const jobs = ctx.opts.processingJobs ?? (ctx.opts.quick ? 2000 : DEFAULT_PROCESSING_JOBS);
   // Quick mode keeps one single-process and one multi-process case (the smoke test covers both paths).
   // BENCH_PROCESSING_CASES=1p-c10,2p-c10 runs only those cases (an A/B of one change).
   const only = process.env.BENCH_PROCESSING_CASES?.split(',').filter(Boolean);
-  const cases = only
+  const chosen = only
     ? PROCESSING_CASES.filter((c) => only.includes(c.label))
     : ctx.opts.quick
       ? PROCESSING_CASES.filter((c) => c.concurrency === 10 && c.processes <= 2)
       : PROCESSING_CASES;
+  // Drains of another size are cases of their own: neither the targets nor a summary of runs reads
+  // them as the standard ones.
+  const cases =
+    ctx.opts.processingJobs === null
+      ? chosen
+      : chosen.map((c) => ({ ...c, name: `${c.name}, ${jobs.toLocaleString('en-US')} jobs` }));
   for (const pc of cases) {
     for (let round = 0; round < ctx.opts.rounds; round++) {
       for (const id of rotate(ctx.systems, round)) {
@@ -86,7 +98,7 @@ export async function runProcessing(ctx: BenchContext): Promise<void> {
               jobs,
               concurrency: pc.concurrency,
               processes: pc.processes,
-              capMs: capMs(ctx.opts.quick, id),
+              capMs: capMs(ctx.opts.quick, id, jobs),
               fleet: profDir ? { cpuProfDir: profDir } : {},
               measureWal: sys.store === 'postgres',
             }),
@@ -100,7 +112,7 @@ export async function runProcessing(ctx: BenchContext): Promise<void> {
           if (r.machineBusyPct !== undefined && !r.partial)
             ctx.results.record('processing', pc.name, LOAD_CPU_METRICS.busy, id, r.machineBusyPct);
           const note = r.partial
-            ? `partial: not all ${jobs} jobs started within the ${Math.round(capMs(ctx.opts.quick, id) / 1000)} s cap (rate over the window)`
+            ? `partial: not all ${jobs} jobs started within the ${Math.round(capMs(ctx.opts.quick, id, jobs) / 1000)} s cap (rate over the window)`
             : undefined;
           recordRate(ctx, pc, id, round, r, note);
         } catch (err) {
@@ -157,7 +169,7 @@ async function runTwoSchemas(
           jobs,
           concurrency: pc.concurrency,
           processes: pc.processes,
-          capMs: capMs(ctx.opts.quick, id),
+          capMs: capMs(ctx.opts.quick, id, jobs),
         }),
       ),
     );

@@ -52,7 +52,15 @@ function run(taskq: number, graphile: number, extra: SeriesSummary[] = [], quick
       taskqFrom: 'dist/',
       loadAvg: { min: 1, median: 1.5, max: 2, samples: [] },
     },
-    options: { quick, rounds: 3, only: null, systems: [], cpuProfDir: null, loadRate: null },
+    options: {
+      quick,
+      rounds: 3,
+      only: null,
+      systems: [],
+      cpuProfDir: null,
+      loadRate: null,
+      processingJobs: null,
+    },
     systems: [
       { id: 'taskq', title: 'TaskQ defaults', pkg: 'taskq', settings: 'defaults' },
       { id: 'graphile', title: 'graphile defaults', pkg: 'graphile-worker', settings: 'defaults' },
