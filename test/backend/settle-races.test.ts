@@ -5,7 +5,9 @@
  * checked the statement's conditions against that version again. A row lost there would leave a
  * finished job `running` until its lease expired, and then run it again. Each test holds the
  * statement on the row lock of one of its jobs, lets the race commit on the jobs it has not reached
- * yet (the rows nobody holds locked), releases, and checks that every outcome was written.
+ * yet (the rows nobody holds locked), releases, and checks that every outcome was written. Last,
+ * the heartbeat beside a row another transaction holds: it neither waits for the row nor reports it
+ * lost.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -158,5 +160,36 @@ describe('outcome writes racing other writers of the job row', () => {
     expect(r.changed).toBeGreaterThan(0);
     expect(r.statuses).toEqual(Array.from({ length: JOBS }, () => status));
     expect(r.rows).toEqual([{ status, n: JOBS }]);
+  });
+});
+
+describe('a heartbeat beside a row another transaction holds', () => {
+  it('renews the other rows without waiting, and reports the held one still owned', async () => {
+    const ids = await seed();
+    const [held, ...rest] = ids as [string, ...string[]];
+    const before = async (): Promise<Map<string, number>> => {
+      const { rows } = await driver.query<{ id: string; ms: number }>(
+        `SELECT id, (extract(epoch FROM lock_expires_at) * 1000)::float8 AS ms FROM ${s}.jobs WHERE id = ANY ($1::uuid[])`,
+        [ids],
+      );
+      return new Map(rows.map((r) => [r.id, r.ms]));
+    };
+    const expiresBefore = await before();
+    const blocker = new pg.Client({ connectionString: TEST_DSN });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query(`SELECT id FROM ${s}.jobs WHERE id = $1 FOR UPDATE`, [held]);
+      // Two hours: every renewed lease moves (the seeded ones end in one).
+      const owned = await backend.heartbeatJobs(WORKER, ids, 2 * 3600_000);
+      expect([...owned].sort()).toEqual(ids);
+      const expiresAfter = await before();
+      expect(expiresAfter.get(held)).toBe(expiresBefore.get(held));
+      for (const id of rest) expect(expiresAfter.get(id)!).toBeGreaterThan(expiresBefore.get(id)!);
+    } finally {
+      await blocker.query('ROLLBACK');
+      await blocker.end();
+      await driver.query(`DELETE FROM ${s}.jobs`);
+    }
   });
 });
