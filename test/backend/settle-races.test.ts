@@ -15,8 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import type { Settlement } from '../../src/backend/worker-types.js';
 import type { PgDriver } from '../../src/db/pg-driver.js';
-import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
-import { waitFor } from '../helpers/wait.js';
+import { migratedSchema, TEST_DSN, waitForBlockedBy, type TestSchema } from '../helpers/db.js';
 
 let db: TestSchema;
 let driver: PgDriver;
@@ -119,7 +118,7 @@ async function settleDuringRace(
     await blocker.query('BEGIN');
     await blocker.query(`SELECT id FROM ${s}.jobs WHERE id = $1 FOR UPDATE`, [first]);
     const pending = backend.settle(ids.map(make));
-    await waitForLockWait(blocker);
+    await waitForBlockedBy(driver, blocker, 'the outcome write to wait for the blocker’s row lock');
     const changed = await race(raced);
     await blocker.query('ROLLBACK');
     const results = await pending;
@@ -132,21 +131,6 @@ async function settleDuringRace(
   } finally {
     await blocker.end();
   }
-}
-
-/** Until some session waits for a row lock that `blocker` holds. */
-async function waitForLockWait(blocker: pg.Client): Promise<void> {
-  const pid = (blocker as unknown as { processID: number }).processID;
-  await waitFor(
-    async () =>
-      (
-        await driver.query(`SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))`, [
-          pid,
-        ])
-      ).rows.length > 0,
-    10_000,
-    'the outcome write to wait for the blocker’s row lock',
-  );
 }
 
 describe('outcome writes racing other writers of the job row', () => {

@@ -4,6 +4,7 @@ import pg from 'pg';
 
 import { PgDriver } from '../../src/db/pg-driver.js';
 import { Migrator } from '../../src/migrations/migrator.js';
+import { waitFor } from './wait.js';
 
 /** The test database (real Postgres; DESIGN.md §7). */
 export const TEST_DSN = process.env.TASKQ_TEST_DSN ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -43,4 +44,23 @@ export async function migratedSchema(prefix = 't', dsn = TEST_DSN): Promise<Test
       await driver.close();
     },
   };
+}
+
+/**
+ * Waits until some session waits for a lock that `blocker` (a client holding it, e.g. a row locked
+ * `FOR UPDATE` in an open transaction) holds: the statement a race test wants stalled has reached it.
+ */
+export async function waitForBlockedBy(
+  db: { query(sql: string, values: unknown[]): Promise<{ rows: unknown[] }> },
+  blocker: pg.Client | pg.PoolClient,
+  what: string,
+): Promise<void> {
+  const pid = (blocker as unknown as { processID: number }).processID;
+  await waitFor(
+    async () =>
+      (await db.query('SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))', [pid]))
+        .rows.length > 0,
+    10_000,
+    what,
+  );
 }

@@ -11,7 +11,7 @@ import type pg from 'pg';
 import { actor } from '../../src/core/actor.js';
 import { TaskQ } from '../../src/client/taskq.js';
 import type { Worker } from '../../src/worker/worker.js';
-import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
+import { migratedSchema, TEST_DSN, waitForBlockedBy, type TestSchema } from '../helpers/db.js';
 import { startTestWorker } from '../helpers/in-process-worker.js';
 import { holdsFor, waitFor } from '../helpers/wait.js';
 
@@ -19,11 +19,9 @@ const LEASE_MS = 3000;
 
 /** Handlers that run until the test lets them return. */
 const gates = new Map<string, () => void>();
-const entered = new Set<string>();
 const gated = actor(
   { name: 'gated', queue: 'settling', retry: { maxAttempts: 1 } },
   async (p: { name: string }) => {
-    entered.add(p.name);
     await new Promise<void>((resolve) => gates.set(p.name, resolve));
     return p.name;
   },
@@ -62,17 +60,7 @@ describe('a finished job whose outcome waits for its write', () => {
       await holder.query('BEGIN');
       await holder.query(`SELECT 1 FROM "${db.schema}".jobs WHERE id = $1 FOR UPDATE`, [first.jobId]);
       gates.get('first')!();
-      await waitFor(
-        async () =>
-          (
-            await db.pool.query(
-              `SELECT count(*)::int AS n FROM pg_stat_activity
-               WHERE wait_event_type = 'Lock' AND query ILIKE '%UPDATE%' AND datname = current_database()`,
-            )
-          ).rows[0].n > 0,
-        10_000,
-        'the first outcome write to wait on the row lock',
-      );
+      await waitForBlockedBy(db.pool, holder, 'the first outcome write to wait on the row lock');
       // The second outcome queues behind that write.
       gates.get('second')!();
 
