@@ -28,10 +28,18 @@ export function quoteSchema(schema: string): string {
   return `"${validateSchemaName(schema)}"`;
 }
 
-/** Replaces the `{schema}` placeholder in a SQL text with the quoted schema identifier. */
+/**
+ * Replaces the `{schema}` placeholder in a SQL text with the quoted schema identifier, and
+ * `{wake_channel}` with the schema's {@link wakeChannel} as a string literal (for SQL that wakes
+ * producers itself, such as a trigger: the channel's hash of a long name is not computable in SQL).
+ */
 export function renderSql(sql: string, schema: string): string {
   const quoted = quoteSchema(schema);
-  return sql.replaceAll('{schema}', quoted);
+  const rendered = sql.replaceAll('{schema}', quoted);
+  // The channel is an identifier made of the validated name: no quote to escape.
+  return rendered.includes('{wake_channel}')
+    ? rendered.replaceAll('{wake_channel}', `'${wakeChannel(schema)}'`)
+    : rendered;
 }
 
 // Postgres truncates identifiers at 63 bytes and pg_notify() rejects longer channel names, so a

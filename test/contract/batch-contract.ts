@@ -596,6 +596,85 @@ export function defineBatchContract(name: string, makeHarness: () => Promise<Bat
       });
     });
 
+    describe('the finalizer when its batch ends', () => {
+      const HOUR = 3_600_000;
+      const snooze = (jobId: string): Settlement => ({
+        ...base,
+        kind: 'reschedule',
+        jobId,
+        delayMs: HOUR,
+        consumeBudget: false,
+        outcome: 'snoozed',
+        error: null,
+      });
+
+      /** A batch of `n` children whose finalizer has run once and snoozed for an hour. */
+      async function snoozedBatch(
+        n: number,
+        o: { threshold?: number; seal?: boolean } = {},
+      ): Promise<{ batchId: string; ids: string[]; finalizerId: string }> {
+        const b = await batchOf(n, { ...o, finalizer: true });
+        const claimed = await claim();
+        expect(claimed.map((c) => c.id)).toContain(b.finalizerId);
+        await settle1(snooze(b.finalizerId!));
+        expect((await h.backend.get(b.finalizerId!))!.status).toBe('scheduled');
+        return { batchId: b.batchId, ids: b.ids, finalizerId: b.finalizerId! };
+      }
+
+      /** The finalizer is pending now, with the event that says why. */
+      async function expectWoken(finalizerId: string, batchId: string): Promise<void> {
+        const f = (await h.backend.get(finalizerId))!;
+        expect(f.status).toBe('pending');
+        expect(f.scheduledAt.getTime()).toBeLessThan(Date.now() + HOUR / 2);
+        expect((await h.backend.getEvents(finalizerId)).at(-1)).toMatchObject({
+          kind: 'state_change',
+          detail: { from_state: 'scheduled', to_state: 'pending', reason: 'batch_ended', batch_id: batchId },
+        });
+        const [again] = await claim();
+        expect(again?.id).toBe(finalizerId);
+      }
+
+      it('a snoozed finalizer is pending as soon as the last child ends, not when its snooze runs out', async () => {
+        const { batchId, ids, finalizerId } = await snoozedBatch(2);
+        await settle1(ok(ids[0]!));
+        expect((await h.backend.get(finalizerId))!.status).toBe('scheduled');
+        await settle1(fail(ids[1]!));
+        expect((await row(batchId)).status).toBe('complete');
+        await expectWoken(finalizerId, batchId);
+      });
+
+      it('the write that seals a batch whose children have all ended wakes it', async () => {
+        const { batchId, ids, finalizerId } = await snoozedBatch(1, { seal: false });
+        await settle1(ok(ids[0]!));
+        expect((await h.backend.get(finalizerId))!.status).toBe('scheduled');
+        await h.backend.writeBatch({ batchId, children: [], seal: true });
+        await expectWoken(finalizerId, batchId);
+      });
+
+      it('an aborted batch wakes it once the children still running have ended', async () => {
+        const { batchId, ids, finalizerId } = await snoozedBatch(3, { threshold: 1 });
+        await settle1(fail(ids[0]!));
+        expect((await row(batchId)).status).toBe('aborted');
+        // ids[1] and ids[2] were claimed with the finalizer and started: the abort leaves them.
+        expect((await h.backend.get(finalizerId))!.status).toBe('scheduled');
+        await settle1(ok(ids[1]!));
+        expect((await h.backend.get(finalizerId))!.status).toBe('scheduled');
+        await settle1(ok(ids[2]!));
+        await expectWoken(finalizerId, batchId);
+      });
+
+      it('a finalizer waiting out a retry backoff keeps it', async () => {
+        const b = await batchOf(1, { finalizer: true });
+        await claim();
+        await settle1({ ...base, kind: 'failed', jobId: b.finalizerId!, retryDelayMs: HOUR, error: boom });
+        await settle1(ok(b.ids[0]!));
+        expect((await row(b.batchId)).status).toBe('complete');
+        const f = (await h.backend.get(b.finalizerId!))!;
+        expect(f.status).toBe('scheduled');
+        expect(f.scheduledAt.getTime()).toBeGreaterThan(Date.now() + HOUR / 2);
+      });
+    });
+
     describe('maintenance', () => {
       it('completeStaleBatches completes only an active sealed batch with no child left to end', async () => {
         const done = await batchOf(1);

@@ -10,7 +10,13 @@ import {
 import { formatMs, toMs } from '../../src/core/duration.js';
 import { IllegalStateTransition, InvalidArgumentError } from '../../src/errors/index.js';
 import { isUuid, newJobId } from '../../src/core/ids.js';
-import { eventsChannel, validateSchemaName, wakeChannel, workerChannel } from '../../src/core/schema-name.js';
+import {
+  eventsChannel,
+  renderSql,
+  validateSchemaName,
+  wakeChannel,
+  workerChannel,
+} from '../../src/core/schema-name.js';
 
 describe('durations', () => {
   it('parses numbers and unit strings', () => {
@@ -68,6 +74,13 @@ describe('schema names and channels', () => {
     expect(wakeChannel(long)).not.toBe(eventsChannel(long));
     expect(workerChannel(long, newJobId()).length).toBeLessThanOrEqual(63);
     expect(wakeChannel('taskq')).toBe('taskq_wake_taskq');
+  });
+  it("renders {schema} as the quoted identifier and {wake_channel} as the schema's wake channel literal", () => {
+    const long = 'x'.repeat(63);
+    expect(renderSql("SELECT pg_notify({wake_channel}, '') FROM {schema}.jobs", long)).toBe(
+      `SELECT pg_notify('${wakeChannel(long)}', '') FROM "${long}".jobs`,
+    );
+    expect(wakeChannel(long)).toMatch(/^taskq_wake_x+_[0-9a-f]{16}$/);
   });
 });
 

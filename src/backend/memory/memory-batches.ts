@@ -52,6 +52,13 @@ type Counter = 'succeeded' | 'failed' | 'cancelled' | 'crashed' | 'abandoned';
 const terminalCount = (b: StoredBatch): number =>
   b.succeeded + b.failed + b.cancelled + b.crashed + b.abandoned;
 
+/**
+ * A batch has ended: marked complete, or sealed with every child it expects counted terminal (an
+ * aborted batch once its running children have finished). The Postgres trigger's condition.
+ */
+const hasEnded = (b: StoredBatch): boolean =>
+  b.status === 'complete' || (b.sealed && terminalCount(b) >= b.expectedSize);
+
 /** What the batches need from the backend that owns them. */
 export interface MemoryBatchDeps {
   state: MemoryState;
@@ -86,6 +93,7 @@ export class MemoryBatches {
   statusChanged(changes: readonly StatusChange[]): void {
     if (this.batchOf.size === 0) return;
     const aborted: string[] = [];
+    const endedBefore = new Map<StoredBatch, boolean>();
     for (const { job, from } of changes) {
       const batchId = this.batchOf.get(job.id);
       const b = batchId === undefined ? undefined : this.rows.get(batchId);
@@ -93,6 +101,7 @@ export class MemoryBatches {
       const wasTerminal = TERMINAL_STATUSES.has(from);
       const isTerminal = TERMINAL_STATUSES.has(job.status);
       if (wasTerminal === isTerminal) continue;
+      if (!endedBefore.has(b)) endedBefore.set(b, hasEnded(b));
       if (wasTerminal) b[from as Counter]--;
       if (isTerminal) {
         b[job.status as Counter]++;
@@ -116,6 +125,31 @@ export class MemoryBatches {
       }
     }
     if (aborted.length > 0) this.d.state.emitDone(aborted);
+    for (const [b, ended] of endedBefore) if (!ended) this.wakeFinalizerIfEnded(b);
+  }
+
+  /**
+   * The Postgres trigger `batches_ended_wake_finalizer`: when `b` has ended, its finalizer, if it is
+   * scheduled after a snooze, becomes pending at once and the producers are woken (a finalizer
+   * waiting out a retry backoff keeps it). Called where a batch may have ended, with `b` not ended
+   * before the change.
+   */
+  private wakeFinalizerIfEnded(b: StoredBatch): void {
+    if (b.finalizerJobId === null || !hasEnded(b)) return;
+    const s = this.d.state;
+    const j = s.jobs.get(b.finalizerJobId);
+    if (!j || j.status !== 'scheduled') return;
+    const last = s.attempts().findLast((a) => a.jobId === j.id);
+    if (last?.outcome !== 'snoozed') return;
+    j.status = 'pending';
+    j.scheduledAt = s.clock.now();
+    s.event(j.id, 'state_change', {
+      from_state: 'scheduled',
+      to_state: 'pending',
+      reason: 'batch_ended',
+      batch_id: b.id,
+    });
+    s.emitWake();
   }
 
   /** Aborts `b`: cancels its pending and scheduled children and counts them in one step. */
@@ -221,13 +255,16 @@ export class MemoryBatches {
       const inserted = rows.filter((r, i) => r.id === w.children[i]!.id).length;
       staged.push(...children);
 
-      const grow = (b: StoredBatch): void => {
+      // `preview`: a copy of the row for the caller's result, which wakes nothing.
+      const grow = (b: StoredBatch, preview = false): void => {
+        const ended = hasEnded(b);
         b.expectedSize += inserted;
         b.sealed ||= w.seal;
         if (b.status === 'active' && b.sealed && terminalCount(b) >= b.expectedSize) {
           b.status = 'complete';
           b.completedAt = s.clock.now();
         }
+        if (!ended && !preview) this.wakeFinalizerIfEnded(b);
       };
       const store = (b: StoredBatch): void => {
         for (const r of staged) s.jobs.set(r.id, r);
@@ -260,7 +297,7 @@ export class MemoryBatches {
       // until then, so an abort that happened meanwhile would have come after the commit and
       // cancelled the new children too: do that here.
       const preview = { ...batch };
-      grow(preview);
+      grow(preview, true);
       const abortedBefore = batch.status === 'aborted';
       tx.defer(() => {
         const b = this.rows.get(batchId);
@@ -268,8 +305,10 @@ export class MemoryBatches {
         grow(b);
         store(b);
         if (!abortedBefore && b.status === 'aborted') {
+          const ended = hasEnded(b);
           const ids = this.cancelAborted(b, children);
           if (ids.length > 0) s.emitDone(ids);
+          if (!ended) this.wakeFinalizerIfEnded(b);
         }
       });
       return this.result(preview, rows, finalizer);
@@ -355,8 +394,10 @@ export class MemoryBatches {
       .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime())
       .slice(0, limit);
     for (const b of stale) {
+      const ended = hasEnded(b);
       b.status = 'complete';
       b.completedAt = now;
+      if (!ended) this.wakeFinalizerIfEnded(b);
     }
     return stale.map((b) => b.id);
   }
