@@ -172,7 +172,7 @@ const CASES: Case[] = [
         FINALIZE,
         ms,
         producer.id === 'taskq'
-          ? "the finalizer runs at once and snoozes 1 s (waitForBatch's smallest snoozeInterval) until every child has ended"
+          ? 'the finalizer runs at once and snoozes (waitForBatch, default 10 s) until the batch ends, which makes it pending'
           : 'the parent becomes ready when its last child completes',
       );
       record(CHILDREN_RATE, params.children! / (ms / 1000));

@@ -7,7 +7,8 @@
  * - cron: schedules `* * * * * *` (every second) declared in code, payload from a factory carrying
  *   the slot; catch-up: run-time schedules `* * * * *` whose stored next slot is moved 10 minutes back;
  * - batch: `enqueueBatch` with a finalizer (a batch row); the finalizer waits with
- *   `waitForBatch(batchId, { snoozeInterval: '1s' })`, the smallest snooze it allows;
+ *   `waitForBatch(batchId)` (snooze mode, the default 10 s interval), and runs again when the batch
+ *   ends;
  * - sub-jobs: the parent buffers its children with `ctx.jobs.enqueueBatch` (written with its success);
  * - retries: `retry: { maxAttempts: 2, backoff: 'fixed', base: 100, jitter: 0 }`;
  * - rate limit: a Redis `TokenBucket` of `RATE` jobs/s with a burst of `BURST`.
@@ -61,8 +62,9 @@ function actors(
     mark('child');
   });
   const final = actor({ name: 'final', queue: BENCH_QUEUE }, async (p: { batchId: string }) => {
-    // Throws Snooze while children are pending: the finalizer comes back in 1 s without a slot held.
-    await tq().waitForBatch(p.batchId, { snoozeInterval: '1s' });
+    // Throws Snooze while children are pending: the finalizer comes back, without a slot held meanwhile,
+    // when the batch ends (its 10 s snooze is the fallback).
+    await tq().waitForBatch(p.batchId);
     mark('final', nowMs());
   });
   const parent = actor({ name: 'parent', queue: BENCH_QUEUE }, async (p: { n: number }, ctx) => {
