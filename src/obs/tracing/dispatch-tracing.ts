@@ -3,7 +3,7 @@ import { context, ROOT_CONTEXT, SpanKind, trace, type Span } from '@opentelemetr
 import { toErrorInfo } from '../../worker/error-info.js';
 import { recordSpanError } from './record-span-error.js';
 import { MESSAGING_SYSTEM, SPAN_ATTRIBUTES as A } from './span-attributes.js';
-import { taskqTracer } from './taskq-tracer.js';
+import { taskqTracer, tracerRegistered } from './taskq-tracer.js';
 
 /**
  * The worker's `dispatch` spans (kind INTERNAL), one per claim statement. Each is the root of its
@@ -15,8 +15,12 @@ export class DispatchTracing {
 
   constructor(private readonly workerId: string) {}
 
-  /** Runs `claim` (asking for at most `limit` jobs) inside a `dispatch` span; records how many it claimed. */
+  /**
+   * Runs `claim` (asking for at most `limit` jobs) inside a `dispatch` span; records how many it
+   * claimed. With no tracer provider registered, runs it as it is.
+   */
   async dispatch<T extends readonly unknown[]>(limit: number, claim: () => Promise<T>): Promise<T> {
+    if (!tracerRegistered()) return claim();
     const span: Span = this.tracer.startSpan(
       'dispatch',
       {

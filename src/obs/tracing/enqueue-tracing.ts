@@ -4,7 +4,7 @@ import type { EnqueueArgs } from '../../backend/types.js';
 import { toErrorInfo } from '../../worker/error-info.js';
 import { recordSpanError } from './record-span-error.js';
 import { MESSAGING_SYSTEM, SPAN_ATTRIBUTES as A } from './span-attributes.js';
-import { taskqTracer } from './taskq-tracer.js';
+import { taskqTracer, tracerRegistered } from './taskq-tracer.js';
 
 /**
  * The client's `send <queue>` spans (kind PRODUCER), one per enqueue call: around the database
@@ -28,6 +28,14 @@ export class EnqueueTracing {
     write: () => Promise<T>,
     describe: (span: Span, result: T) => void,
   ): Promise<T> {
+    if (!tracerRegistered()) {
+      // The API's span would be non-recording, with the ids of the caller's active span if it has
+      // valid ones (a context propagated into this process): store those, as that span would.
+      const active = trace.getSpanContext(context.active());
+      if (active !== undefined && trace.isSpanContextValid(active))
+        stampIds(args, active.traceId, active.spanId);
+      return write();
+    }
     const queue = singleQueue(args);
     const span = this.tracer.startSpan(queue === null ? 'send' : `send ${queue}`, {
       kind: SpanKind.PRODUCER,
@@ -41,14 +49,7 @@ export class EnqueueTracing {
     });
     const ids = span.spanContext();
     // A non-recording span with no parent has the invalid (all-zero) ids: store nothing then.
-    if (trace.isSpanContextValid(ids)) {
-      for (const a of args) {
-        if (a.traceId === null && a.spanId === null) {
-          a.traceId = ids.traceId;
-          a.spanId = ids.spanId;
-        }
-      }
-    }
+    if (trace.isSpanContextValid(ids)) stampIds(args, ids.traceId, ids.spanId);
     try {
       // The write runs in the span's context: database instrumentation nests under it.
       const result = await context.with(trace.setSpan(context.active(), span), write);
@@ -60,6 +61,16 @@ export class EnqueueTracing {
       throw err;
     } finally {
       span.end();
+    }
+  }
+}
+
+/** Stores the ids on every job whose caller gave no `traceId`/`spanId` of its own. */
+function stampIds(args: readonly EnqueueArgs[], traceId: string, spanId: string): void {
+  for (const a of args) {
+    if (a.traceId === null && a.spanId === null) {
+      a.traceId = traceId;
+      a.spanId = spanId;
     }
   }
 }

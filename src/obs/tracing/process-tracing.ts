@@ -5,7 +5,7 @@ import type { Settlement, SettleResult } from '../../backend/worker-types.js';
 import { producerLink } from './producer-link.js';
 import { recordSpanError } from './record-span-error.js';
 import { MESSAGING_SYSTEM, SPAN_ATTRIBUTES as A } from './span-attributes.js';
-import { taskqTracer } from './taskq-tracer.js';
+import { taskqTracer, tracerRegistered } from './taskq-tracer.js';
 
 /**
  * The worker's `process <actor>` spans (kind CONSUMER), one per attempt: from payload validation to
@@ -19,8 +19,12 @@ export class ProcessTracing {
 
   constructor(private readonly workerId: string) {}
 
-  /** Starts the attempt's span (ended by {@link end}). */
-  start(row: ClaimedJob): Span {
+  /**
+   * Starts the attempt's span (ended by {@link end}), or none while no tracer provider is
+   * registered: the attempt then runs as with tracing off (`ctx.span` the shared non-recording span).
+   */
+  start(row: ClaimedJob): Span | undefined {
+    if (!tracerRegistered()) return undefined;
     const link = producerLink(row.traceId, row.spanId);
     return this.tracer.startSpan(
       `process ${row.actor}`,
