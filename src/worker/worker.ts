@@ -48,7 +48,7 @@ import { Watchdog } from './watchdog/watchdog.js';
 import type { HealthServer } from '../obs/health/health-server.js';
 import { openWorkerHealth } from '../obs/health/open-worker-health.js';
 import { ReadinessChecks } from '../obs/health/readiness-checks.js';
-import { metrics, type Meter } from '@opentelemetry/api';
+import { createNoopMeter, metrics, type Meter } from '@opentelemetry/api';
 import type { PrometheusEndpoint } from '../obs/metrics/prometheus-endpoint.js';
 import { openWorkerMetricsEndpoint, startWorkerFleetGauges } from '../obs/metrics/open-worker-metrics.js';
 import { WorkerMetrics } from '../obs/metrics/worker-metrics.js';
@@ -179,7 +179,7 @@ export class Worker {
   private escalated = false;
   private hangDetector: Watchdog | null = null;
   private healthListeners: HealthServer | null = null;
-  /** With `otelEnabled`: the `metricsPort` endpoint's meter, or the global one. */
+  /** With `otelEnabled`: the `metricsPort` endpoint's meter, or the global one if registered. */
   private meter: Meter | null = null;
   private metricsEndpoint: PrometheusEndpoint | null = null;
   /** The injected values' owner, when the worker has providers (made at start). */
@@ -486,13 +486,18 @@ export class Worker {
 
   /**
    * The worker's instruments (with `otelEnabled`): on the `metricsPort` endpoint's own meter
-   * provider when that is set, else on the global one (yours, or the API's no-op).
+   * provider when that is set, else on the global one when you registered one before the start.
    */
   private async startMetrics(): Promise<void> {
     const s = this.settings;
     if (!s.otelEnabled) return;
     this.metricsEndpoint = await openWorkerMetricsEndpoint(s, this.logger);
-    this.meter = this.metricsEndpoint?.meter ?? metrics.getMeter('taskq', TASKQ_VERSION);
+    const meter = this.metricsEndpoint?.meter ?? metrics.getMeter('taskq', TASKQ_VERSION);
+    // No MeterProvider registered and no endpoint: every instrument would be the API's no-op for
+    // the worker's life (the metrics API hands out no-op meters and does not forward them to a
+    // provider registered later), so none is built and no job pays for recording into them.
+    if (meter === createNoopMeter()) return;
+    this.meter = meter;
     this.workerMetrics = new WorkerMetrics(this.meter, {
       slots: s.maxConcurrency,
       jobsActive: () => this.runner?.inFlight ?? 0,

@@ -39,8 +39,9 @@ const SECONDS_BUCKETS = [
 /**
  * A worker's instruments (docs/metrics.md): the few recorded as they happen (claims, written
  * outcomes, shutdown), and observable ones that read {@link WorkerMetricSources} when collected.
- * Built only when `otelEnabled` is true; recording then costs a map lookup and the meter's own
- * work, which is nothing when no SDK is registered.
+ * Built only when `otelEnabled` is true and there is a meter to record into (the endpoint's, or a
+ * MeterProvider registered before the worker started); recording then costs a map lookup and the
+ * meter's own work.
  */
 export class WorkerMetrics {
   private readonly dispatchDuration: Histogram;
