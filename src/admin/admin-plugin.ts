@@ -126,7 +126,7 @@ export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options
   });
 
   registerJobRoutes(app, rc);
-  registerSsoRoutes(app, rc);
+  await registerSsoRoutes(app, rc);
   registerScheduleRoutes(app, rc);
   registerActorsRoutes(app, rc);
   registerQueuesRoutes(app, rc);

@@ -6,8 +6,6 @@ import { errorPage, sendPage } from './admin-route-context.js';
 import { issueSession, SSO_SESSION_COOKIE } from './admin-session.js';
 import { html } from './html.js';
 import { layout } from './layout.js';
-import { registerOidcRoutes } from './oidc-routes.js';
-import { registerSamlRoutes } from './saml-routes.js';
 
 /** Where an unauthenticated browser is sent to sign in, or null without SSO. */
 export function ssoLoginPath(rc: Pick<AdminRouteContext, 'o' | 'base'>, next: string): string | null {
@@ -95,11 +93,13 @@ export function refuseSignIn(
  * `/auth/saml/metadata`; and `POST /auth/logout` for both. The plugin's auth hook lets `/auth/*`
  * through unauthenticated, since these are how one authenticates.
  */
-export function registerSsoRoutes(app: FastifyInstance, rc: AdminRouteContext): void {
+export async function registerSsoRoutes(app: FastifyInstance, rc: AdminRouteContext): Promise<void> {
   const sso = rc.o.sso;
   if (sso === null) return;
-  if (sso.kind === 'oidc') registerOidcRoutes(app, rc, sso);
-  else registerSamlRoutes(app, rc, sso);
+  // The identity provider's library is loaded only for the backend in use: a UI without SSO, or
+  // with the other one, does not pay for loading it (SAML's is most of the admin UI's import time).
+  if (sso.kind === 'oidc') (await import('./oidc-routes.js')).registerOidcRoutes(app, rc, sso);
+  else (await import('./saml-routes.js')).registerSamlRoutes(app, rc, sso);
 
   app.post('/auth/logout', { preHandler: app.csrfProtection }, async (request, reply) => {
     reply.clearCookie(SSO_SESSION_COOKIE, { path: rc.base === '' ? '/' : rc.base });
