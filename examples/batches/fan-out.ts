@@ -49,9 +49,9 @@ const publishAlbum = actor(
   },
   async ({ album, batchId }) => {
     try {
-      // While children are pending or running this throws Snooze: the finalizer comes back in
-      // 1 s without using an attempt, and holds no worker slot meanwhile.
-      const done = await tq.waitForBatch(batchId, { snoozeInterval: '1s' });
+      // While children are pending or running this throws Snooze: the finalizer comes back as
+      // soon as the batch ends, without using an attempt, and holds no worker slot meanwhile.
+      const done = await tq.waitForBatch(batchId);
       return `${album}: published ${done.succeeded} of ${done.total} images`;
     } catch (err) {
       if (!(err instanceof BatchAbortedError)) throw err;
