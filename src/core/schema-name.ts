@@ -35,11 +35,8 @@ export function quoteSchema(schema: string): string {
  */
 export function renderSql(sql: string, schema: string): string {
   const quoted = quoteSchema(schema);
-  const rendered = sql.replaceAll('{schema}', quoted);
   // The channel is an identifier made of the validated name: no quote to escape.
-  return rendered.includes('{wake_channel}')
-    ? rendered.replaceAll('{wake_channel}', `'${wakeChannel(schema)}'`)
-    : rendered;
+  return sql.replaceAll('{schema}', quoted).replaceAll('{wake_channel}', `'${wakeChannel(schema)}'`);
 }
 
 // Postgres truncates identifiers at 63 bytes and pg_notify() rejects longer channel names, so a

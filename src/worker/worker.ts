@@ -48,9 +48,13 @@ import { Watchdog } from './watchdog/watchdog.js';
 import type { HealthServer } from '../obs/health/health-server.js';
 import { openWorkerHealth } from '../obs/health/open-worker-health.js';
 import { ReadinessChecks } from '../obs/health/readiness-checks.js';
-import { createNoopMeter, metrics, type Meter } from '@opentelemetry/api';
+import type { Meter } from '@opentelemetry/api';
 import type { PrometheusEndpoint } from '../obs/metrics/prometheus-endpoint.js';
-import { openWorkerMetricsEndpoint, startWorkerFleetGauges } from '../obs/metrics/open-worker-metrics.js';
+import {
+  openWorkerMetricsEndpoint,
+  startWorkerFleetGauges,
+  workerMeter,
+} from '../obs/metrics/open-worker-metrics.js';
 import { WorkerMetrics } from '../obs/metrics/worker-metrics.js';
 import type { Providers } from '../di/providers.js';
 import { validateDependencies } from '../di/validate-dependencies.js';
@@ -492,12 +496,8 @@ export class Worker {
     const s = this.settings;
     if (!s.otelEnabled) return;
     this.metricsEndpoint = await openWorkerMetricsEndpoint(s, this.logger);
-    const meter = this.metricsEndpoint?.meter ?? metrics.getMeter('taskq', TASKQ_VERSION);
-    // No MeterProvider registered and no endpoint: every instrument would be the API's no-op for
-    // the worker's life (the metrics API hands out no-op meters and does not forward them to a
-    // provider registered later), so none is built and no job pays for recording into them.
-    if (meter === createNoopMeter()) return;
-    this.meter = meter;
+    this.meter = workerMeter(this.metricsEndpoint);
+    if (this.meter === null) return;
     this.workerMetrics = new WorkerMetrics(this.meter, {
       slots: s.maxConcurrency,
       jobsActive: () => this.runner?.inFlight ?? 0,

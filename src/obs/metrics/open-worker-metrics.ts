@@ -1,10 +1,11 @@
 import type { Backend } from '../../backend/backend.js';
 import type { AnyActor } from '../../core/actor.js';
+import { TASKQ_VERSION } from '../../core/version.js';
 import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import { isKeyedReservationRef } from '../../ratelimit/keyed-refs.js';
 import type { WorkerSettings } from '../../settings/worker-settings.js';
 import type { Logger } from '../logger.js';
-import type { Meter } from '@opentelemetry/api';
+import { createNoopMeter, metrics, type Meter } from '@opentelemetry/api';
 import { FleetGauges } from './fleet-gauges.js';
 import { PrometheusEndpoint } from './prometheus-endpoint.js';
 
@@ -37,6 +38,17 @@ export async function openWorkerMetricsEndpoint(
         'give each worker a port of its own (0 = any free port)',
     );
   }
+}
+
+/**
+ * The meter a worker's instruments record into: the `metricsPort` endpoint's, else the global
+ * MeterProvider's. Null when that is the API's no-op meter (no provider registered): every
+ * instrument would be a no-op for the worker's life, since the metrics API does not forward its
+ * meters to a provider registered later, so the worker builds none and no job records into them.
+ */
+export function workerMeter(endpoint: PrometheusEndpoint | null): Meter | null {
+  const meter = endpoint?.meter ?? metrics.getMeter('taskq', TASKQ_VERSION);
+  return meter === createNoopMeter() ? null : meter;
 }
 
 /**
