@@ -62,14 +62,8 @@ export function batchItem<P, I>(
 
 /** Checks that `ref` is an actor declared with `actor()`. */
 export function checkActorRef(ref: unknown, field: string): asserts ref is ActorRef<unknown, unknown> {
-  if (
-    ref === null ||
-    typeof ref !== 'object' ||
-    typeof (ref as ActorRef).name !== 'string' ||
-    typeof (ref as ActorRef).handler !== 'function'
-  ) {
+  if (!looksLikeActor(ref))
     throw new InvalidArgumentError(field, ref, 'must be an actor declared with actor()');
-  }
 }
 
 /**
@@ -86,7 +80,7 @@ export function checkBatchItems(
   indexBase = 0,
 ): { batchId: string; refs: ActorRef<unknown, unknown>[] } {
   if (!Array.isArray(items) || items.length === 0)
-    throw new InvalidArgumentError(`${what}.items`, items, 'must be a non-empty array');
+    throw new InvalidArgumentError(`${what}.items`, items, nonArrayRule(items));
   if (items.length > max) {
     throw new InvalidArgumentError(
       `${what}.items`,
@@ -126,6 +120,27 @@ export function checkBatchItems(
     return item.actor as ActorRef<unknown, unknown>;
   });
   return { batchId, refs };
+}
+
+/**
+ * The rule an empty or non-array `items` breaks. An actor passed first, as `enqueue` takes one
+ * (`enqueueBatch(actor, items)`), is the likely slip from JavaScript: say what the call takes.
+ */
+function nonArrayRule(items: unknown): string {
+  if (Array.isArray(items) || !looksLikeActor(items)) return 'must be a non-empty array';
+  return (
+    `must be a non-empty array of { actor, payload, options? } items, not the actor ` +
+    `'${items.name}': each item names its actor, e.g. [{ actor, payload }] or [batchItem(actor, payload)]`
+  );
+}
+
+function looksLikeActor(v: unknown): v is ActorRef<unknown, unknown> {
+  return (
+    v !== null &&
+    typeof v === 'object' &&
+    typeof (v as ActorRef).name === 'string' &&
+    typeof (v as ActorRef).handler === 'function'
+  );
 }
 
 /** Checks `failurePolicy` and the finalizer item's shape (its payload is checked with the items'). */

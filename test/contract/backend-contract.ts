@@ -461,6 +461,16 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         expect(await count()).toBe(0);
       });
 
+      it('names the slip when an actor is passed where the items go, and writes nothing', async () => {
+        const slip = client.enqueueBatch as unknown as (a: unknown, b: unknown) => Promise<unknown>;
+        const err = await slip.call(client, plain, [{ payload: { n: 1 } }]).catch((e: unknown) => e);
+        expect(err).toBeInstanceOf(InvalidArgumentError);
+        expect((err as InvalidArgumentError).field).toBe('enqueueBatch.items');
+        expect((err as InvalidArgumentError).rule).toContain(`not the actor '${plain.name}'`);
+        expect((err as InvalidArgumentError).rule).toContain('[{ actor, payload }]');
+        expect(await count()).toBe(0);
+      });
+
       it('accepts exactly 1000 items', async () => {
         const many = Array.from({ length: 1000 }, (_, n) => ({ actor: plain, payload: { n } }));
         const batch = await client.enqueueBatch(many);
