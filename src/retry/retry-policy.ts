@@ -1,3 +1,4 @@
+import { checkKnownKeys } from '../core/closest-name.js';
 import { toMs, toMsOrNull, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { RETRY_KINDS, type RetryKind } from '../backend/types.js';
@@ -27,6 +28,15 @@ export interface RetryPolicyOptions {
 }
 
 const BACKOFFS: readonly BackoffKind[] = ['exponential', 'linear', 'fixed'];
+const OPTION_KEYS: readonly string[] = [
+  'kind',
+  'maxAttempts',
+  'timeBudget',
+  'backoff',
+  'base',
+  'cap',
+  'jitter',
+];
 
 /** An actor's retry policy, validated, with durations in milliseconds. */
 export class RetryPolicy {
@@ -40,6 +50,10 @@ export class RetryPolicy {
   readonly jitter: number;
 
   constructor(options: RetryPolicyOptions = {}, field = 'retry') {
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError(field, options, 'must be a RetryPolicy options object');
+    // A misspelt key (`baseMs` for `base`) would otherwise leave its default in force unnoticed.
+    checkKnownKeys(options, OPTION_KEYS, field, 'an option of a retry policy');
     const kind = options.kind ?? 'transient';
     if (!RETRY_KINDS.includes(kind))
       throw new InvalidArgumentError(`${field}.kind`, kind, `must be one of ${RETRY_KINDS.join(', ')}`);

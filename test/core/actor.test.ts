@@ -97,6 +97,7 @@ describe('actor()', () => {
     ['retry jitter 2', { name: 'a', retry: { jitter: 2 } }, 'actor(a).retry.jitter'],
     ['retry unknown kind', { name: 'a', retry: { kind: 'sometimes' } }, 'actor(a).retry.kind'],
     ['retry unknown backoff', { name: 'a', retry: { backoff: 'random' } }, 'actor(a).retry.backoff'],
+    ['retry unknown option', { name: 'a', retry: { baseMs: 100 } }, 'actor(a).retry.baseMs'],
     [
       'nonRetryableErrors not classes',
       { name: 'a', nonRetryableErrors: ['Error'] },
@@ -116,6 +117,13 @@ describe('actor()', () => {
     }
     expect(err).toBeInstanceOf(InvalidArgumentError);
     expect((err as InvalidArgumentError).field).toBe(field);
+  });
+
+  it('names the retry option a misspelt one was meant to be', () => {
+    expect(() => actor({ name: 'a', retry: { baseMs: 100 } as never }, noop)).toThrow(/did you mean base\?/);
+    expect(() => new RetryPolicy({ maxAttempt: 2 } as never)).toThrow(
+      /retry\.maxAttempt.*did you mean maxAttempts\?/,
+    );
   });
 
   it('rejects a missing handler', () => {
