@@ -2,8 +2,10 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 import type { FastifyRequest } from 'fastify';
 
-import type { AdminUser, ResolvedAdminOptions } from './admin-options.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { ADMIN_USER_KEYS, type AdminUser, type ResolvedAdminOptions } from './admin-options.js';
 import { readSession, SSO_SESSION_COOKIE } from './admin-session.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 
 /** The cookie the login form sets when the UI is protected by a token. */
 export const SESSION_COOKIE = 'taskq_admin_session';
@@ -48,19 +50,63 @@ export async function authenticate(request: FastifyRequest, o: ResolvedAdminOpti
     if (user !== null) return { kind: 'user', user };
   }
   if (o.auth !== null) {
-    const found = await o.auth(request);
-    if (found && typeof found.user === 'string')
+    const found: unknown = await o.auth(request);
+    // null (or nothing) is the hook's refusal: 401.
+    if (found !== null && found !== undefined && found !== false) {
+      const user = hookUser(found, o);
       return {
         kind: 'user',
-        user: {
-          user: found.user,
-          readPayloads: found.readPayloads !== false,
-          actions: found.actions !== false,
-        },
+        user: { user: user.user, readPayloads: user.readPayloads !== false, actions: user.actions !== false },
       };
+    }
   }
   if (o.token === null && o.auth === null && o.sso === null) return { kind: 'anonymous' };
   return { kind: 'refused' };
+}
+
+/**
+ * The auth hook's user, checked. A result TaskQ would misread (`readPayload: false`, `actions:
+ * 'no'`, no `user`) is a bug in the hook, not a user: serving it with defaults would show payloads or
+ * actions the hook meant to withhold, and a 401 would send the user to sign in again for nothing.
+ * So it fails closed as a server error: `admin-auth-hook-invalid` is logged (error) with the field
+ * and the rule (never the value: the hook's object may hold anything), and the request answers 500.
+ */
+function hookUser(found: unknown, o: ResolvedAdminOptions): AdminUser {
+  try {
+    if (typeof found !== 'object' || found === null || Array.isArray(found))
+      throw new InvalidArgumentError(
+        'auth()',
+        undefined,
+        'must resolve to { user, readPayloads?, actions? } or null',
+        { conceal: true },
+      );
+    checkKnownKeys(found, ADMIN_USER_KEYS, 'auth()', 'a field of AdminUser');
+    const u = found as Partial<Record<keyof AdminUser, unknown>>;
+    if (typeof u.user !== 'string')
+      throw new InvalidArgumentError('auth().user', undefined, 'must be a string', { conceal: true });
+    for (const key of ['readPayloads', 'actions'] as const)
+      if (u[key] !== undefined && typeof u[key] !== 'boolean')
+        throw new InvalidArgumentError(`auth().${key}`, undefined, 'must be true, false or absent', {
+          conceal: true,
+        });
+    return found as AdminUser;
+  } catch (err) {
+    if (!(err instanceof InvalidArgumentError)) throw err;
+    o.logger.error({ field: err.field, rule: err.rule }, 'admin-auth-hook-invalid');
+    throw new AdminAuthHookError(err.field);
+  }
+}
+
+/**
+ * The auth hook returned something that is not an `AdminUser`. Not an `InvalidArgumentError`, which
+ * the UI answers with 400 and its message: the fault is the server's (500), and the details go to
+ * the log only.
+ */
+class AdminAuthHookError extends Error {
+  constructor(field: string) {
+    super(`the admin auth hook returned an invalid user (${field}); see admin-auth-hook-invalid`);
+    this.name = 'AdminAuthHookError';
+  }
 }
 
 /** True when `candidate` is the configured token (the login form). */

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 
 import type { TaskQ } from '../client/taskq.js';
 import type { ActorDefinition } from '../core/actor.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 import { MAX_TIMER_MS, toMs, type Duration } from '../core/duration.js';
 import { AdminAuthRequiredError } from '../errors/admin-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
@@ -31,6 +32,12 @@ export interface AdminUser {
    */
   actions?: boolean;
 }
+
+/**
+ * The fields of {@link AdminUser}: an auth hook's result with any other key is refused (a
+ * misspelt `readPayload: false` would otherwise show payloads to a user meant not to see them).
+ */
+export const ADMIN_USER_KEYS: readonly string[] = ['user', 'readPayloads', 'actions'];
 
 /**
  * Authenticates a request: the user, or `null` to refuse it with 401. It runs before every route
@@ -116,6 +123,40 @@ export interface AdminOptions {
   actors?: readonly ActorDefinition[];
 }
 
+/** The keys of {@link AdminOptions}; any other is refused, not ignored (`actionEnabled` is an error). */
+export const ADMIN_OPTION_KEYS: readonly string[] = [
+  'tq',
+  'auth',
+  'token',
+  'oidc',
+  'saml',
+  'adminUrl',
+  'environment',
+  'requireAuth',
+  'actionsEnabled',
+  'allowRateLimitReset',
+  'frameAncestors',
+  'secureCookies',
+  'maxSseConnections',
+  'pollInterval',
+  'workerLiveness',
+  'maxShownChars',
+  'maxTracebackChars',
+  'logger',
+  'actors',
+];
+
+/**
+ * What `adminPlugin` accepts: {@link ADMIN_OPTION_KEYS} plus the keys Fastify's `register` reads
+ * from the same object (its `RegisterOptions`: `prefix`, `logLevel`, `logSerializers`).
+ */
+export const ADMIN_PLUGIN_OPTION_KEYS: readonly string[] = [
+  ...ADMIN_OPTION_KEYS,
+  'prefix',
+  'logLevel',
+  'logSerializers',
+];
+
 /** {@link AdminOptions} checked, with defaults applied (each field as documented there). */
 export interface ResolvedAdminOptions {
   /** The client. */
@@ -190,8 +231,28 @@ function booleanOr(value: unknown, field: string, fallback: boolean): boolean {
  * @throws AdminAuthRequiredError when authentication is required and missing
  */
 export function resolveAdminOptions(options: AdminOptions): ResolvedAdminOptions {
+  return resolveKnownAdminOptions(options, ADMIN_OPTION_KEYS, 'an option of resolveAdminOptions');
+}
+
+/**
+ * {@link resolveAdminOptions} for `adminPlugin`, whose options object also carries Fastify's
+ * register keys ({@link ADMIN_PLUGIN_OPTION_KEYS}).
+ * @throws InvalidArgumentError naming the option, the value and the rule
+ * @throws AdminAuthRequiredError when authentication is required and missing
+ */
+export function resolveAdminPluginOptions(options: AdminOptions): ResolvedAdminOptions {
+  return resolveKnownAdminOptions(options, ADMIN_PLUGIN_OPTION_KEYS, 'an option of adminPlugin');
+}
+
+function resolveKnownAdminOptions(
+  options: AdminOptions,
+  known: readonly string[],
+  what: string,
+): ResolvedAdminOptions {
   if (options === null || typeof options !== 'object')
     throw new InvalidArgumentError('options', options, 'must be an object with at least { tq }');
+  // Concealed: a misspelt `tokn` holds the token.
+  checkKnownKeys(options, known, 'options', what);
   if (!options.tq || typeof options.tq.list !== 'function')
     throw new InvalidArgumentError('options.tq', options.tq, 'must be a TaskQ client');
   if (options.auth !== undefined && typeof options.auth !== 'function')

@@ -8,7 +8,7 @@ import { JobNotFoundError } from '../errors/job-errors.js';
 import type { TaskQError } from '../errors/taskq-error.js';
 import { ADMIN_CSS, ADMIN_JS } from './admin-assets.js';
 import { authenticate, isToken, SESSION_COOKIE, sessionValue } from './admin-auth.js';
-import { resolveAdminOptions, type AdminOptions, type ResolvedAdminOptions } from './admin-options.js';
+import { resolveAdminPluginOptions, type AdminOptions, type ResolvedAdminOptions } from './admin-options.js';
 import { errorPage, makeRouteContext, rememberUser, sendPage } from './admin-route-context.js';
 import { html } from './html.js';
 import { registerActorsRoutes } from './actors-routes.js';
@@ -40,7 +40,7 @@ const RECENT_MAX_COUNTED = 10_000;
  * @throws AdminAuthRequiredError, InvalidArgumentError at registration
  */
 export const adminPlugin: FastifyPluginAsync<AdminOptions> = async (app, options) => {
-  const o = resolveAdminOptions(options);
+  const o = resolveAdminPluginOptions(options);
   const base = app.prefix.replace(/\/+$/, '');
   await registerSecurity(app, o, base);
   const rc = makeRouteContext(o, base);

@@ -1,7 +1,9 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { adminPlugin } from './admin-plugin.js';
-import type { AdminOptions } from './admin-options.js';
+import { ADMIN_OPTION_KEYS, type AdminOptions } from './admin-options.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 
 /** Options of {@link serveAdmin}: the plugin's, plus where to listen. */
 export interface ServeAdminOptions extends AdminOptions {
@@ -12,6 +14,12 @@ export interface ServeAdminOptions extends AdminOptions {
   /** Path the UI is served under, e.g. `/admin`. Default: the root. */
   prefix?: string;
 }
+
+/**
+ * The keys of {@link ServeAdminOptions}; any other is refused before anything listens (`prot: 8081`
+ * would otherwise start on the default port).
+ */
+export const SERVE_ADMIN_OPTION_KEYS: readonly string[] = [...ADMIN_OPTION_KEYS, 'host', 'port', 'prefix'];
 
 /** A running standalone admin server. */
 export interface AdminServer {
@@ -31,6 +39,10 @@ export interface AdminServer {
  * @throws AdminAuthRequiredError, InvalidArgumentError
  */
 export async function serveAdmin(options: ServeAdminOptions): Promise<AdminServer> {
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError('options', options, 'must be an object with at least { tq }');
+  // Concealed like the plugin's check: a misspelt `tokn` holds the token.
+  checkKnownKeys(options, SERVE_ADMIN_OPTION_KEYS, 'options', 'an option of serveAdmin');
   const { host = '0.0.0.0', port = 8080, prefix = '', ...pluginOptions } = options;
   // Fastify's own request log would record URLs (job ids, filters) at info; TaskQ logs its own events.
   const app = Fastify({ logger: false, forceCloseConnections: true });

@@ -1,3 +1,4 @@
+import { checkKnownKeys } from '../core/closest-name.js';
 import { toMs, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { AdminUser } from './admin-options.js';
@@ -27,6 +28,15 @@ export interface SsoSessionOptions {
   payloadGroups?: string[];
 }
 
+/** The keys of {@link SsoSessionOptions}, shared by {@link OIDC_OPTION_KEYS} and {@link SAML_OPTION_KEYS}. */
+export const SSO_SESSION_OPTION_KEYS: readonly string[] = [
+  'sessionSecrets',
+  'sessionMaxAge',
+  'allowedGroups',
+  'actionGroups',
+  'payloadGroups',
+];
+
 /** Sign-in through an OpenID Connect provider (authorization code flow with PKCE). */
 export interface OidcOptions extends SsoSessionOptions {
   /** The issuer URL, discovered at `/.well-known/openid-configuration`; https (http only on loopback). */
@@ -42,6 +52,20 @@ export interface OidcOptions extends SsoSessionOptions {
   /** ID-token claim holding the user's groups (e.g. `groups`, `roles`). Default: none. */
   groupClaim?: string | null;
 }
+
+/**
+ * The keys of {@link OidcOptions}; any other is refused: a misspelt `allowedGroup` would otherwise
+ * leave the allowed groups empty and admit every user the IdP authenticates.
+ */
+export const OIDC_OPTION_KEYS: readonly string[] = [
+  'issuer',
+  'clientId',
+  'clientSecret',
+  'redirectUri',
+  'scope',
+  'groupClaim',
+  ...SSO_SESSION_OPTION_KEYS,
+];
 
 /** Sign-in through a SAML 2.0 IdP (SP-initiated, HTTP-Redirect request, HTTP-POST response). */
 export interface SamlOptions extends SsoSessionOptions {
@@ -62,6 +86,22 @@ export interface SamlOptions extends SsoSessionOptions {
   /** Attribute of the assertion holding the user's groups. Default: none. */
   groupAttribute?: string | null;
 }
+
+/**
+ * The keys of {@link SamlOptions}; any other is refused: a misspelt `actionGroup` would otherwise
+ * let every allowed user act.
+ */
+export const SAML_OPTION_KEYS: readonly string[] = [
+  'entityId',
+  'acsUrl',
+  'idpEntityId',
+  'idpSsoUrl',
+  'idpCert',
+  'spCert',
+  'spPrivateKey',
+  'groupAttribute',
+  ...SSO_SESSION_OPTION_KEYS,
+];
 
 /** Session options checked. */
 export interface ResolvedSsoSession {
@@ -206,6 +246,7 @@ function session(o: SsoSessionOptions, field: string, groupSource: string | null
 export function resolveOidc(o: OidcOptions, adminUrl: string | null): ResolvedOidc {
   const f = 'options.oidc';
   if (o === null || typeof o !== 'object') throw new InvalidArgumentError(f, o, 'must be an object');
+  checkKnownKeys(o, OIDC_OPTION_KEYS, f, 'an option of oidc');
   const groupClaim = optionalText(o.groupClaim, `${f}.groupClaim`);
   if (o.redirectUri === undefined && adminUrl === null)
     throw new InvalidArgumentError(
@@ -237,6 +278,7 @@ function scopeOf(value: unknown, field: string): string {
 export function resolveSaml(o: SamlOptions, adminUrl: string | null): ResolvedSaml {
   const f = 'options.saml';
   if (o === null || typeof o !== 'object') throw new InvalidArgumentError(f, o, 'must be an object');
+  checkKnownKeys(o, SAML_OPTION_KEYS, f, 'an option of saml');
   const groupAttribute = optionalText(o.groupAttribute, `${f}.groupAttribute`);
   if (o.acsUrl === undefined && adminUrl === null)
     throw new InvalidArgumentError(

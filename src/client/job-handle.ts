@@ -6,6 +6,9 @@ import type { Schema } from '../core/schema-validation.js';
 import type { TaskQ } from './taskq.js';
 import type { ProgressEvent } from '../progress/progress-event.js';
 import type { ProgressStreamOptions } from './progress-stream.js';
+import { checkOptionsObject } from '../core/closest-name.js';
+
+const WAIT_OPTION_KEYS: readonly string[] = ['timeout'];
 
 /**
  * A reference to one job, typed by its actor's result. `row` is the last row observed (no round
@@ -83,6 +86,7 @@ export class JobHandle<R = unknown> {
    *   the actor declares a result schema); WaitTimeoutError after `timeout`; JobNotFoundError.
    */
   async wait(options: { timeout?: Duration } = {}): Promise<R> {
+    checkOptionsObject(options, WAIT_OPTION_KEYS, 'wait.options', 'an option of wait()');
     const row = await this.client.waitForTerminal(
       this.current.id,
       toMsOrNull(options.timeout, 'wait.timeout'),

@@ -8,6 +8,9 @@ import { progressFieldsOf } from '../progress/progress-event-codec.js';
 import type { JobEvent } from '../progress/progress-event.js';
 import { STREAM_POLL_INTERVAL_MS, STREAM_POLL_TIMEOUT_MS, watchJob } from '../progress/job-watch.js';
 import { streamClosedError, type StreamSources } from './stream-sources.js';
+import { checkOptionsObject } from '../core/closest-name.js';
+
+const STREAM_OPTION_KEYS: readonly string[] = ['pollTimeout', 'pollInterval', 'signal'];
 
 /** Options of `TaskQ.stream()`. */
 export interface JobStreamOptions {
@@ -31,6 +34,7 @@ export function jobStream(
   jobId: string,
   options: JobStreamOptions = {},
 ): AsyncIterableIterator<JobEvent> {
+  checkOptionsObject(options, STREAM_OPTION_KEYS, 'stream.options', 'an option of stream()');
   const pollTimeoutMs = toMs(options.pollTimeout ?? STREAM_POLL_TIMEOUT_MS, 'stream.pollTimeout');
   const pollIntervalMs = Math.min(
     pollTimeoutMs,

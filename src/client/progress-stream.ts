@@ -12,6 +12,9 @@ import {
 import type { ProgressEvent } from '../progress/progress-event.js';
 import { STREAM_POLL_INTERVAL_MS, STREAM_POLL_TIMEOUT_MS, watchJob } from '../progress/job-watch.js';
 import { streamClosedError, type StreamSources } from './stream-sources.js';
+import { checkOptionsObject } from '../core/closest-name.js';
+
+const STREAM_OPTION_KEYS: readonly string[] = ['pollInterval', 'pollTimeout', 'signal'];
 
 /** Options of `JobHandle.progressStream()`. */
 export interface ProgressStreamOptions {
@@ -39,6 +42,7 @@ export function progressStream(
   jobId: string,
   options: ProgressStreamOptions = {},
 ): AsyncIterableIterator<ProgressEvent> {
+  checkOptionsObject(options, STREAM_OPTION_KEYS, 'progressStream.options', 'an option of progressStream()');
   const pollIntervalMs = toMs(options.pollInterval ?? STREAM_POLL_INTERVAL_MS, 'progressStream.pollInterval');
   const pollTimeoutMs = toMs(options.pollTimeout ?? STREAM_POLL_TIMEOUT_MS, 'progressStream.pollTimeout');
   if (!isUuid(jobId)) throw new InvalidArgumentError('progressStream.jobId', jobId, 'must be a UUID');

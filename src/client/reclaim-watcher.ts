@@ -3,6 +3,9 @@ import type { EventRow } from '../backend/types.js';
 import { toMs, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
+import { checkOptionsObject } from '../core/closest-name.js';
+
+const WATCH_OPTION_KEYS: readonly string[] = ['afterId', 'pollTimeout', 'visibilityDelay', 'limit', 'signal'];
 
 /** Default trailing watermark of the reclaim feed. */
 export const RECLAIM_EVENT_VISIBILITY_DELAY_MS = 2000;
@@ -38,6 +41,7 @@ export async function* watchReclaims(
   logger: Logger,
   options: WatchReclaimsOptions = {},
 ): AsyncGenerator<EventRow> {
+  checkOptionsObject(options, WATCH_OPTION_KEYS, 'watchReclaims.options', 'an option of watchReclaims()');
   let cursor = options.afterId ?? '0';
   if (typeof cursor !== 'string' || !/^\d+$/.test(cursor)) {
     throw new InvalidArgumentError(

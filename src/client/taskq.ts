@@ -65,6 +65,7 @@ import type { StreamSources } from './stream-sources.js';
 import { waitForTerminal } from './wait-for-terminal.js';
 import { explainJob } from './job-explainer.js';
 import type { ExplainOptions, JobExplanation } from './job-explanation.js';
+import { checkResolvedSettingKeys } from '../settings/load-worker-settings.js';
 
 /** Default byte bound of idempotency keys and scopes. */
 export const DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES = 1024;
@@ -408,6 +409,8 @@ export class TaskQ implements AsyncDisposable {
   static async fromSettings(settings: TaskQSettings, options: TaskQExtraOptions = {}): Promise<TaskQ> {
     if (settings === null || typeof settings !== 'object')
       throw new InvalidArgumentError('TaskQ.fromSettings', settings, 'settings must be an object');
+    // A hand-built or edited object (`{ pgDsn, schem }`) would otherwise open on the defaults.
+    checkResolvedSettingKeys(settings, 'client settings');
     if (settings.pgDsn === null || settings.pgDsn === undefined)
       throw new InvalidArgumentError(
         'TaskQSettings.pgDsn',

@@ -2,6 +2,7 @@ import type { StandardSchemaV1 } from '@standard-schema/spec';
 import { isAbsolute } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
+import { checkKnownKeys, unknownKeyRule } from './closest-name.js';
 import type { JobContext } from './context.js';
 import { MAX_TIMER_MS, toMsOrNull, type Duration } from './duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
@@ -229,7 +230,13 @@ function limitEntries(value: readonly LimitEntry[] | undefined, field: string): 
         throw new InvalidArgumentError(`${field}[${i}]`, entry, 'must not be empty');
       return entry;
     }
-    if (entry === null || typeof entry !== 'object') {
+    // An object must name its limit: a primitive carries `name`, a keyed ref `baseName`.
+    const named = entry as { name?: unknown; baseName?: unknown } | null;
+    if (
+      named === null ||
+      typeof named !== 'object' ||
+      (typeof named.name !== 'string' && typeof named.baseName !== 'string')
+    ) {
       throw new InvalidArgumentError(
         `${field}[${i}]`,
         entry,
@@ -289,7 +296,7 @@ function declareActor<P, R, I, D>(
       throw new InvalidArgumentError(
         `actor.${key}`,
         (options as unknown as Record<string, unknown>)[key],
-        'is not an actor option',
+        unknownKeyRule(key, OPTION_KEYS, 'an actor option'),
       );
   }
   const name = checkActorName(options.name);
@@ -400,6 +407,8 @@ function declareActor<P, R, I, D>(
   return Object.freeze(def);
 }
 
+const THREAD_KEYS: readonly string[] = ['module', 'exportName'];
+
 function normalizeThread(
   value: ActorOptions['thread'],
   field: string,
@@ -407,6 +416,7 @@ function normalizeThread(
   if (value === undefined || value === null) return null;
   if (typeof value !== 'object')
     throw new InvalidArgumentError(field, value, 'must be { module, exportName? }');
+  checkKnownKeys(value, THREAD_KEYS, field, 'a field of thread ({ module, exportName? })');
   const raw = value.module;
   let module: string;
   if (raw instanceof URL) module = raw.href;

@@ -32,16 +32,16 @@ export function unknownKeyRule(key: string, known: Iterable<string>, what: strin
 
 /**
  * Refuses the first key of `options` that is not in `known`, naming it as `<field>.<key>` with
- * {@link unknownKeyRule}: a misspelt option is an error, not a silently ignored default.
+ * {@link unknownKeyRule}: a misspelt option is an error, not a silently ignored default. The
+ * error does not carry the key's value: a misspelt secret (`pasword`, `clientSecrte`) would
+ * otherwise end up in the message and in logs, and the name is what the reader needs.
  */
 export function checkKnownKeys(options: object, known: readonly string[], field: string, what: string): void {
   for (const key of Object.keys(options)) {
     if (!known.includes(key))
-      throw new InvalidArgumentError(
-        `${field}.${key}`,
-        (options as Record<string, unknown>)[key],
-        unknownKeyRule(key, known, what),
-      );
+      throw new InvalidArgumentError(`${field}.${key}`, undefined, unknownKeyRule(key, known, what), {
+        conceal: true,
+      });
   }
 }
 
@@ -57,4 +57,19 @@ function editDistance(a: string, b: string): number {
     previous = current;
   }
   return previous[b.length] as number;
+}
+
+/**
+ * Refuses `options` unless it is an object whose keys are all in `known`: `undefined` and `null`
+ * are refused too, so callers default a missing argument before checking it.
+ */
+export function checkOptionsObject(
+  options: unknown,
+  known: readonly string[],
+  field: string,
+  what: string,
+): asserts options is object {
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError(field, options, 'must be an object');
+  checkKnownKeys(options, known, field, what);
 }

@@ -1,6 +1,7 @@
 import type { Redis, RedisOptions } from 'ioredis';
 
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 import type { Logger } from '../obs/logger.js';
 import type { RedisCredentialProvider } from './credential-types.js';
 import { createCredentialedRedis } from './credentialed-redis.js';
@@ -27,6 +28,9 @@ export interface RedisClientFactoryOptions {
   /** Names the clients' resource in logs and errors. Default `redis`. */
   name?: string;
 }
+
+/** The keys of {@link RedisClientFactoryOptions}: any other is refused, not ignored. */
+const FACTORY_OPTION_KEYS: readonly string[] = ['logger', 'fetchTimeoutMs', 'name'];
 
 /** ioredis options the provider owns: giving them too would leave two sources of credentials. */
 const CREDENTIAL_OPTIONS = ['username', 'password'] as const;
@@ -67,6 +71,14 @@ export function makeRedisClientFactory(
         '(set)',
         'must not be given: the credential provider supplies the user and password',
       );
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError('makeRedisClientFactory.options', options, 'must be an object');
+  checkKnownKeys(
+    options,
+    FACTORY_OPTION_KEYS,
+    'makeRedisClientFactory.options',
+    'an option of makeRedisClientFactory()',
+  );
   const credentials = new ReloadableRedisCredentials({
     name: options.name ?? 'redis',
     provider,

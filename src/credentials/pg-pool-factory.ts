@@ -2,6 +2,8 @@ import pg from 'pg';
 
 import { toMs, type Duration } from '../core/duration.js';
 import { checkInt } from '../core/text-checks.js';
+import { checkKnownKeys } from '../core/closest-name.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { pgClientConfig } from '../db/pg-driver.js';
 import type { PgCredentialProvider } from './credential-types.js';
 import { pgCredentialConfig } from './pg-credential-config.js';
@@ -22,6 +24,9 @@ export interface PgConnectionOptions {
   sessionSettings?: Readonly<Record<string, string>>;
 }
 
+/** The keys of {@link PgConnectionOptions}: any other is refused, not ignored. */
+const CONNECTION_OPTION_KEYS: readonly string[] = ['applicationName', 'statementTimeout', 'sessionSettings'];
+
 /** Options of {@link makePgPoolFactory}. */
 export interface PgPoolFactoryOptions extends PgConnectionOptions {
   /** Connections the pool keeps even when idle. Default 1. */
@@ -30,6 +35,21 @@ export interface PgPoolFactoryOptions extends PgConnectionOptions {
   maxSize?: number;
   /** An idle connection above `minSize` closes after this long. Default `'5m'`. */
   idleTimeout?: Duration;
+}
+
+/** The keys of {@link PgPoolFactoryOptions}: the connection options and the pool's own. */
+const POOL_FACTORY_OPTION_KEYS: readonly string[] = [
+  ...CONNECTION_OPTION_KEYS,
+  'minSize',
+  'maxSize',
+  'idleTimeout',
+];
+
+/** Refuses options that are not an object or name a key not in `known` (`maxPoolSize` for `maxSize`). */
+function checkOptions(options: unknown, known: readonly string[], field: string): void {
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError(`${field}.options`, options, 'must be an object');
+  checkKnownKeys(options, known, field, `an option of ${field}()`);
 }
 
 function connectionOptions(o: PgConnectionOptions, field: string) {
@@ -56,6 +76,7 @@ export function makePgPoolFactory(
   options: PgPoolFactoryOptions = {},
 ): PgPoolFactory {
   const field = 'makePgPoolFactory';
+  checkOptions(options, POOL_FACTORY_OPTION_KEYS, field);
   const max = checkInt(options.maxSize ?? 4, `${field}.maxSize`, 1, 10_000);
   const min = checkInt(options.minSize ?? 1, `${field}.minSize`, 0, max);
   const idleTimeoutMillis = toMs(options.idleTimeout ?? '5m', `${field}.idleTimeout`, 'positive');
@@ -79,6 +100,7 @@ export function makeDedicatedConnFactory(
   provider: PgCredentialProvider,
   options: PgConnectionOptions = {},
 ): PgConnFactory {
+  checkOptions(options, CONNECTION_OPTION_KEYS, 'makeDedicatedConnFactory');
   const build = connectionOptions(options, 'makeDedicatedConnFactory');
   return async () => {
     const config = pgClientConfig(await pgCredentialConfig(dsn, provider, 'dedicated connection'), build);

@@ -2,6 +2,7 @@ import { untilAborted } from '../core/until-aborted.js';
 import type { Redis } from 'ioredis';
 
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 import { RedisCredentialRejected } from '../errors/redis-credential-errors.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
@@ -19,6 +20,9 @@ export interface ReloadableRedisCredentialsOptions {
   /** Longest wait for the provider before a (re)connect, in ms. Default 10 000. */
   fetchTimeoutMs?: number;
 }
+
+/** The keys of {@link ReloadableRedisCredentialsOptions}: any other is refused, not ignored. */
+const OPTION_KEYS: readonly string[] = ['name', 'provider', 'logger', 'fetchTimeoutMs'];
 
 /**
  * The credential state of the Redis clients TaskQ builds with a {@link RedisCredentialProvider}
@@ -45,6 +49,12 @@ export class ReloadableRedisCredentials implements ReloadableResource {
   constructor(options: ReloadableRedisCredentialsOptions) {
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('ReloadableRedisCredentials', options, 'options must be an object');
+    checkKnownKeys(
+      options,
+      OPTION_KEYS,
+      'ReloadableRedisCredentials',
+      'an option of new ReloadableRedisCredentials()',
+    );
     checkProvider(options.provider, 'redisCredentialProvider');
     if (typeof options.name !== 'string' || options.name === '')
       throw new InvalidArgumentError(

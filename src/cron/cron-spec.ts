@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 import { canonicalTimeZone } from './canonical-time-zone.js';
 import { cronPattern } from './cron-pattern.js';
 import { DST_STRATEGIES, type DstStrategy } from './dst-strategy.js';
@@ -48,12 +49,18 @@ export function checkCronSpec(
   spec: { expression: unknown; timezone?: unknown; dstStrategy?: unknown },
   field: string,
 ): CronSpec {
+  if (spec === null || typeof spec !== 'object')
+    throw new InvalidArgumentError(field, spec, 'must be { expression, timezone?, dstStrategy? }');
+  // `timeZone` (as Intl spells it) for `timezone` would otherwise fire on UTC unnoticed.
+  checkKnownKeys(spec, SPEC_KEYS, field, 'a field of a cron spec ({ expression, timezone?, dstStrategy? })');
   return {
     expression: checkExpression(spec.expression, `${field}.expression`),
     timezone: checkTimezone(spec.timezone, `${field}.timezone`),
     dstStrategy: checkStrategy(spec.dstStrategy, `${field}.dstStrategy`),
   };
 }
+
+const SPEC_KEYS: readonly string[] = ['expression', 'timezone', 'dstStrategy'];
 
 function checkExpression(value: unknown, field: string): string {
   if (typeof value !== 'string') throw new InvalidArgumentError(field, value, `must be ${ACCEPTED_FORMS}`);

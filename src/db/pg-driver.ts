@@ -6,6 +6,8 @@ import { connectionErrorOf } from './connection-failure.js';
 import type { DedicatedConnection, Driver, Executor, QueryResult } from './driver.js';
 import { copyFromClient } from './pg-copy.js';
 import { TaskQStateError } from '../errors/client-errors.js';
+import { checkKnownKeys } from '../core/closest-name.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 
 /**
  * How to reach a Postgres server: a connection string (a `postgres://` URL or libpq key=value
@@ -33,6 +35,17 @@ export interface PgDriverOptions {
    */
   sessionSettings?: Readonly<Record<string, string>>;
 }
+
+/** The keys of {@link PgDriverOptions}: any other is refused (a misspelt `maxPoolSize` is not ignored). */
+const PG_DRIVER_OPTION_KEYS: readonly string[] = [
+  'pool',
+  'ownPool',
+  'connection',
+  'maxPoolSize',
+  'applicationName',
+  'statementTimeoutMs',
+  'sessionSettings',
+];
 
 function toConfig(connection: PgConnectionConfig): pg.ClientConfig {
   return typeof connection === 'string'
@@ -151,6 +164,14 @@ export class PgDriver implements Driver {
   private readonly target: string;
 
   constructor(options: PgDriverOptions) {
+    // Checked before a pool is built: nothing connects on refused options.
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError(
+        'PgDriver.options',
+        options,
+        'must be an object ({ pool } or { connection })',
+      );
+    checkKnownKeys(options, PG_DRIVER_OPTION_KEYS, 'PgDriver', 'an option of new PgDriver()');
     this.buildOptions = {
       ...(options.maxPoolSize !== undefined ? { maxPoolSize: options.maxPoolSize } : {}),
       ...(options.applicationName !== undefined ? { applicationName: options.applicationName } : {}),

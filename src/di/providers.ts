@@ -3,6 +3,7 @@
  * torn down. A `Providers` is only a declaration; a Worker given it makes the values (see
  * worker-dependencies.ts), so one registry can serve several Workers.
  */
+import { unknownKeyRule } from '../core/closest-name.js';
 import { DIError } from '../errors/di-errors.js';
 import { isScope, type Scope } from './scope.js';
 import { isToken, type DepsOf, type InjectMap, type Token } from './token.js';
@@ -63,10 +64,15 @@ export class Providers {
 
   /** Provides `value` as is. It is yours: the worker never tears it down. */
   value<T>(token: Token<T>, value: T, options: ValueProviderOptions = {}): this {
+    const t = checkToken(token, 'providers.value');
+    const where = `providers.value(${t.name})`;
+    if (options === null || typeof options !== 'object')
+      throw new DIError(`${where}: the options must be an object ({ scope? })`);
+    checkOptionKeys(options, VALUE_OPTION_KEYS, where);
     const scope = options.scope ?? 'process';
     this.add({
-      token: checkToken(token, 'providers.value'),
-      scope: checkScope(scope, `providers.value(${token.name}).scope`),
+      token: t,
+      scope: checkScope(scope, `${where}.scope`),
       kind: 'value',
       value,
       inject: [],
@@ -91,6 +97,7 @@ export class Providers {
       throw new DIError(
         `${where}: the options must be an object with a scope ('process', 'worker' or 'job')`,
       );
+    checkOptionKeys(options, FACTORY_OPTION_KEYS, where);
     const scope = checkScope(options.scope, `${where}.scope`);
     if (typeof create !== 'function') throw new DIError(`${where}: the factory must be a function`);
     if (options.dispose !== undefined && typeof options.dispose !== 'function')
@@ -129,6 +136,18 @@ export class Providers {
       );
     this.byToken.set(entry.token, Object.freeze(entry));
   }
+}
+
+const VALUE_OPTION_KEYS: readonly string[] = ['scope'];
+const FACTORY_OPTION_KEYS: readonly string[] = ['scope', 'inject', 'dispose'];
+
+/** A misspelt option (`disposer`, `injects`) would leave a value never torn down or made without its dependencies. */
+function checkOptionKeys(options: object, known: readonly string[], where: string): void {
+  for (const key of Object.keys(options))
+    if (!known.includes(key))
+      throw new DIError(
+        `${where}.${key}: ${unknownKeyRule(key, known, `an option of ${where.split('(')[0]}`)}`,
+      );
 }
 
 function checkToken<T>(value: Token<T>, where: string): Token<T> {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 
 import type { Driver, DedicatedConnection } from '../db/driver.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 import { SchemaNotMigratedError, SchemaTooNewError } from '../errors/schema-errors.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
@@ -33,6 +34,9 @@ export interface MigratorOptions {
   /** Migrations to manage; defaults to the ones bundled with this package (tests pass their own). */
   migrations?: readonly BundledMigration[];
 }
+
+/** The keys of {@link MigratorOptions}: a misspelt `schema` must not migrate the default schema. */
+const MIGRATOR_OPTION_KEYS: readonly string[] = ['schema', 'logger', 'migrations'];
 
 interface LedgerRow {
   id: string;
@@ -69,6 +73,9 @@ export class Migrator {
     private readonly driver: Driver,
     options: MigratorOptions = {},
   ) {
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('Migrator.options', options, 'must be an object');
+    checkKnownKeys(options, MIGRATOR_OPTION_KEYS, 'Migrator', 'an option of new Migrator()');
     this.schema = validateSchemaName(options.schema ?? 'taskq');
     this.logger = options.logger ?? silentLogger;
     this.migrations = ordered(options.migrations ?? MIGRATIONS);

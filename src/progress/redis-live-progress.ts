@@ -5,6 +5,9 @@ import type { Logger } from '../obs/logger.js';
 import type { RedisTransport } from './job-watch.js';
 import { closeOwnedRedis } from './redis-progress-publisher.js';
 import { RedisProgressSubscriber } from './redis-progress-subscriber.js';
+import { checkOptionsObject } from '../core/closest-name.js';
+
+const OPTION_KEYS: readonly string[] = ['owned', 'logger', 'credentials'];
 
 /**
  * A client's live progress over Redis pub/sub: one subscriber connection (a duplicate of `redis`)
@@ -25,6 +28,7 @@ export class RedisLiveProgress implements RedisTransport {
       credentials?: ReloadableRedisCredentials | null;
     },
   ) {
+    checkOptionsObject(options, OPTION_KEYS, 'RedisLiveProgress.options', 'an option of RedisLiveProgress');
     this.subscriber = new RedisProgressSubscriber(redis, options.logger);
   }
 

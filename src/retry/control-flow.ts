@@ -1,4 +1,6 @@
+import { checkKnownKeys } from '../core/closest-name.js';
 import { toMs, type Duration } from '../core/duration.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { TaskQError } from '../errors/taskq-error.js';
 
 /**
@@ -29,6 +31,15 @@ export class RetryAfter extends TaskQError {
 
   constructor(delay: Duration, options: { consumeBudget?: boolean } = {}) {
     const ms = toMs(delay, 'RetryAfter.delay', 'nonNegative');
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('RetryAfter.options', options, 'must be an object ({ consumeBudget? })');
+    checkKnownKeys(options, ['consumeBudget'], 'RetryAfter.options', 'an option of RetryAfter');
+    if (options.consumeBudget !== undefined && typeof options.consumeBudget !== 'boolean')
+      throw new InvalidArgumentError(
+        'RetryAfter.options.consumeBudget',
+        options.consumeBudget,
+        'must be a boolean',
+      );
     super('TASKQ_RETRY_AFTER', `retry requested in ${ms} ms`);
     this.delayMs = ms;
     this.consumeBudget = options.consumeBudget ?? true;

@@ -1,5 +1,8 @@
 import type { ActorDefinition, RetryOverride } from '../core/actor.js';
+import { RETRY_KINDS } from '../backend/types.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 import { toMs } from '../core/duration.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { PayloadValidationError } from '../errors/payload-validation-error.js';
 import { ResultTooLarge } from '../errors/job-errors.js';
 import { DependencyNotCloneable } from '../errors/di-errors.js';
@@ -52,6 +55,7 @@ export function classifyFailure(
   attempt: number,
   options: { maxRetryBackoffMs: number; logger?: Logger; random?: () => number },
 ): RetryDecision {
+  checkKnownKeys(options, CLASSIFY_OPTION_KEYS, 'classifyFailure.options', 'an option of classifyFailure');
   const errorClass = errorClassName(error);
   // Errors from a handler thread were rebuilt on this side: they match by class name.
   const threadClass = (error as { originalClass?: unknown } | null)?.originalClass;
@@ -74,7 +78,7 @@ export function classifyFailure(
   let override: RetryOverride | null | undefined = null;
   if (actor.retryClassifier) {
     try {
-      override = actor.retryClassifier(error, attempt);
+      override = checkOverride(actor.retryClassifier(error, attempt), actor.name);
     } catch (hookError) {
       options.logger?.warn({ actor: actor.name, err: hookError }, 'retry-classifier-hook-failed');
       override = null;
@@ -105,4 +109,24 @@ export function classifyFailure(
     default:
       return { kind: 'fail', errorClass, retryable: false };
   }
+}
+
+const CLASSIFY_OPTION_KEYS: readonly string[] = ['maxRetryBackoffMs', 'logger', 'random'];
+const OVERRIDE_KEYS: readonly string[] = ['kind', 'delay'];
+
+/**
+ * The hook's override, checked: an object of `kind` and `delay` with a known kind, or nothing. A
+ * misspelt key (`delayMs`) or an unknown kind throws, and the caller treats it as a failed hook
+ * (logged, the policy applies) instead of quietly retrying on the policy's terms.
+ */
+function checkOverride(value: unknown, actorName: string): RetryOverride | null | undefined {
+  if (value === null || value === undefined) return value;
+  const field = `actor(${actorName}).retryClassifier() result`;
+  if (typeof value !== 'object')
+    throw new InvalidArgumentError(field, value, 'must be { kind?, delay? }, null or undefined');
+  checkKnownKeys(value, OVERRIDE_KEYS, field, 'a field of a retry override ({ kind?, delay? })');
+  const kind = (value as RetryOverride).kind;
+  if (kind !== undefined && !RETRY_KINDS.includes(kind))
+    throw new InvalidArgumentError(`${field}.kind`, kind, `must be one of ${RETRY_KINDS.join(', ')}`);
+  return value as RetryOverride;
 }

@@ -1,5 +1,5 @@
 import { describeMaxMs, formatMs, toMs, type Duration } from '../core/duration.js';
-import { closestName } from '../core/closest-name.js';
+import { checkKnownKeys, closestName } from '../core/closest-name.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { checkQueueName, isPlainObject } from '../core/text-checks.js';
 import {
@@ -44,6 +44,25 @@ export interface LoadWorkerSettingsOptions {
   env?: Record<string, string | undefined>;
   /** Values that win over the environment and the defaults. */
   overrides?: WorkerSettingsInput;
+}
+
+/** The keys of {@link LoadWorkerSettingsOptions} (and of the client's `LoadTaskQSettingsOptions`). */
+const LOAD_OPTION_KEYS: readonly string[] = ['env', 'overrides'];
+
+/**
+ * Refuses options of a settings loader that are not an object, name an unknown key (`overides`
+ * would silently load the defaults) or give an `env` that is not an object; `field` names the
+ * loader in the error (`loadWorkerSettings`).
+ *
+ * @throws InvalidArgumentError naming `<field>.<key>`
+ */
+export function checkLoadSettingsOptions(options: unknown, field: string): void {
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError(`${field}.options`, options, 'must be an object ({ env, overrides })');
+  checkKnownKeys(options, LOAD_OPTION_KEYS, field, `an option of ${field}()`);
+  const { env } = options as { env?: unknown };
+  if (env !== undefined && (env === null || typeof env !== 'object'))
+    throw new InvalidArgumentError(`${field}.env`, env, 'must be an object of environment variables');
 }
 
 /** Result of {@link loadWorkerSettings}. */
@@ -92,10 +111,12 @@ const NOT_AVAILABLE_ENV_NAMES = new Set<string>(NOT_AVAILABLE_ENV_VARS.map((v) =
  * unit (`'250ms'`, `'30s'`, `'5m'`, `'2h'`, `'1d'`); booleans are true/false, 1/0, yes/no or
  * on/off; `TASKQ_QUEUES` is comma-separated; an empty (or blank) variable counts as unset.
  *
+ * @throws InvalidArgumentError when `options` is not an object or has a key other than `env` and `overrides`
  * @throws SettingNotAvailableError when a setting that is not available yet is given
  * @throws SettingsError when any value or cross-field rule is broken
  */
 export function loadWorkerSettings(options: LoadWorkerSettingsOptions = {}): LoadedWorkerSettings {
+  checkLoadSettingsOptions(options, 'loadWorkerSettings');
   const env = options.env ?? {};
   const warnings: string[] = [];
   const { values, origins, problems } = resolveFields(FIELDS, options, 'worker setting');
@@ -513,6 +534,34 @@ export function checkWatchdogInvariants(settings: WorkerSettings): void {
     problems.push({ setting: name, source: `settings.${name}`, value: settings[rule.on], rule: broken });
   }
   if (problems.length > 0) throw new SettingsError(problems);
+}
+
+/** Every key of resolved {@link WorkerSettings} (durations with their `Ms` suffix). */
+const RESOLVED_KEYS: readonly string[] = FIELDS.map((f) => f.key);
+
+/**
+ * Refuses keys of resolved settings (an object built or changed by hand rather than loaded, such as
+ * `{ ...loaded, maxConcurency: 3 }`) that are not settings: the loader refuses them in `overrides`,
+ * and here they would be ignored just as silently. Every unknown key is reported at once, as the
+ * loader does, with a "did you mean" guess. A client's settings are a subset of a worker's, so a
+ * worker's settings pass for a client too; `subject` words the error ("worker settings").
+ *
+ * @throws SettingsError naming every unknown key as `settings.<key>`
+ */
+export function checkResolvedSettingKeys(settings: object, subject = 'worker settings'): void {
+  const problems: SettingProblem[] = [];
+  for (const key of Object.keys(settings)) {
+    if (RESOLVED_KEYS.includes(key)) continue;
+    const guess = closestName(key, RESOLVED_KEYS, Math.max(2, Math.floor(key.length / 5)));
+    problems.push({
+      setting: key,
+      source: `settings.${key}`,
+      value: (settings as Record<string, unknown>)[key],
+      rule:
+        guess === undefined ? 'is not a TaskQ setting' : `is not a TaskQ setting (did you mean ${guess}?)`,
+    });
+  }
+  if (problems.length > 0) throw new SettingsError(problems, [], subject);
 }
 
 /**

@@ -1,4 +1,4 @@
-import { resolveFields } from './load-worker-settings.js';
+import { checkLoadSettingsOptions, resolveFields } from './load-worker-settings.js';
 import { notAvailableEnvProblems, WORKER_SETTING_FIELDS, type SettingField } from './setting-fields.js';
 import { settingsErrorFor } from './settings-error.js';
 
@@ -135,10 +135,12 @@ export interface LoadTaskQSettingsOptions {
  * workers read are ignored here, so a client can share a worker's environment; a variable TaskQ
  * does not implement yet (`NOT_AVAILABLE_ENV_VARS`: credential providers, the admin UI) is not.
  *
+ * @throws InvalidArgumentError when `options` is not an object or has a key other than `env` and `overrides`
  * @throws SettingNotAvailableError when a variable TaskQ does not implement yet is set
  * @throws SettingsError when any value is invalid
  */
 export function loadTaskQSettings(options: LoadTaskQSettingsOptions = {}): TaskQSettings {
+  checkLoadSettingsOptions(options, 'loadTaskQSettings');
   const { values, problems } = resolveFields(TASKQ_SETTING_FIELDS, options, 'client setting');
   // A credential provider or admin-UI variable would change what a client does in the reference.
   problems.push(...notAvailableEnvProblems(options.env ?? {}));

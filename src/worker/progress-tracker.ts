@@ -8,6 +8,9 @@ import type { ProgressPublisher, ProgressUpdate } from '../progress/progress-eve
 import { checkedJsonText } from '../core/json-text.js';
 import { checkNoNul } from '../core/text-checks.js';
 import { LoopService } from './loop-service.js';
+import { checkKnownKeys } from '../core/closest-name.js';
+
+const PROGRESS_KEYS: readonly string[] = ['step', 'percent', 'detail', 'data'];
 
 interface Tracked {
   row: ClaimedJob;
@@ -98,6 +101,13 @@ export class ProgressTracker {
     if (!t) return;
     if (update === null || typeof update !== 'object')
       throw new InvalidArgumentError('ctx.progress', update, 'must be an object');
+    // `precent` for `percent` would otherwise report nothing and say nothing.
+    checkKnownKeys(
+      update,
+      PROGRESS_KEYS,
+      'ctx.progress',
+      'a field of a progress update ({ step?, percent?, detail?, data? })',
+    );
     const next: Record<string, unknown> = { ...t.state };
     if (update.step !== undefined) {
       if (typeof update.step !== 'string')

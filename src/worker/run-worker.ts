@@ -1,7 +1,9 @@
 import { loadWorkerSettings, type WorkerSettingsInput } from '../settings/load-worker-settings.js';
 import { resolveCredentialProvider } from '../credentials/provider-reference.js';
 import { createLogger } from '../obs/logger.js';
-import { Worker, type StopReason, type WorkerOptions } from './worker.js';
+import { checkKnownKeys } from '../core/closest-name.js';
+import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
+import { Worker, WORKER_OPTION_KEYS, type StopReason, type WorkerOptions } from './worker.js';
 
 /** Options of {@link runWorker}. */
 export interface RunWorkerOptions extends Omit<WorkerOptions, 'settings'> {
@@ -17,6 +19,14 @@ export interface RunWorkerOptions extends Omit<WorkerOptions, 'settings'> {
   /** Called with the worker once it has started (tests, embedding). */
   onStarted?: (worker: Worker) => void;
 }
+
+/** The keys of {@link RunWorkerOptions}: the worker's, and three of runWorker's own. */
+const RUN_WORKER_OPTION_KEYS: readonly string[] = [
+  ...WORKER_OPTION_KEYS,
+  'env',
+  'handleSignals',
+  'onStarted',
+];
 
 /** Exit codes of a worker process. */
 export const EXIT_CODES: Readonly<Record<StopReason, number>> = {
@@ -38,21 +48,28 @@ export const EXIT_CODES: Readonly<Record<StopReason, number>> = {
  * ```
  */
 export async function runWorker(options: RunWorkerOptions): Promise<number> {
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError('runWorker.options', options, 'must be an object ({ actors, ... })');
+  // Before the settings load: a misspelt `onStarted` must not start a worker that never calls it.
+  checkKnownKeys(options, RUN_WORKER_OPTION_KEYS, 'runWorker', 'an option of runWorker()');
+  // runWorker's own options stay here: the Worker refuses keys that are not its options.
+  const { env, handleSignals, onStarted, settings: overrides, ...workerOptions } = options;
   const { settings, warnings } = loadWorkerSettings({
-    env: options.env ?? process.env,
-    overrides: options.settings ?? {},
+    env: env ?? process.env,
+    overrides: overrides ?? {},
   });
-  const logger = options.logger ?? createLogger({ level: settings.logLevel, format: settings.logFormat });
+  const logger =
+    workerOptions.logger ?? createLogger({ level: settings.logLevel, format: settings.logFormat });
   for (const w of warnings) logger.warn({ warning: w }, 'settings-warning');
   // A provider named in the settings (TASKQ_PG_CREDENTIAL_PROVIDER) is imported here, once; one given
   // as an object in the options wins.
   const pgCredentialProvider =
-    options.pgCredentialProvider ??
+    workerOptions.pgCredentialProvider ??
     (settings.pgCredentialProvider === null
       ? undefined
       : await resolveCredentialProvider(settings.pgCredentialProvider, 'pg', 'pgCredentialProvider'));
   const redisCredentialProvider =
-    options.redisCredentialProvider ??
+    workerOptions.redisCredentialProvider ??
     (settings.redisCredentialProvider === null
       ? undefined
       : await resolveCredentialProvider(
@@ -61,7 +78,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
           'redisCredentialProvider',
         ));
   const worker = new Worker({
-    ...options,
+    ...workerOptions,
     settings,
     logger,
     ...(pgCredentialProvider ? { pgCredentialProvider } : {}),
@@ -80,7 +97,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
     logger.info({ signal: 'SIGHUP' }, 'worker-signal');
     void worker.reloadOnSignal();
   };
-  const handle = options.handleSignals ?? true;
+  const handle = handleSignals ?? true;
   if (handle) {
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
@@ -88,7 +105,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<number> {
   }
   try {
     await worker.start();
-    options.onStarted?.(worker);
+    onStarted?.(worker);
     const reason = await worker.stopped;
     return EXIT_CODES[reason];
   } finally {

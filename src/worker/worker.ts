@@ -8,10 +8,12 @@ import { openCredentialedWorkerBackend, openWorkerBackend } from '../backend/ope
 import type { Driver } from '../db/driver.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { newJobId } from '../core/ids.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 import type { Logger } from '../obs/logger.js';
 import { createLogger } from '../obs/logger.js';
 import {
   checkNotAvailable,
+  checkResolvedSettingKeys,
   checkWatchdogInvariants,
   loadWorkerSettings,
   type WorkerSettingsInput,
@@ -122,6 +124,26 @@ export interface WorkerOptions {
   providers?: Providers;
 }
 
+/** The keys of {@link WorkerOptions}: any other is refused, so a misspelt option is not ignored. */
+export const WORKER_OPTION_KEYS: readonly string[] = [
+  'actors',
+  'settings',
+  'backend',
+  'driver',
+  'logger',
+  'errorReporter',
+  'untilIdle',
+  'workerId',
+  'progressPublisher',
+  'rateLimitRegistry',
+  'redis',
+  'schedules',
+  'payloadFactories',
+  'pgCredentialProvider',
+  'redisCredentialProvider',
+  'providers',
+];
+
 function isResolved(s: WorkerSettings | WorkerSettingsInput | undefined): s is WorkerSettings {
   return (
     s !== undefined && 'heartbeatIntervalMs' in s && 'lockLeaseMs' in s && 'queues' in s && 'schema' in s
@@ -199,12 +221,20 @@ export class Worker {
   private reloadTimer: ReloadTimer | null = null;
 
   constructor(options: WorkerOptions) {
-    if (!options || !Array.isArray(options.actors) || options.actors.length === 0) {
-      throw new InvalidArgumentError('worker.actors', options?.actors, 'must be a non-empty array of actors');
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('worker.options', options, 'must be an object ({ actors, ... })');
+    // Before the actors check: `actor` for `actors` is better answered by its "did you mean".
+    checkKnownKeys(options, WORKER_OPTION_KEYS, 'worker', 'an option of new Worker()');
+    if (!Array.isArray(options.actors) || options.actors.length === 0) {
+      throw new InvalidArgumentError('worker.actors', options.actors, 'must be a non-empty array of actors');
     }
+    const given: unknown = options.settings;
+    if (given !== undefined && (given === null || typeof given !== 'object' || Array.isArray(given)))
+      throw new InvalidArgumentError('worker.settings', given, 'must be an object of settings');
     this.options = options;
     if (isResolved(options.settings)) {
-      // Not loaded: held to the loader's refusal of settings that are not available yet.
+      // Not loaded: held to the loader's refusal of unknown keys and of settings not available yet.
+      checkResolvedSettingKeys(options.settings);
       checkNotAvailable(options.settings);
       this.settings = options.settings;
     } else {

@@ -29,6 +29,8 @@ import type { Clock } from '../../core/clock.js';
 import { SystemClock } from '../../core/clock.js';
 import type { ClientLike } from '../../db/driver.js';
 import { TaskQStateError } from '../../errors/client-errors.js';
+import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
+import { checkKnownKeys } from '../../core/closest-name.js';
 import { rateLimitStoresFor, type RateLimitStores } from '../../ratelimit/stores/rate-limit-stores.js';
 import {
   BACKEND_PROTOCOL_VERSION,
@@ -101,6 +103,9 @@ export interface InMemoryBackendOptions {
   /** Time source for every time predicate. Default: the system clock. */
   clock?: Clock;
 }
+
+/** The keys of {@link InMemoryBackendOptions}: a misspelt `clock` must not leave tests on the system clock. */
+const IN_MEMORY_BACKEND_OPTION_KEYS: readonly string[] = ['clock'];
 
 const clone = <T>(v: T): T => structuredClone(v);
 
@@ -184,6 +189,20 @@ export class InMemoryBackend implements Backend {
   private readonly sharedRateLimits: MemoryRateLimitStore;
 
   constructor(options: InMemoryBackendOptions = {}) {
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('InMemoryBackend.options', options, 'must be an object ({ clock })');
+    checkKnownKeys(
+      options,
+      IN_MEMORY_BACKEND_OPTION_KEYS,
+      'InMemoryBackend',
+      'an option of new InMemoryBackend()',
+    );
+    const { clock } = options;
+    if (
+      clock !== undefined &&
+      (clock === null || typeof clock !== 'object' || typeof clock.now !== 'function')
+    )
+      throw new InvalidArgumentError('InMemoryBackend.clock', clock, 'must be a Clock (e.g. a FakeClock)');
     this.clock = options.clock ?? new SystemClock();
     this.sharedRateLimits = new MemoryRateLimitStore({ clock: this.clock });
   }

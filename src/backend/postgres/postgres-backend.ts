@@ -30,6 +30,8 @@ import { enqueueFast } from './pg-enqueue-fast.js';
 import { assertNoUniqueGate } from '../enqueue-gates.js';
 import { SchemaNotMigratedError } from '../../errors/schema-errors.js';
 import { Migrator } from '../../migrations/migrator.js';
+import { checkKnownKeys } from '../../core/closest-name.js';
+import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import type { Logger } from '../../obs/logger.js';
 import { silentLogger } from '../../obs/logger.js';
 
@@ -149,6 +151,17 @@ export interface PostgresBackendOptions {
   settleConnections?: number;
 }
 
+/** The keys of {@link PostgresBackendOptions}: a misspelt `schema` must not select the default schema. */
+const POSTGRES_BACKEND_OPTION_KEYS: readonly string[] = [
+  'schema',
+  'logger',
+  'claimDriver',
+  'settleDriver',
+  'heartbeatDriver',
+  'claimConnections',
+  'settleConnections',
+];
+
 const SCHEMA_MISSING_CODES = new Set(['42P01', '3F000', '42704']);
 
 /**
@@ -191,6 +204,14 @@ export class PostgresBackend implements Backend {
   readonly dispatcher: Dispatcher;
 
   constructor(driver: Driver, options: PostgresBackendOptions = {}) {
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('PostgresBackend.options', options, 'must be an object');
+    checkKnownKeys(
+      options,
+      POSTGRES_BACKEND_OPTION_KEYS,
+      'PostgresBackend',
+      'an option of new PostgresBackend()',
+    );
     this.driver = driver;
     this.claimDriver = options.claimDriver ?? driver;
     this.claimConnections = options.claimConnections ?? 1;
