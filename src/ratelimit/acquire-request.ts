@@ -31,3 +31,14 @@ export interface ActorAcquireRequest {
    */
   denialLogLevel?: 'info' | 'debug';
 }
+
+/** The keys of {@link ActorAcquireRequest}: any other is refused (a misspelt `denialLogLevel` kept info). */
+export const ACTOR_ACQUIRE_REQUEST_KEYS: readonly string[] = [
+  'rateLimits',
+  'reservations',
+  'jobId',
+  'workerId',
+  'payload',
+  'actor',
+  'denialLogLevel',
+];

@@ -5,6 +5,7 @@ import { publishBucket } from './maintenance.js';
 import type { ActorLimitEntry, RateLimitRegistry } from './registry.js';
 import { SlidingWindow } from './sliding-window.js';
 import { TokenBucket } from './token-bucket.js';
+import { checkRateLimitContext } from './stores/context-stores.js';
 import type { RateLimitContext } from './types.js';
 
 /** The part of an actor these helpers read (structurally an `ActorRef`). */
@@ -40,7 +41,9 @@ function wrongEntry(
 /**
  * Worker startup: registers every primitive instance declared on the actors (names and keyed refs
  * are left alone). Identical re-declarations are no-ops; a conflicting one throws
- * `InvalidArgumentError` (fail fast). A reservation in `rateLimits` (or the reverse) is refused.
+ * `InvalidArgumentError` (fail fast). A reservation in `rateLimits` (or the reverse) is refused, and
+ * so is an object that is neither a primitive nor a keyed ref (a hand-written `{ name }` would
+ * otherwise fail every job at acquire time instead of the start).
  */
 export function collectActorPrimitives(actors: Iterable<ActorLimits>, registry: RateLimitRegistry): void {
   for (const actor of actors) {
@@ -54,6 +57,14 @@ export function collectActorPrimitives(actors: Iterable<ActorLimits>, registry: 
           entry,
           'is a reservation; declare it under reservations',
         );
+      else if (typeof entry !== 'string' && !isKeyedRateLimitRef(entry))
+        throw wrongEntry(
+          actor.name,
+          'rateLimits',
+          i,
+          entry,
+          'must be a rate-limit name, a TokenBucket / SlidingWindow or a keyedRateLimit() ref',
+        );
     });
     (actor.reservations ?? []).forEach((entry, i) => {
       if (entry instanceof ConcurrencyReservation) registry.register(entry);
@@ -64,6 +75,14 @@ export function collectActorPrimitives(actors: Iterable<ActorLimits>, registry: 
           i,
           entry,
           'is a rate limit; declare it under rateLimits',
+        );
+      else if (typeof entry !== 'string' && !isKeyedReservationRef(entry))
+        throw wrongEntry(
+          actor.name,
+          'reservations',
+          i,
+          entry,
+          'must be a reservation name, a ConcurrencyReservation or a keyedReservation() ref',
         );
     });
   }
@@ -106,6 +125,7 @@ export async function syncRateLimitBuckets(
   registry: RateLimitRegistry,
   ctx: RateLimitContext,
 ): Promise<number> {
+  checkRateLimitContext(ctx, 'syncRateLimitBuckets.ctx');
   let n = 0;
   for (const [name, primitive] of registry.rateLimits) {
     if (await publishBucket(primitive, registry.isKeyedRateLimit(name), ctx)) n++;

@@ -1,11 +1,12 @@
 import type { Clock } from '../core/clock.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 import type { Driver } from '../db/driver.js';
 import { toMs, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
 import { ReservationUnavailable } from './errors.js';
 import { checkName, checkNumber, checkUuid } from './names.js';
-import { sharedStoreOf } from './stores/context-stores.js';
+import { checkRateLimitContext, sharedStoreOf } from './stores/context-stores.js';
 import { MemoryRateLimitStore } from './stores/memory/memory-rate-limit-store.js';
 import type { RateLimitStore } from './stores/rate-limit-store.js';
 import {
@@ -32,6 +33,19 @@ export interface ConcurrencyReservationOptions {
   /** Where the construction-time lease warning goes. */
   logger?: Logger;
 }
+
+/**
+ * The keys of {@link ConcurrencyReservationOptions}: any other is refused (a misspelt `lockLease`
+ * silently skipped the lease check, a misspelt `clock` put the slots in the shared store).
+ */
+const CONCURRENCY_RESERVATION_OPTION_KEYS: readonly string[] = [
+  'slots',
+  'lease',
+  'lockLease',
+  'keyed',
+  'clock',
+  'logger',
+];
 
 /**
  * A held slot. Hand it back unchanged to `release()`: the `fence` (the slot's `acquired_at`) makes
@@ -107,6 +121,12 @@ export class ConcurrencyReservation {
     this.name = checkName(name, 'ConcurrencyReservation.name');
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('ConcurrencyReservation.options', options, 'must be an object');
+    checkKnownKeys(
+      options,
+      CONCURRENCY_RESERVATION_OPTION_KEYS,
+      'ConcurrencyReservation',
+      'an option of ConcurrencyReservation',
+    );
     this.slots = checkNumber(options.slots, 'ConcurrencyReservation.slots', { min: 1, integer: true });
     this.leaseMs = toMs(options.lease, 'ConcurrencyReservation.lease');
     this.lockLeaseMs =
@@ -138,6 +158,7 @@ export class ConcurrencyReservation {
    *   is the earliest live lease's remaining time plus a small margin, or 5 s without a hint
    */
   async acquire(jobId: string, workerId: string, ctx: RateLimitContext = {}): Promise<SlotLease> {
+    checkRateLimitContext(ctx, 'ConcurrencyReservation.acquire.ctx');
     const result = await this.tryAcquire(jobId, workerId, ctx);
     if (result.ok) return result.lease;
     ctx.logger?.info({ bucketName: this.name, retryAfterMs: result.retryAfterMs }, 'reservation-unavailable');
@@ -178,6 +199,7 @@ export class ConcurrencyReservation {
    * no-op when `workerId` does not hold the slot. Returns whether a slot was freed.
    */
   async release(lease: SlotLease | number, workerId: string, ctx: RateLimitContext = {}): Promise<boolean> {
+    checkRateLimitContext(ctx, 'ConcurrencyReservation.release.ctx');
     const worker = checkUuid(workerId, 'workerId');
     const slotIndex = typeof lease === 'number' ? lease : lease.slotIndex;
     const fence = typeof lease === 'number' ? null : lease.fence;
@@ -193,6 +215,7 @@ export class ConcurrencyReservation {
 
   /** Renews (to now + `leaseMs`, default this reservation's lease) every slot of this reservation `workerId` holds. Returns how many. */
   async extendLeases(workerId: string, ctx: RateLimitContext = {}, leaseMs = this.leaseMs): Promise<number> {
+    checkRateLimitContext(ctx, 'ConcurrencyReservation.extendLeases.ctx');
     const worker = checkUuid(workerId, 'workerId');
     const ms = checkNumber(leaseMs, 'leaseMs');
     return this.store(ctx).extendSlotLeases(worker, ms, this.name);
@@ -200,6 +223,7 @@ export class ConcurrencyReservation {
 
   /** Free / held / total slots now (the configured `slots`, all free, when none exists yet). */
   async peek(ctx: RateLimitContext = {}): Promise<ReservationState> {
+    checkRateLimitContext(ctx, 'ConcurrencyReservation.peek.ctx');
     const counts = await this.store(ctx).peekSlots(this.name);
     if (counts.total === 0)
       return Object.freeze({ freeCount: this.slots, totalSlots: this.slots, heldCount: 0 });
@@ -212,11 +236,13 @@ export class ConcurrencyReservation {
    * a keyed key.
    */
   async ensureSlots(ctx: RateLimitContext = {}): Promise<void> {
+    checkRateLimitContext(ctx, 'ConcurrencyReservation.ensureSlots.ctx');
     await this.store(ctx).ensureSlots(this);
   }
 
   /** Whether any slot of this reservation exists (read-only probe). */
   async slotRowsExist(ctx: RateLimitContext = {}): Promise<boolean> {
+    checkRateLimitContext(ctx, 'ConcurrencyReservation.slotRowsExist.ctx');
     return this.store(ctx).slotRowsExist(this.name);
   }
 
@@ -252,13 +278,7 @@ export async function syncSlots(
   reservations: readonly ConcurrencyReservation[],
   options: { driver: Driver; schema?: string } | { store: RateLimitStore },
 ): Promise<SyncResult> {
-  const store =
-    'store' in options
-      ? options.store
-      : sharedStoreOf(
-          { driver: options.driver, ...(options.schema !== undefined ? { schema: options.schema } : {}) },
-          'syncSlots',
-        );
+  const store = syncSlotsStore(options);
   const inserted: { bucketName: string; slotIndex: number }[] = [];
   const deleted: { bucketName: string; slotIndex: number }[] = [];
   const skippedHeld: { bucketName: string; slotIndex: number }[] = [];
@@ -271,4 +291,42 @@ export async function syncSlots(
     skippedHeld.push(...r.skippedHeld.map(named));
   }
   return Object.freeze({ inserted, deleted, skippedHeld });
+}
+
+/** The keys of {@link syncSlots}' options: `driver` and `schema`, or `store`. */
+const SYNC_SLOTS_OPTION_KEYS: readonly string[] = ['driver', 'schema', 'store'];
+
+/**
+ * The store `syncSlots` writes to, after refusing an unknown key (a misspelt `schema` would sync
+ * the slots of the default schema) and a `driver` or `schema` next to `store` (the store was built
+ * with its own, so they would be ignored).
+ */
+function syncSlotsStore(
+  options: { driver: Driver; schema?: string } | { store: RateLimitStore },
+): RateLimitStore {
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError(
+      'syncSlots.options',
+      options,
+      'must be an object: { driver, schema } or { store }',
+    );
+  checkKnownKeys(options, SYNC_SLOTS_OPTION_KEYS, 'syncSlots.options', 'an option of syncSlots');
+  if ('store' in options) {
+    const given = options as Record<string, unknown>;
+    for (const key of ['driver', 'schema']) {
+      if (given[key] !== undefined)
+        throw new InvalidArgumentError(
+          `syncSlots.options.${key}`,
+          given[key],
+          'cannot be combined with store (the store carries its own connection and schema): give { driver, schema } or { store }',
+        );
+    }
+    if (typeof (options.store as Partial<RateLimitStore> | null)?.syncSlots !== 'function')
+      throw new InvalidArgumentError('syncSlots.options.store', options.store, 'must be a RateLimitStore');
+    return options.store;
+  }
+  return sharedStoreOf(
+    { driver: options.driver, ...(options.schema !== undefined ? { schema: options.schema } : {}) },
+    'syncSlots',
+  );
 }

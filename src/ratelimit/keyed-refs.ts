@@ -1,4 +1,5 @@
 import type { Clock } from '../core/clock.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 import { toMs, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { isStandardSchema, type Schema } from '../core/schema-validation.js';
@@ -32,6 +33,18 @@ export interface KeyedReservationOptions<P> {
   /** Keep each derived reservation's slots in a memory store of its own on this clock, instead of the shared store (tests). */
   clock?: Clock;
 }
+
+/** The keys of {@link KeyedRateLimitOptions}: any other is refused (a misspelt `backend` meant Redis). */
+const KEYED_RATE_LIMIT_OPTION_KEYS: readonly string[] = [
+  'baseName',
+  'keyFn',
+  'capacity',
+  'refillPerSecond',
+  'backend',
+];
+
+/** The keys of {@link KeyedReservationOptions}: any other is refused (a misspelt `clock` meant the shared store). */
+const KEYED_RESERVATION_OPTION_KEYS: readonly string[] = ['baseName', 'keyFn', 'slots', 'lease', 'clock'];
 
 /** A per-key token bucket, derived from each job's payload (see {@link keyedRateLimit}). */
 export interface KeyedRateLimitRef<P = unknown> {
@@ -81,13 +94,17 @@ function checkBaseName(baseName: unknown, field: string): string {
   return name;
 }
 
-function checkCommon(schema: unknown, keyFn: unknown, where: string): void {
+function checkCommon(schema: unknown, options: unknown, known: readonly string[], where: string): void {
   if (!isStandardSchema(schema))
     throw new InvalidArgumentError(
       `${where}.schema`,
       schema,
       'must be a Standard Schema (Zod, Valibot, ArkType, …)',
     );
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError(`${where}.options`, options, 'must be an object');
+  checkKnownKeys(options, known, where, `an option of ${where}()`);
+  const keyFn = (options as { keyFn?: unknown }).keyFn;
   if (typeof keyFn !== 'function')
     throw new InvalidArgumentError(`${where}.keyFn`, keyFn, 'must be a function');
 }
@@ -105,7 +122,7 @@ export function keyedRateLimit<P>(
   schema: Schema<P>,
   options: KeyedRateLimitOptions<P>,
 ): KeyedRateLimitRef<P> {
-  checkCommon(schema, options?.keyFn, 'keyedRateLimit');
+  checkCommon(schema, options, KEYED_RATE_LIMIT_OPTION_KEYS, 'keyedRateLimit');
   const backend = options.backend ?? 'redis';
   if (backend !== 'redis' && backend !== 'postgres' && backend !== 'memory')
     throw new InvalidArgumentError(
@@ -135,7 +152,7 @@ export function keyedReservation<P>(
   schema: Schema<P>,
   options: KeyedReservationOptions<P>,
 ): KeyedReservationRef<P> {
-  checkCommon(schema, options?.keyFn, 'keyedReservation');
+  checkCommon(schema, options, KEYED_RESERVATION_OPTION_KEYS, 'keyedReservation');
   return Object.freeze({
     kind: 'keyed_reservation' as const,
     baseName: checkBaseName(options.baseName, 'keyedReservation.baseName'),

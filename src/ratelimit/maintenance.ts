@@ -1,6 +1,6 @@
 import { checkNumber } from './names.js';
 import type { SlidingWindow } from './sliding-window.js';
-import { sharedStoreOf } from './stores/context-stores.js';
+import { checkRateLimitContext, sharedStoreOf } from './stores/context-stores.js';
 import type { SweepIdleKeyedResult } from './stores/rate-limit-store.js';
 import type { TokenBucket } from './token-bucket.js';
 import type { RateLimitContext } from './types.js';
@@ -19,6 +19,7 @@ export async function publishBucket(
   keyed: boolean,
   ctx: RateLimitContext,
 ): Promise<boolean> {
+  checkRateLimitContext(ctx, 'publishBucket.ctx');
   if (primitive.backend === 'memory') return false;
   const d = primitive.describe();
   return sharedStoreOf(ctx, primitive.name).publishBucket({
@@ -45,6 +46,7 @@ export async function sweepIdleKeyedRows(
   ctx: RateLimitContext,
 ): Promise<SweepIdleKeyedResult> {
   checkNumber(idleForMs, 'idleForMs');
+  checkRateLimitContext(ctx, 'sweepIdleKeyedRows.ctx');
   const result = await sharedStoreOf(ctx, 'sweepIdleKeyedRows').sweepIdleKeyed(idleForMs);
   const { rateLimitRows, reservationBuckets, reservationRows } = result;
   if (rateLimitRows + reservationRows > 0) {

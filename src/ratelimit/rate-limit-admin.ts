@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 
 import type { Backend } from '../backend/backend.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
@@ -22,6 +23,9 @@ export type PeekResult =
   | { kind: 'rate_limit'; row: RateLimitBucketRow; state: RateLimitState }
   | { kind: 'reservation'; row: ReservationRow };
 
+/** The keys of {@link RateLimitAdmin.forBackend}'s options: any other is refused (a misspelt `redis` meant none). */
+const FOR_BACKEND_OPTION_KEYS: readonly string[] = ['redis', 'logger'];
+
 /**
  * Operator view of the fleet's rate limits, from what workers publish to the shared store: the
  * list, the current state of one (read from the store that holds it) and a reset. Works without
@@ -42,6 +46,14 @@ export class RateLimitAdmin {
     backend: Pick<Backend, 'rateLimitStores'>,
     options: { redis?: Redis | null; logger?: Logger } = {},
   ): RateLimitAdmin {
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('RateLimitAdmin.forBackend.options', options, 'must be an object');
+    checkKnownKeys(
+      options,
+      FOR_BACKEND_OPTION_KEYS,
+      'RateLimitAdmin.forBackend.options',
+      'an option of RateLimitAdmin.forBackend',
+    );
     return new RateLimitAdmin(
       backend.rateLimitStores({
         redis: options.redis ?? null,

@@ -1,4 +1,5 @@
 import { SystemClock, type Clock } from '../core/clock.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 import { toMs, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { WaitTimeoutError } from '../errors/job-errors.js';
@@ -15,11 +16,22 @@ import {
 } from './keyed-refs.js';
 import { checkKeyedRateLimitConfig, checkKeyedReservationConfig, keyedConcreteName } from './keyed-names.js';
 import { KeyedTracker } from './keyed-tracker.js';
-import type { ActorAcquireRequest, ActorLimitEntry, RateLimitPrimitive } from './acquire-request.js';
+import {
+  ACTOR_ACQUIRE_REQUEST_KEYS,
+  type ActorAcquireRequest,
+  type ActorLimitEntry,
+  type RateLimitPrimitive,
+} from './acquire-request.js';
 import { publishBucket, sweepIdleKeyedRows, type SweepIdleKeyedResult } from './maintenance.js';
-import { QUEUE_CONCURRENCY_PREFIX, checkNumber, checkUuid, isReservedName } from './names.js';
+import {
+  QUEUE_CONCURRENCY_PREFIX,
+  checkKnownKeysOnHotPath,
+  checkNumber,
+  checkUuid,
+  isReservedName,
+} from './names.js';
 import { SlidingWindow } from './sliding-window.js';
-import { hasSharedStore, sharedStoreOrNull } from './stores/context-stores.js';
+import { checkRateLimitContext, hasSharedStore, sharedStoreOrNull } from './stores/context-stores.js';
 import { TokenBucket } from './token-bucket.js';
 import {
   DEFAULT_MAX_KEYED_RATE_LIMITS,
@@ -49,6 +61,22 @@ export interface RateLimitRegistryOptions {
   /** Where registry events go (conflicts, cap hits, rollback failures). Default silent. */
   logger?: Logger;
 }
+
+/**
+ * The keys of {@link RateLimitRegistryOptions}: any other is refused (a misspelt cap kept the
+ * default of 10 000).
+ */
+const REGISTRY_OPTION_KEYS: readonly string[] = [
+  'redisKeyPrefix',
+  'maxKeyedReservations',
+  'maxKeyedRateLimits',
+  'keyedIdleThreshold',
+  'clock',
+  'logger',
+];
+
+/** The keys of the options of `peekAll` and `reset`. */
+const TIMEOUT_OPTION_KEYS: readonly string[] = ['timeout'];
 
 /** How often a keyed Redis bucket's published row gets its `last_used_at` refreshed. */
 const KEYED_TOUCH_INTERVAL_MS = 600_000;
@@ -80,6 +108,14 @@ export class RateLimitRegistry {
   private readonly logger: Logger;
 
   constructor(options: RateLimitRegistryOptions = {}) {
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('RateLimitRegistry.options', options, 'must be an object');
+    checkKnownKeys(
+      options,
+      REGISTRY_OPTION_KEYS,
+      'RateLimitRegistry.options',
+      'an option of RateLimitRegistry',
+    );
     this.redisKeyPrefix = options.redisKeyPrefix ?? DEFAULT_REDIS_KEY_PREFIX;
     this.maxKeyedReservations = checkNumber(
       options.maxKeyedReservations ?? DEFAULT_MAX_KEYED_RESERVATIONS,
@@ -242,7 +278,9 @@ export class RateLimitRegistry {
 
   // ---------------------------------------------------------------- acquisition
 
-  private withDefaults(ctx: RateLimitContext): RateLimitContext {
+  /** The caller's context (checked here: it comes from outside) with the registry's logger and key prefix. */
+  private withDefaults(ctx: RateLimitContext, field: string): RateLimitContext {
+    checkRateLimitContext(ctx, field);
     return {
       ...ctx,
       logger: ctx.logger ?? this.logger,
@@ -256,6 +294,7 @@ export class RateLimitRegistry {
    * @throws RateLimitNotFound, InvalidArgumentError (a reservation name)
    */
   async acquire(name: string, ctx: RateLimitContext, count = 1): Promise<RateLimitDecision> {
+    const c = this.withDefaults(ctx, 'RateLimitRegistry.acquire.ctx');
     const p = this.rateLimitMap.get(name);
     if (!p) {
       if (this.reservationMap.has(name)) {
@@ -267,7 +306,6 @@ export class RateLimitRegistry {
       }
       throw new RateLimitNotFound(name, 'rate_limit');
     }
-    const c = this.withDefaults(ctx);
     return p.kind === 'token_bucket' ? p.acquire(c, count) : p.acquire(c);
   }
 
@@ -281,7 +319,20 @@ export class RateLimitRegistry {
    * so a bad payload acquires nothing.
    */
   async acquireForActor(request: ActorAcquireRequest, ctx: RateLimitContext): Promise<AcquiredResource[]> {
-    const c = this.withDefaults(ctx);
+    if (request === null || typeof request !== 'object')
+      throw new InvalidArgumentError(
+        'RateLimitRegistry.acquireForActor.request',
+        request,
+        'must be an object',
+      );
+    // Per job on the worker's path: the check that allocates nothing.
+    checkKnownKeysOnHotPath(
+      request,
+      ACTOR_ACQUIRE_REQUEST_KEYS,
+      'RateLimitRegistry.acquireForActor.request',
+      'a field of an ActorAcquireRequest',
+    );
+    const c = this.withDefaults(ctx, 'RateLimitRegistry.acquireForActor.ctx');
     const jobId = checkUuid(request.jobId, 'jobId');
     const workerId = checkUuid(request.workerId, 'workerId');
     const logLevel = request.denialLogLevel === 'debug' ? 'debug' : 'info';
@@ -554,6 +605,7 @@ export class RateLimitRegistry {
 
   /** State of the rate limit `name`. @throws RateLimitNotFound, InvalidArgumentError (a reservation name) */
   async peek(name: string, ctx: RateLimitContext): Promise<RateLimitState> {
+    const c = this.withDefaults(ctx, 'RateLimitRegistry.peek.ctx');
     const p = this.rateLimitMap.get(name);
     if (!p) {
       if (this.reservationMap.has(name))
@@ -564,7 +616,7 @@ export class RateLimitRegistry {
         );
       throw new RateLimitNotFound(name, 'rate_limit');
     }
-    return p.peek(this.withDefaults(ctx));
+    return p.peek(c);
   }
 
   /**
@@ -576,7 +628,12 @@ export class RateLimitRegistry {
     ctx: RateLimitContext,
     options: { timeout?: Duration } = {},
   ): Promise<Map<string, RateLimitState>> {
-    const c = this.withDefaults(ctx);
+    const c = this.withDefaults(ctx, 'RateLimitRegistry.peekAll.ctx');
+    const timeoutMs = checkTimeoutOptions(
+      options,
+      'RateLimitRegistry.peekAll.options',
+      'an option of peekAll',
+    );
     const pass = async (): Promise<Map<string, RateLimitState>> => {
       const out = new Map<string, RateLimitState>();
       for (const [name, p] of [...this.rateLimitMap]) {
@@ -588,7 +645,7 @@ export class RateLimitRegistry {
       }
       return out;
     };
-    return withTimeout(pass(), options.timeout, 'peekAll');
+    return withTimeout(pass(), timeoutMs, 'peekAll');
   }
 
   /**
@@ -596,6 +653,8 @@ export class RateLimitRegistry {
    * `timeout` bounds the store round trip (`WaitTimeoutError`).
    */
   async reset(name: string, ctx: RateLimitContext, options: { timeout?: Duration } = {}): Promise<void> {
+    const c = this.withDefaults(ctx, 'RateLimitRegistry.reset.ctx');
+    const timeoutMs = checkTimeoutOptions(options, 'RateLimitRegistry.reset.options', 'an option of reset');
     const p = this.rateLimitMap.get(name);
     if (!p) {
       if (this.reservationMap.has(name))
@@ -606,7 +665,7 @@ export class RateLimitRegistry {
         );
       throw new RateLimitNotFound(name, 'rate_limit');
     }
-    await withTimeout(p.reset(this.withDefaults(ctx)), options.timeout, `reset of ${name}`);
+    await withTimeout(p.reset(c), timeoutMs, `reset of ${name}`);
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -655,6 +714,7 @@ export class RateLimitRegistry {
    * renewed.
    */
   async extendReservationLeases(workerId: string, leaseMs: number, ctx: RateLimitContext): Promise<number> {
+    checkRateLimitContext(ctx, 'RateLimitRegistry.extendReservationLeases.ctx');
     const worker = checkUuid(workerId, 'workerId');
     const ms = checkNumber(leaseMs, 'leaseMs');
     let n = 0;
@@ -667,8 +727,8 @@ export class RateLimitRegistry {
   }
 
   /** Leader sweep of idle keyed state in the shared store; see {@link sweepIdleKeyedRows}. */
-  sweepIdleKeyedRows(idleForMs: number, ctx: RateLimitContext): Promise<SweepIdleKeyedResult> {
-    return sweepIdleKeyedRows(idleForMs, this.withDefaults(ctx));
+  async sweepIdleKeyedRows(idleForMs: number, ctx: RateLimitContext): Promise<SweepIdleKeyedResult> {
+    return sweepIdleKeyedRows(idleForMs, this.withDefaults(ctx, 'RateLimitRegistry.sweepIdleKeyedRows.ctx'));
   }
 
   /** Test aid: forgets everything (never touches Redis or Postgres). Not safe while a worker runs. */
@@ -681,9 +741,19 @@ export class RateLimitRegistry {
   }
 }
 
-async function withTimeout<T>(work: Promise<T>, timeout: Duration | undefined, what: string): Promise<T> {
-  if (timeout === undefined) return work;
-  const ms = toMs(timeout, 'timeout');
+/**
+ * The `timeout` of `peekAll` / `reset` in ms (null: none), checked before the work starts: a bad
+ * value or a misspelt key must not leave a reset done but reported as refused.
+ */
+function checkTimeoutOptions(options: { timeout?: Duration }, field: string, what: string): number | null {
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError(field, options, 'must be an object');
+  checkKnownKeys(options, TIMEOUT_OPTION_KEYS, field, what);
+  return options.timeout === undefined ? null : toMs(options.timeout, `${field}.timeout`);
+}
+
+async function withTimeout<T>(work: Promise<T>, ms: number | null, what: string): Promise<T> {
+  if (ms === null) return work;
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new WaitTimeoutError(what, ms)), ms);

@@ -1,10 +1,16 @@
 import { randomUUID } from 'node:crypto';
 
+import { checkKnownKeys } from '../core/closest-name.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { toMs, type Duration } from '../core/duration.js';
 import { decision, retryMs, state } from './decision.js';
 import { checkName, checkNumber, optionalDuration } from './names.js';
-import { OwnMemoryStore, storeFor, storeThatDecided } from './stores/context-stores.js';
+import {
+  OwnMemoryStore,
+  checkRateLimitContext,
+  storeFor,
+  storeThatDecided,
+} from './stores/context-stores.js';
 import type { GcraOutcome, RateLimitStore, SlidingLogOutcome } from './stores/rate-limit-store.js';
 import {
   TTL_SAFETY_MARGIN_MS,
@@ -34,6 +40,9 @@ export interface SlidingWindowOptions {
   /** Materialised from a keyed ref (set by the registry). */
   keyed?: boolean;
 }
+
+/** The keys of {@link SlidingWindowOptions}: any other is refused (a misspelt `style` kept `'log'`). */
+const SLIDING_WINDOW_OPTION_KEYS: readonly string[] = ['limit', 'window', 'backend', 'style', 'ttl', 'keyed'];
 
 const BACKENDS: readonly RateLimitBackend[] = ['redis', 'postgres', 'memory'];
 const EPS = 1e-9;
@@ -68,6 +77,7 @@ export class SlidingWindow {
     this.name = checkName(name, 'SlidingWindow.name');
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('SlidingWindow.options', options, 'must be an object');
+    checkKnownKeys(options, SLIDING_WINDOW_OPTION_KEYS, 'SlidingWindow', 'an option of SlidingWindow');
     this.limit = checkNumber(options.limit, 'SlidingWindow.limit', { min: 1, integer: true });
     this.windowMs = toMs(options.window, 'SlidingWindow.window');
     const backend = options.backend ?? 'redis';
@@ -98,6 +108,7 @@ export class SlidingWindow {
    * @throws RateLimitBackendMissing, RateLimitStoreUnavailable, RateLimitStoreCorrupt (as TokenBucket)
    */
   async acquire(ctx: RateLimitContext): Promise<RateLimitDecision> {
+    checkRateLimitContext(ctx, 'SlidingWindow.acquire.ctx');
     const store = this.store(ctx);
     if (this.style === 'gcra') return this.gcraDecision(await store.acquireGcra(this));
     const requestId = randomUUID();
@@ -110,6 +121,7 @@ export class SlidingWindow {
    * interval, never below now. Rollback path only.
    */
   async refund(decisionToRefund: RateLimitDecision, ctx: RateLimitContext): Promise<void> {
+    checkRateLimitContext(ctx, 'SlidingWindow.refund.ctx');
     if (!decisionToRefund.allowed) return;
     const requestId = decisionToRefund.requestId;
     if (this.style === 'log' && requestId === null) {
@@ -126,6 +138,7 @@ export class SlidingWindow {
 
   /** Current state without consuming anything. */
   async peek(ctx: RateLimitContext): Promise<RateLimitState> {
+    checkRateLimitContext(ctx, 'SlidingWindow.peek.ctx');
     const store = this.store(ctx);
     if (this.style === 'gcra') {
       const reading = await store.peekGcra(this);
@@ -139,6 +152,7 @@ export class SlidingWindow {
 
   /** Empties the window at once (Redis `DEL`, Postgres clears state and log, memory clears). Logs `ratelimit-reset`. */
   async reset(ctx: RateLimitContext): Promise<void> {
+    checkRateLimitContext(ctx, 'SlidingWindow.reset.ctx');
     await this.store(ctx).resetBucket(this.name, this.style === 'gcra' ? 'gcra' : 'sliding_log');
     ctx.logger?.warn({ bucketName: this.name, backend: this.backend }, 'ratelimit-reset');
   }

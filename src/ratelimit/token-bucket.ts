@@ -1,8 +1,14 @@
+import { checkKnownKeys } from '../core/closest-name.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Duration } from '../core/duration.js';
 import { decision, retryMs, state } from './decision.js';
 import { checkName, checkNumber, optionalDuration } from './names.js';
-import { OwnMemoryStore, storeFor, storeThatDecided } from './stores/context-stores.js';
+import {
+  OwnMemoryStore,
+  checkRateLimitContext,
+  storeFor,
+  storeThatDecided,
+} from './stores/context-stores.js';
 import type { RateLimitStore, TokenBucketOutcome } from './stores/rate-limit-store.js';
 import {
   TTL_SAFETY_MARGIN_MS,
@@ -29,6 +35,15 @@ export interface TokenBucketOptions {
   /** Materialised from a keyed ref (set by the registry): its Postgres row may be reclaimed once idle. */
   keyed?: boolean;
 }
+
+/** The keys of {@link TokenBucketOptions}: any other is refused (a misspelt `ttl` kept the default). */
+const TOKEN_BUCKET_OPTION_KEYS: readonly string[] = [
+  'capacity',
+  'refillPerSecond',
+  'backend',
+  'ttl',
+  'keyed',
+];
 
 const BACKENDS: readonly RateLimitBackend[] = ['redis', 'postgres', 'memory'];
 
@@ -69,6 +84,7 @@ export class TokenBucket {
     this.name = checkName(name, 'TokenBucket.name');
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('TokenBucket.options', options, 'must be an object');
+    checkKnownKeys(options, TOKEN_BUCKET_OPTION_KEYS, 'TokenBucket', 'an option of TokenBucket');
     this.capacity = checkNumber(options.capacity, 'TokenBucket.capacity');
     this.refillPerSecond = checkNumber(options.refillPerSecond, 'TokenBucket.refillPerSecond', {
       allowZero: true,
@@ -95,6 +111,7 @@ export class TokenBucket {
    * @throws RateLimitStoreCorrupt when the stored state is impossible
    */
   async acquire(ctx: RateLimitContext, count = 1): Promise<RateLimitDecision> {
+    checkRateLimitContext(ctx, 'TokenBucket.acquire.ctx');
     checkNumber(count, 'TokenBucket.acquire.count');
     if (count > this.capacity) {
       throw new InvalidArgumentError(
@@ -111,6 +128,7 @@ export class TokenBucket {
    * (`decision.backend`). For the rollback path only — never after the guarded work ran.
    */
   async refund(decisionToRefund: RateLimitDecision, ctx: RateLimitContext, count = 1): Promise<void> {
+    checkRateLimitContext(ctx, 'TokenBucket.refund.ctx');
     checkNumber(count, 'TokenBucket.refund.count');
     if (!decisionToRefund.allowed) return;
     await storeThatDecided(ctx, this.backend, decisionToRefund.backend, this.name, this.memory).refundTokens(
@@ -121,6 +139,7 @@ export class TokenBucket {
 
   /** Current state without consuming anything. */
   async peek(ctx: RateLimitContext): Promise<RateLimitState> {
+    checkRateLimitContext(ctx, 'TokenBucket.peek.ctx');
     const reading = await this.store(ctx).peekTokens(this);
     return this.toState(reading.available, reading.backend);
   }
@@ -131,6 +150,7 @@ export class TokenBucket {
    * warning `ratelimit-reset`.
    */
   async reset(ctx: RateLimitContext): Promise<void> {
+    checkRateLimitContext(ctx, 'TokenBucket.reset.ctx');
     await this.store(ctx).resetBucket(this.name, 'token_bucket');
     ctx.logger?.warn({ bucketName: this.name, backend: this.backend }, 'ratelimit-reset');
   }

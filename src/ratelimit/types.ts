@@ -47,6 +47,22 @@ export interface RateLimitContext {
   lockTimeoutMs?: number;
 }
 
+/**
+ * The keys of {@link RateLimitContext}: any other key of a context is refused (a misspelt `clock`
+ * would otherwise leave the primitive without one, or a misspelt `schema` on the default schema).
+ */
+export const RATE_LIMIT_CONTEXT_KEYS: readonly string[] = [
+  'stores',
+  'redis',
+  'driver',
+  'schema',
+  'clock',
+  'pgFallback',
+  'logger',
+  'redisKeyPrefix',
+  'lockTimeoutMs',
+];
+
 /** The outcome of one `acquire()` on a rate limit. Immutable. */
 export interface RateLimitDecision {
   /** The request was admitted (its token or window slot is spent). */

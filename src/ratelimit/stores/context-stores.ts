@@ -1,12 +1,25 @@
 // How a primitive finds its store under a RateLimitContext: the explicit `ctx.stores`, else stores
 // built from the context's connections. The one place that maps a backend kind to a store.
+import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import { RateLimitBackendMissing } from '../errors.js';
-import type { RateLimitBackend, RateLimitContext } from '../types.js';
+import { checkKnownKeysOnHotPath } from '../names.js';
+import { RATE_LIMIT_CONTEXT_KEYS, type RateLimitBackend, type RateLimitContext } from '../types.js';
 import { FallbackRateLimitStore } from './fallback-rate-limit-store.js';
 import { MemoryRateLimitStore } from './memory/memory-rate-limit-store.js';
 import { PostgresRateLimitStore } from './postgres/postgres-rate-limit-store.js';
 import type { RateLimitStore } from './rate-limit-store.js';
 import { RedisRateLimitStore } from './redis/redis-rate-limit-store.js';
+
+/**
+ * @internal Refuses a context that is not an object or has a key {@link RateLimitContext} does not
+ * know (`<field>.<key>`, with a "did you mean"). Runs on every public call that takes a context —
+ * the worker's per-job acquire and release included — hence the allocation-free check.
+ */
+export function checkRateLimitContext(ctx: unknown, field: string): void {
+  if (ctx === null || typeof ctx !== 'object')
+    throw new InvalidArgumentError(field, ctx, 'must be a RateLimitContext object');
+  checkKnownKeysOnHotPath(ctx, RATE_LIMIT_CONTEXT_KEYS, field, 'a key of a RateLimitContext');
+}
 
 /** @internal The shared (fleet-wide) store of a context, or null when it has none. */
 export function sharedStoreOrNull(ctx: RateLimitContext): RateLimitStore | null {

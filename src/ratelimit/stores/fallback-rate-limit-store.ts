@@ -1,5 +1,7 @@
+import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import type { Logger } from '../../obs/logger.js';
 import { RateLimitStoreUnavailable } from '../errors.js';
+import { checkKnownKeysOnHotPath } from '../names.js';
 import type { RateLimitBackend } from '../types.js';
 import type {
   BucketKind,
@@ -34,6 +36,9 @@ export interface FallbackRateLimitStoreOptions {
   logger?: Logger | null;
 }
 
+/** The keys of {@link FallbackRateLimitStoreOptions}: any other is refused (a misspelt `enabled` left the fallback on). */
+const FALLBACK_STORE_OPTION_KEYS: readonly string[] = ['enabled', 'logger'];
+
 /**
  * The Redis → Postgres fallback as a composition: every acquire, peek and reset runs on `primary`;
  * when the primary raises `RateLimitStoreUnavailable` (an outage, never a data error) it runs on
@@ -61,6 +66,15 @@ export class FallbackRateLimitStore implements RateLimitStore {
     readonly fallback: RateLimitStore | null,
     options: FallbackRateLimitStoreOptions = {},
   ) {
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('FallbackRateLimitStore.options', options, 'must be an object');
+    // Allocation-free: a context that gives `redis` instead of `stores` builds one per call.
+    checkKnownKeysOnHotPath(
+      options,
+      FALLBACK_STORE_OPTION_KEYS,
+      'FallbackRateLimitStore',
+      'an option of FallbackRateLimitStore',
+    );
     this.backend = primary.backend;
     this.enabled = options.enabled ?? true;
     this.logger = options.logger ?? null;

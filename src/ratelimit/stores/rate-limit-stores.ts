@@ -1,8 +1,10 @@
 import type { Redis } from 'ioredis';
 
 import { SystemClock, type Clock } from '../../core/clock.js';
+import { checkKnownKeys } from '../../core/closest-name.js';
 import type { ReloadableRedisCredentials } from '../../credentials/reloadable-redis-credentials.js';
 import type { Driver } from '../../db/driver.js';
+import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import type { Logger } from '../../obs/logger.js';
 import { createOwnedRedis } from '../../progress/redis-progress-publisher.js';
 import { FallbackRateLimitStore } from './fallback-rate-limit-store.js';
@@ -66,6 +68,24 @@ export interface RateLimitStoresOptions {
 }
 
 /**
+ * The keys of {@link RateLimitStoresOptions}: any other is refused (a misspelt `pgFallback` left
+ * the fallback on, a misspelt `schema` pointed the stores at the default schema).
+ */
+const RATE_LIMIT_STORES_OPTION_KEYS: readonly string[] = [
+  'driver',
+  'leaseDriver',
+  'schema',
+  'redis',
+  'redisUrl',
+  'redisCredentials',
+  'redisKeyPrefix',
+  'clock',
+  'pgFallback',
+  'lockTimeoutMs',
+  'logger',
+];
+
+/**
  * Builds the stores of one process from its connections: a {@link PostgresRateLimitStore} on
  * `driver` (or a {@link MemoryRateLimitStore} on `clock` without one) as the shared store, the same
  * on `leaseDriver` for lease renewals, and — when `redis` or `redisUrl` is given — a
@@ -81,6 +101,15 @@ export interface RateLimitStoresOptions {
 export function rateLimitStoresFor(
   options: RateLimitStoresOptions = {},
 ): RateLimitStores & { close(): Promise<void> } {
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError('rateLimitStoresFor.options', options, 'must be an object');
+  // Before any store or client is built.
+  checkKnownKeys(
+    options,
+    RATE_LIMIT_STORES_OPTION_KEYS,
+    'rateLimitStoresFor.options',
+    'an option of rateLimitStoresFor',
+  );
   const logger = options.logger ?? null;
   const postgres = (driver: Driver): PostgresRateLimitStore =>
     new PostgresRateLimitStore({

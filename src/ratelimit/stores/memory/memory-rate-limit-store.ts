@@ -1,5 +1,6 @@
 import type { Clock } from '../../../core/clock.js';
 import { InvalidArgumentError } from '../../../errors/invalid-argument-error.js';
+import { checkKnownKeysOnHotPath } from '../../names.js';
 import type { RateLimitBackend } from '../../types.js';
 import type {
   BucketKind,
@@ -27,6 +28,9 @@ export interface MemoryRateLimitStoreOptions {
   /** The store's time: a `SystemClock`, or a `FakeClock` in tests. */
   clock: Clock;
 }
+
+/** The keys of {@link MemoryRateLimitStoreOptions}: any other is refused. */
+const MEMORY_STORE_OPTION_KEYS: readonly string[] = ['clock'];
 
 // GCRA admissions compare float arrival times; this much rounding error still admits.
 const EPS = 1e-9;
@@ -93,7 +97,16 @@ export class MemoryRateLimitStore implements RateLimitStore {
   private state = new MemoryState();
 
   constructor(options: MemoryRateLimitStoreOptions) {
-    const clock = options?.clock;
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('MemoryRateLimitStore.options', options, 'must be an object');
+    // Allocation-free: a memory primitive builds a view of its store whenever the context's clock changes.
+    checkKnownKeysOnHotPath(
+      options,
+      MEMORY_STORE_OPTION_KEYS,
+      'MemoryRateLimitStore',
+      'an option of MemoryRateLimitStore',
+    );
+    const clock = options.clock;
     if (!clock || typeof clock.now !== 'function')
       throw new InvalidArgumentError('MemoryRateLimitStore.clock', clock, 'must be a Clock');
     this.clock = clock;

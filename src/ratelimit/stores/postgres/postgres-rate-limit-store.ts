@@ -1,7 +1,9 @@
 import type { Driver } from '../../../db/driver.js';
 import type { Logger } from '../../../obs/logger.js';
 import { DEFAULT_SCHEMA, renderSql, validateSchemaName } from '../../../core/schema-name.js';
+import { InvalidArgumentError } from '../../../errors/invalid-argument-error.js';
 import { RateLimitStoreCorrupt, RateLimitStoreUnavailable } from '../../errors.js';
+import { checkKnownKeysOnHotPath } from '../../names.js';
 import { DEFAULT_PG_LOCK_TIMEOUT_MS, type RateLimitBackend } from '../../types.js';
 import type {
   BucketKind,
@@ -40,6 +42,12 @@ export interface PostgresRateLimitStoreOptions {
   /** Where `ratelimit-lock-timeout` (debug) goes. Default: silent. */
   logger?: Logger | null;
 }
+
+/**
+ * The keys of {@link PostgresRateLimitStoreOptions}: any other is refused (a misspelt `schema` put
+ * the state in the default schema's tables).
+ */
+const POSTGRES_STORE_OPTION_KEYS: readonly string[] = ['driver', 'schema', 'lockTimeoutMs', 'logger'];
 
 /** Names of the embedded rate-limit statements. */
 type StatementName = keyof typeof SQL;
@@ -104,6 +112,15 @@ export class PostgresRateLimitStore implements RateLimitStore {
   private readonly logger: Logger | null;
 
   constructor(options: PostgresRateLimitStoreOptions) {
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('PostgresRateLimitStore.options', options, 'must be an object');
+    // Allocation-free: a context that gives `driver` instead of `stores` builds one per call.
+    checkKnownKeysOnHotPath(
+      options,
+      POSTGRES_STORE_OPTION_KEYS,
+      'PostgresRateLimitStore',
+      'an option of PostgresRateLimitStore',
+    );
     this.driver = options.driver;
     this.schema = validateSchemaName(options.schema ?? DEFAULT_SCHEMA);
     const ms = options.lockTimeoutMs;

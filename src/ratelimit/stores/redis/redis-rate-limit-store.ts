@@ -4,6 +4,7 @@ import { InvalidArgumentError } from '../../../errors/invalid-argument-error.js'
 import type { Logger } from '../../../obs/logger.js';
 import { closeOwnedRedis } from '../../../progress/redis-progress-publisher.js';
 import { RateLimitBackendMissing, RateLimitStoreCorrupt, RateLimitStoreUnavailable } from '../../errors.js';
+import { checkKnownKeysOnHotPath } from '../../names.js';
 import { DEFAULT_REDIS_KEY_PREFIX, type RateLimitBackend } from '../../types.js';
 import type {
   BucketKind,
@@ -42,6 +43,9 @@ export interface RedisRateLimitStoreOptions {
   /** Where the owned client's connection problems go. Default: silent. */
   logger?: Logger | null;
 }
+
+/** The keys of {@link RedisRateLimitStoreOptions}: any other is refused (a misspelt `keyPrefix` meant the default). */
+const REDIS_STORE_OPTION_KEYS: readonly string[] = ['redis', 'createClient', 'keyPrefix', 'logger'];
 
 /** The Lua scripts, each registered on a client with `defineCommand` (EVALSHA, EVAL on NOSCRIPT). */
 const COMMANDS = {
@@ -161,8 +165,17 @@ export class RedisRateLimitStore implements RateLimitStore {
   private views = new Map<string, RedisRateLimitStore>();
 
   constructor(options: RedisRateLimitStoreOptions) {
-    const given = options?.redis ?? null;
-    const createClient = options?.createClient ?? null;
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('RedisRateLimitStore.options', options, 'must be an object');
+    // Allocation-free: a context that gives `redis` instead of `stores` builds one per call.
+    checkKnownKeysOnHotPath(
+      options,
+      REDIS_STORE_OPTION_KEYS,
+      'RedisRateLimitStore',
+      'an option of RedisRateLimitStore',
+    );
+    const given = options.redis ?? null;
+    const createClient = options.createClient ?? null;
     if ((given === null) === (createClient === null)) {
       throw new InvalidArgumentError(
         'RedisRateLimitStore.redis',
