@@ -37,8 +37,10 @@ export function unknownKeyRule(key: string, known: Iterable<string>, what: strin
  * otherwise end up in the message and in logs, and the name is what the reader needs.
  */
 export function checkKnownKeys(options: object, known: readonly string[], field: string, what: string): void {
-  for (const key of Object.keys(options)) {
-    if (!known.includes(key))
+  // `for…in` with an own-key test, not Object.keys: some callers check on every job (a rate-limit
+  // context, an acquire request), and this allocates nothing.
+  for (const key in options) {
+    if (!known.includes(key) && Object.hasOwn(options, key))
       throw new InvalidArgumentError(`${field}.${key}`, undefined, unknownKeyRule(key, known, what), {
         conceal: true,
       });

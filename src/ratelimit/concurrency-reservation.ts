@@ -1,6 +1,5 @@
 import type { Clock } from '../core/clock.js';
 import { checkKnownKeys } from '../core/closest-name.js';
-import type { Driver } from '../db/driver.js';
 import { toMs, type Duration } from '../core/duration.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import type { Logger } from '../obs/logger.js';
@@ -11,6 +10,7 @@ import { MemoryRateLimitStore } from './stores/memory/memory-rate-limit-store.js
 import type { RateLimitStore } from './stores/rate-limit-store.js';
 import {
   DEFAULT_RESERVATION_BACKOFF_MS,
+  RATE_LIMIT_CONTEXT_KEYS,
   RESERVATION_RETRY_HINT_MARGIN_MS,
   type RateLimitContext,
 } from './types.js';
@@ -272,11 +272,12 @@ export class ConcurrencyReservation {
  * gaps), deletes excess slots that are free or lease-expired, and reports excess slots a live lease
  * still holds (a later sync deletes them). Each reservation in its own transaction; safe to re-run.
  * Call it after changing slot counts. Reservations with an own memory store (`clock`) are skipped.
- * Give the Postgres `driver` (and `schema`), or the shared `store`.
+ * Give the Postgres `driver` (and `schema`) — any {@link RateLimitContext}, whose shared store is
+ * used — or the shared `store`.
  */
 export async function syncSlots(
   reservations: readonly ConcurrencyReservation[],
-  options: { driver: Driver; schema?: string } | { store: RateLimitStore },
+  options: RateLimitContext | { store: RateLimitStore },
 ): Promise<SyncResult> {
   const store = syncSlotsStore(options);
   const inserted: { bucketName: string; slotIndex: number }[] = [];
@@ -293,40 +294,32 @@ export async function syncSlots(
   return Object.freeze({ inserted, deleted, skippedHeld });
 }
 
-/** The keys of {@link syncSlots}' options: `driver` and `schema`, or `store`. */
-const SYNC_SLOTS_OPTION_KEYS: readonly string[] = ['driver', 'schema', 'store'];
+/** The keys of {@link syncSlots}' options: those of a {@link RateLimitContext}, or `store`. */
+const SYNC_SLOTS_OPTION_KEYS: readonly string[] = [...RATE_LIMIT_CONTEXT_KEYS, 'store'];
 
 /**
  * The store `syncSlots` writes to, after refusing an unknown key (a misspelt `schema` would sync
- * the slots of the default schema) and a `driver` or `schema` next to `store` (the store was built
- * with its own, so they would be ignored).
+ * the slots of the default schema) and any setting next to `store` (the store was built with its
+ * own connection and schema, so it would be ignored).
  */
-function syncSlotsStore(
-  options: { driver: Driver; schema?: string } | { store: RateLimitStore },
-): RateLimitStore {
+function syncSlotsStore(options: RateLimitContext | { store: RateLimitStore }): RateLimitStore {
   if (options === null || typeof options !== 'object')
     throw new InvalidArgumentError(
       'syncSlots.options',
       options,
-      'must be an object: { driver, schema } or { store }',
+      'must be an object: a RateLimitContext ({ driver, schema }) or { store }',
     );
   checkKnownKeys(options, SYNC_SLOTS_OPTION_KEYS, 'syncSlots.options', 'an option of syncSlots');
-  if ('store' in options) {
-    const given = options as Record<string, unknown>;
-    for (const key of ['driver', 'schema']) {
-      if (given[key] !== undefined)
-        throw new InvalidArgumentError(
-          `syncSlots.options.${key}`,
-          given[key],
-          'cannot be combined with store (the store carries its own connection and schema): give { driver, schema } or { store }',
-        );
-    }
-    if (typeof (options.store as Partial<RateLimitStore> | null)?.syncSlots !== 'function')
-      throw new InvalidArgumentError('syncSlots.options.store', options.store, 'must be a RateLimitStore');
-    return options.store;
+  if (!('store' in options)) return sharedStoreOf(options, 'syncSlots');
+  for (const [key, value] of Object.entries(options)) {
+    if (key !== 'store' && value !== undefined)
+      throw new InvalidArgumentError(
+        `syncSlots.options.${key}`,
+        value,
+        'cannot be combined with store (the store carries its own connection and schema): give a RateLimitContext ({ driver, schema }) or { store }',
+      );
   }
-  return sharedStoreOf(
-    { driver: options.driver, ...(options.schema !== undefined ? { schema: options.schema } : {}) },
-    'syncSlots',
-  );
+  if (typeof (options.store as Partial<RateLimitStore> | null)?.syncSlots !== 'function')
+    throw new InvalidArgumentError('syncSlots.options.store', options.store, 'must be a RateLimitStore');
+  return options.store;
 }

@@ -1,4 +1,3 @@
-import { unknownKeyRule } from '../core/closest-name.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { toMs, type Duration } from '../core/duration.js';
 import { checkText } from '../core/text-checks.js';
@@ -46,27 +45,6 @@ export function checkNumber(
     throw new InvalidArgumentError(field, value, 'must be > 0');
   }
   return value;
-}
-
-/**
- * `checkKnownKeys` for objects checked on every call of a hot path (a rate-limit context, a per-job
- * acquire request): the same error (`<field>.<key>`, with a "did you mean"), but a `for…in` over the
- * keys instead of an array of them, so a call allocates nothing.
- */
-export function checkKnownKeysOnHotPath(
-  value: object,
-  known: readonly string[],
-  field: string,
-  what: string,
-): void {
-  for (const key in value) {
-    if (!known.includes(key) && Object.hasOwn(value, key))
-      throw new InvalidArgumentError(
-        `${field}.${key}`,
-        (value as Record<string, unknown>)[key],
-        unknownKeyRule(key, known, what),
-      );
-  }
 }
 
 /** A positive {@link Duration} in ms, or null when absent. */

@@ -23,13 +23,7 @@ import {
   type RateLimitPrimitive,
 } from './acquire-request.js';
 import { publishBucket, sweepIdleKeyedRows, type SweepIdleKeyedResult } from './maintenance.js';
-import {
-  QUEUE_CONCURRENCY_PREFIX,
-  checkKnownKeysOnHotPath,
-  checkNumber,
-  checkUuid,
-  isReservedName,
-} from './names.js';
+import { QUEUE_CONCURRENCY_PREFIX, checkNumber, checkUuid, isReservedName } from './names.js';
 import { SlidingWindow } from './sliding-window.js';
 import { checkRateLimitContext, hasSharedStore, sharedStoreOrNull } from './stores/context-stores.js';
 import { TokenBucket } from './token-bucket.js';
@@ -326,7 +320,7 @@ export class RateLimitRegistry {
         'must be an object',
       );
     // Per job on the worker's path: the check that allocates nothing.
-    checkKnownKeysOnHotPath(
+    checkKnownKeys(
       request,
       ACTOR_ACQUIRE_REQUEST_KEYS,
       'RateLimitRegistry.acquireForActor.request',

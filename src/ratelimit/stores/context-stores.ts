@@ -2,7 +2,7 @@
 // built from the context's connections. The one place that maps a backend kind to a store.
 import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import { RateLimitBackendMissing } from '../errors.js';
-import { checkKnownKeysOnHotPath } from '../names.js';
+import { checkKnownKeys } from '../../core/closest-name.js';
 import { RATE_LIMIT_CONTEXT_KEYS, type RateLimitBackend, type RateLimitContext } from '../types.js';
 import { FallbackRateLimitStore } from './fallback-rate-limit-store.js';
 import { MemoryRateLimitStore } from './memory/memory-rate-limit-store.js';
@@ -18,7 +18,7 @@ import { RedisRateLimitStore } from './redis/redis-rate-limit-store.js';
 export function checkRateLimitContext(ctx: unknown, field: string): void {
   if (ctx === null || typeof ctx !== 'object')
     throw new InvalidArgumentError(field, ctx, 'must be a RateLimitContext object');
-  checkKnownKeysOnHotPath(ctx, RATE_LIMIT_CONTEXT_KEYS, field, 'a key of a RateLimitContext');
+  checkKnownKeys(ctx, RATE_LIMIT_CONTEXT_KEYS, field, 'a key of a RateLimitContext');
 }
 
 /** @internal The shared (fleet-wide) store of a context, or null when it has none. */

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '../../errors/invalid-argument-error.js';
 import type { Logger } from '../../obs/logger.js';
 import { RateLimitStoreUnavailable } from '../errors.js';
-import { checkKnownKeysOnHotPath } from '../names.js';
+import { checkKnownKeys } from '../../core/closest-name.js';
 import type { RateLimitBackend } from '../types.js';
 import type {
   BucketKind,
@@ -69,7 +69,7 @@ export class FallbackRateLimitStore implements RateLimitStore {
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('FallbackRateLimitStore.options', options, 'must be an object');
     // Allocation-free: a context that gives `redis` instead of `stores` builds one per call.
-    checkKnownKeysOnHotPath(
+    checkKnownKeys(
       options,
       FALLBACK_STORE_OPTION_KEYS,
       'FallbackRateLimitStore',

@@ -1,6 +1,6 @@
 import type { Clock } from '../../../core/clock.js';
 import { InvalidArgumentError } from '../../../errors/invalid-argument-error.js';
-import { checkKnownKeysOnHotPath } from '../../names.js';
+import { checkKnownKeys } from '../../../core/closest-name.js';
 import type { RateLimitBackend } from '../../types.js';
 import type {
   BucketKind,
@@ -100,7 +100,7 @@ export class MemoryRateLimitStore implements RateLimitStore {
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('MemoryRateLimitStore.options', options, 'must be an object');
     // Allocation-free: a memory primitive builds a view of its store whenever the context's clock changes.
-    checkKnownKeysOnHotPath(
+    checkKnownKeys(
       options,
       MEMORY_STORE_OPTION_KEYS,
       'MemoryRateLimitStore',

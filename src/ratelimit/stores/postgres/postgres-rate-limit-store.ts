@@ -3,7 +3,7 @@ import type { Logger } from '../../../obs/logger.js';
 import { DEFAULT_SCHEMA, renderSql, validateSchemaName } from '../../../core/schema-name.js';
 import { InvalidArgumentError } from '../../../errors/invalid-argument-error.js';
 import { RateLimitStoreCorrupt, RateLimitStoreUnavailable } from '../../errors.js';
-import { checkKnownKeysOnHotPath } from '../../names.js';
+import { checkKnownKeys } from '../../../core/closest-name.js';
 import { DEFAULT_PG_LOCK_TIMEOUT_MS, type RateLimitBackend } from '../../types.js';
 import type {
   BucketKind,
@@ -115,7 +115,7 @@ export class PostgresRateLimitStore implements RateLimitStore {
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('PostgresRateLimitStore.options', options, 'must be an object');
     // Allocation-free: a context that gives `driver` instead of `stores` builds one per call.
-    checkKnownKeysOnHotPath(
+    checkKnownKeys(
       options,
       POSTGRES_STORE_OPTION_KEYS,
       'PostgresRateLimitStore',

@@ -4,7 +4,7 @@ import { InvalidArgumentError } from '../../../errors/invalid-argument-error.js'
 import type { Logger } from '../../../obs/logger.js';
 import { closeOwnedRedis } from '../../../progress/redis-progress-publisher.js';
 import { RateLimitBackendMissing, RateLimitStoreCorrupt, RateLimitStoreUnavailable } from '../../errors.js';
-import { checkKnownKeysOnHotPath } from '../../names.js';
+import { checkKnownKeys } from '../../../core/closest-name.js';
 import { DEFAULT_REDIS_KEY_PREFIX, type RateLimitBackend } from '../../types.js';
 import type {
   BucketKind,
@@ -168,7 +168,7 @@ export class RedisRateLimitStore implements RateLimitStore {
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('RedisRateLimitStore.options', options, 'must be an object');
     // Allocation-free: a context that gives `redis` instead of `stores` builds one per call.
-    checkKnownKeysOnHotPath(
+    checkKnownKeys(
       options,
       REDIS_STORE_OPTION_KEYS,
       'RedisRateLimitStore',
