@@ -100,7 +100,7 @@ function defineScheduleApiTests(name: string, setup: () => Promise<Setup>): void
           'createSchedule.options.payloadFactory',
           'f',
         ],
-        ['an unknown option', '0 * * * *', { timeZone: 'UTC' }, 'createSchedule.options.timeZone', 'UTC'],
+        ['an unknown option', '0 * * * *', { timeZone: 'UTC' }, 'createSchedule.options.timeZone', undefined],
         ['a non-boolean enabled', '0 * * * *', { enabled: 'yes' }, 'createSchedule.options.enabled', 'yes'],
         ['a non-string name', '0 * * * *', { name: 7 }, 'createSchedule.options.name', 7],
         ['a name with NUL', '0 * * * *', { name: 'a\u0000b' }, 'createSchedule.options.name', 'a\u0000b'],
@@ -187,7 +187,7 @@ function defineScheduleApiTests(name: string, setup: () => Promise<Setup>): void
         await refused(
           () => tq.updateSchedule(id, { cron: '* * * * *' } as never),
           'updateSchedule.change.cron',
-          '* * * * *',
+          undefined, // an unknown key's value is not shown
         );
         await refused(() => tq.updateSchedule(id, null as never), 'updateSchedule.change', null);
         await refused(
@@ -229,7 +229,7 @@ function defineScheduleApiTests(name: string, setup: () => Promise<Setup>): void
           'listSchedules.filter.enabled',
           'yes',
         );
-        await refused(() => tq.listSchedules({ name: 'u' } as never), 'listSchedules.filter.name', 'u');
+        await refused(() => tq.listSchedules({ name: 'u' } as never), 'listSchedules.filter.name', undefined);
         await refused(() => tq.listSchedules({ actor: '' }), 'listSchedules.filter.actor', '');
         await refused(() => tq.listSchedules(null as never), 'listSchedules.filter', null);
         await refused(() => tq.getSchedule('1234'), 'getSchedule.id', '1234');
