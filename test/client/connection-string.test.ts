@@ -11,17 +11,7 @@ import { InvalidArgumentError } from '../../src/errors/index.js';
 import { loadWorkerSettings } from '../../src/settings/load-worker-settings.js';
 import { SettingsError } from '../../src/settings/settings-error.js';
 import { TEST_DSN } from '../helpers/db.js';
-
-/** The InvalidArgumentError `fn` throws (fails the test when it throws nothing else). */
-function rejection(fn: () => unknown): InvalidArgumentError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidArgumentError);
-    return err as InvalidArgumentError;
-  }
-  throw new Error('expected an InvalidArgumentError');
-}
+import { rejection } from '../helpers/rejections.js';
 
 describe('validateConnectionString', () => {
   it.each([

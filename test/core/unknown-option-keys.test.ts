@@ -12,7 +12,7 @@ import { checkCronSpec } from '../../src/cron/cron-spec.js';
 import { Providers } from '../../src/di/providers.js';
 import { token } from '../../src/di/token.js';
 import { DIError } from '../../src/errors/di-errors.js';
-import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
+import type { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
 import { SettingsError } from '../../src/settings/settings-error.js';
 import { RedisLiveProgress } from '../../src/progress/redis-live-progress.js';
 import { RetryAfter } from '../../src/retry/control-flow.js';
@@ -22,25 +22,9 @@ import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 import { startTestWorker } from '../helpers/in-process-worker.js';
 import { recordingLogger } from '../helpers/log-records.js';
 import { waitFor } from '../helpers/wait.js';
+import { errorOf, expectRejected } from '../helpers/rejections.js';
 
 const noop = async (): Promise<void> => undefined;
-
-/** The error `fn` throws (or its promise rejects with). */
-async function errorOf(fn: () => unknown): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
-}
-
-async function expectRejected(fn: () => unknown, field: string, guess?: string): Promise<void> {
-  const err = await errorOf(fn);
-  expect(err).toBeInstanceOf(InvalidArgumentError);
-  expect((err as InvalidArgumentError).field).toBe(field);
-  if (guess !== undefined) expect((err as InvalidArgumentError).rule).toContain(`did you mean ${guess}?`);
-}
 
 describe('declarations and pure helpers', () => {
   it('actor(): a misspelt top-level option says which one it was meant to be', async () => {

@@ -9,7 +9,6 @@ import type { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 
-import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
 import { silentLogger } from '../../src/obs/logger.js';
 import {
   ConcurrencyReservation,
@@ -33,26 +32,10 @@ import { FakeClock } from '../../src/testing/fake-clock.js';
 import { migratedSchema, type TestSchema } from '../helpers/db.js';
 import { uniqueName } from './conformance.js';
 import { testRedis } from './helpers.js';
+import { expectRejected } from '../helpers/rejections.js';
 
 const clock = new FakeClock(Date.UTC(2025, 0, 1));
 const Tenant = z.object({ tenantId: z.string() });
-
-/** The error `fn` throws (or its promise rejects with). */
-async function errorOf(fn: () => unknown): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected a rejection');
-}
-
-async function expectRejected(fn: () => unknown, field: string, guess?: string): Promise<void> {
-  const err = await errorOf(fn);
-  expect(err).toBeInstanceOf(InvalidArgumentError);
-  expect((err as InvalidArgumentError).field).toBe(field);
-  if (guess !== undefined) expect((err as InvalidArgumentError).rule).toContain(`did you mean ${guess}?`);
-}
 
 let db: TestSchema;
 let redis: Redis;

@@ -29,17 +29,7 @@ import { FakeClock } from '../../src/testing/fake-clock.js';
 import { runWorker } from '../../src/worker/run-worker.js';
 import { Worker } from '../../src/worker/worker.js';
 import { TEST_DSN, uniqueSchemaName } from '../helpers/db.js';
-
-/** The InvalidArgumentError `fn` throws (fails the test if it throws anything else, or nothing). */
-function rejection(fn: () => unknown): InvalidArgumentError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidArgumentError);
-    return err as InvalidArgumentError;
-  }
-  throw new Error('expected an InvalidArgumentError, nothing was thrown');
-}
+import { rejection } from '../helpers/rejections.js';
 
 /** The same, for an async call. */
 async function asyncRejection(fn: () => Promise<unknown>): Promise<InvalidArgumentError> {
