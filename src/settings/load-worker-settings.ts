@@ -186,7 +186,8 @@ export function resolveFields(
       problems.push({
         setting: key,
         source: `settings.${key}`,
-        value: overrides[key],
+        // Not echoed: a misspelt secret (`healthTokn`) would otherwise land in the message.
+        value: '<redacted>',
         rule: unknownKeyRule(key, byName, kind),
       });
     }
@@ -556,7 +557,7 @@ export function checkResolvedSettingKeys(settings: object, subject = 'worker set
     problems.push({
       setting: key,
       source: `settings.${key}`,
-      value: (settings as Record<string, unknown>)[key],
+      value: '<redacted>',
       rule:
         guess === undefined ? 'is not a TaskQ setting' : `is not a TaskQ setting (did you mean ${guess}?)`,
     });
