@@ -271,6 +271,11 @@ describe('stores', () => {
       () => new PostgresRateLimitStore({ driver: db.driver, schemaName: 'audit_x' } as never),
       'PostgresRateLimitStore.schemaName',
     );
+    // A bad value is refused too (it used to fall back to 200 ms unnoticed).
+    await expectRejected(
+      () => new PostgresRateLimitStore({ driver: db.driver, lockTimeoutMs: 0 }),
+      'PostgresRateLimitStore.lockTimeoutMs',
+    );
     const createClient = vi.fn(() => redis);
     await expectRejected(
       () => new RedisRateLimitStore({ createClient, keyPrefx: 'x:' } as never),

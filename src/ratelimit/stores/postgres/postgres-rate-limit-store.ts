@@ -123,9 +123,14 @@ export class PostgresRateLimitStore implements RateLimitStore {
     );
     this.driver = options.driver;
     this.schema = validateSchemaName(options.schema ?? DEFAULT_SCHEMA);
-    const ms = options.lockTimeoutMs;
-    this.lockTimeoutMs =
-      typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? ms : DEFAULT_PG_LOCK_TIMEOUT_MS;
+    const ms = options.lockTimeoutMs ?? DEFAULT_PG_LOCK_TIMEOUT_MS;
+    if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0)
+      throw new InvalidArgumentError(
+        'PostgresRateLimitStore.lockTimeoutMs',
+        ms,
+        'must be a positive number of milliseconds',
+      );
+    this.lockTimeoutMs = ms;
     this.lockSetting = `${Math.max(1, Math.round(this.lockTimeoutMs))}ms`;
     this.logger = options.logger ?? null;
   }
