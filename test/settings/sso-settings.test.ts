@@ -4,23 +4,13 @@
  */
 import { describe, expect, it } from 'vitest';
 
-import { InvalidArgumentError } from '../../src/errors/index.js';
 import { loadWorkerSettings } from '../../src/settings/load-worker-settings.js';
 import { SSO_ENV_VARS } from '../../src/settings/setting-fields.js';
 import { ignoredSsoVars, ssoEnvVarOf, ssoOptionsFromEnv } from '../../src/settings/sso-settings.js';
+import { rejection } from '../helpers/rejections.js';
 
 const S1 = 'a'.repeat(32);
 const S2 = 'b'.repeat(40);
-
-function thrown(f: () => unknown): InvalidArgumentError {
-  try {
-    f();
-  } catch (err) {
-    expect(err).toBeInstanceOf(InvalidArgumentError);
-    return err as InvalidArgumentError;
-  }
-  throw new Error('did not throw');
-}
 
 describe('ssoOptionsFromEnv', () => {
   it('none reads nothing, even when variables are set', () => {
@@ -64,9 +54,9 @@ describe('ssoOptionsFromEnv', () => {
       TASKQ_OIDC_SESSION_SECRET: S1,
     };
     expect(ssoOptionsFromEnv(base, 'oidc', 'https://ops.example.com').oidc?.redirectUri).toBeUndefined();
-    const err = thrown(() => ssoOptionsFromEnv(base, 'oidc', null));
+    const err = rejection(() => ssoOptionsFromEnv(base, 'oidc', null));
     expect(err.field).toBe('TASKQ_OIDC_REDIRECT_URI');
-    const all = thrown(() => ssoOptionsFromEnv({}, 'oidc', null));
+    const all = rejection(() => ssoOptionsFromEnv({}, 'oidc', null));
     expect(all.field).toBe('TASKQ_OIDC_ISSUER');
     expect(all.message).toContain(
       'missing: TASKQ_OIDC_ISSUER, TASKQ_OIDC_CLIENT_ID, TASKQ_OIDC_CLIENT_SECRET, TASKQ_OIDC_SESSION_SECRET, TASKQ_OIDC_REDIRECT_URI',
@@ -75,7 +65,7 @@ describe('ssoOptionsFromEnv', () => {
 
   it('refuses a max age under a minute or not a whole number of seconds', () => {
     for (const bad of ['59', '1.5', '10m']) {
-      const err = thrown(() =>
+      const err = rejection(() =>
         ssoOptionsFromEnv(
           {
             TASKQ_SAML_ENTITY_ID: 'sp',
