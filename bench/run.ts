@@ -17,6 +17,9 @@
  *                         measured throughput); reported as its own case, not against the targets
  *   --processing-jobs <n> processing: drain n jobs per case (default 20,000); reported as cases of
  *                         their own ("…, n jobs"), not against the targets
+ *   --processing-warmup <n>
+ *                         processing: each worker process first runs n jobs more, and the window
+ *                         opens once all have; cases of their own ("…, warm"), rate only
  *   --out <dir>           results directory (default bench/results)
  *
  * TaskQ runs from its compiled package (`dist/`, rebuilt first when `src/` is newer), as the peers run
@@ -87,6 +90,7 @@ function parseArgs(argv: string[]): BenchOptions & { out: string; systemsNamed: 
   let cpuProf = false;
   let loadRate: number | null = null;
   let processingJobs: number | null = null;
+  let processingWarmup = 0;
   let out = join(HERE, 'results');
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -116,6 +120,10 @@ function parseArgs(argv: string[]): BenchOptions & { out: string; systemsNamed: 
       processingJobs = Number(value());
       if (!Number.isInteger(processingJobs) || processingJobs < 1)
         usage('--processing-jobs must be a positive integer');
+    } else if (a === '--processing-warmup') {
+      processingWarmup = Number(value());
+      if (!Number.isInteger(processingWarmup) || processingWarmup < 1)
+        usage('--processing-warmup must be a positive integer');
     } else if (a === '--cpu-prof') cpuProf = true;
     else if (a === '--out') out = resolve(value());
     else usage(`unknown option ${a}`);
@@ -129,6 +137,7 @@ function parseArgs(argv: string[]): BenchOptions & { out: string; systemsNamed: 
     cpuProfDir: cpuProf ? join(out, 'profiles') : null,
     loadRate,
     processingJobs,
+    processingWarmup,
     out,
     systemsNamed,
   };

@@ -31,6 +31,8 @@ const failures: string[] = [];
 let firstStart = 0;
 let lastStart = 0;
 let recordLatency = false;
+let recordStarts = false;
+const starts: number[] = [];
 const latencies: number[] = [];
 const rss: [number, number, number][] = [];
 let running: RunningWorker | null = null;
@@ -55,6 +57,7 @@ async function handle(
 ): Promise<void> {
   if (msg.type === 'go') {
     recordLatency = msg.recordLatency;
+    recordStarts = msg.recordStarts;
     cpuAtGo = process.cpuUsage();
     const t0 = nowMs();
     if (msg.sampleRss) {
@@ -76,6 +79,7 @@ async function handle(
         if (count === 0) firstStart = t;
         lastStart = t;
         count++;
+        if (recordStarts) starts.push(t);
         if (recordLatency && payload.t !== undefined) latencies.push(payload.t, t - payload.t);
       },
       onFailed(message: string) {
@@ -103,6 +107,7 @@ async function handle(
         rss,
         peakRss: Math.max(0, ...rss.map((r) => r[1])),
         cpuMicros: cpu.user + cpu.system,
+        starts,
       },
       0,
     );

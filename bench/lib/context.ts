@@ -23,6 +23,11 @@ export interface BenchOptions {
    * named with their size and read by no target (null = the standard drains).
    */
   processingJobs: number | null;
+  /**
+   * Processing: jobs each worker process runs before the timed window opens (0 = none, the standard
+   * cold drains); such cases are named "…, warm (n per process first)" and read by no target.
+   */
+  processingWarmup: number;
 }
 
 export interface BenchContext {

@@ -3,11 +3,16 @@
  * system's worker processes, and time from the first handler start until the store reports every
  * job finished (or a time cap, for systems too slow to finish: then the rate is handler starts over
  * the capped window, and the run is marked partial).
+ *
+ * With a warm-up (`warmupPerProcess` w), w jobs per process more are enqueued and the window opens
+ * once every process has started w handlers: the rate of a fleet whose processes have compiled
+ * their hot path, as a fleet that has run for a while is, rather than of processes just started.
  */
 import pg from 'pg';
 
 import type { SystemAdapter } from '../systems/types.js';
 import { PG_DSN, chunks, clockDisagreement, nowMs, sleep, type BenchPayload } from './common.js';
+import { printBackendCpu } from './backend-cpu.js';
 import { Fleet, type FleetOptions, type WorkerResult } from './fleet.js';
 import { postgresCpuMicros } from './pg-cpu.js';
 import { busyShare, machineCpu, type MachineCpu } from './proc-stat.js';
@@ -23,6 +28,12 @@ export interface DrainOptions {
   fleet?: FleetOptions;
   /** Also measure the WAL the server wrote while the workers ran (server-wide: other clients count too). */
   measureWal?: boolean;
+  /**
+   * Jobs each worker process runs before the timed window opens (enqueued on top of `jobs`); 0 or
+   * absent: the window opens at the first handler start. The CPU, WAL and busy figures cover the
+   * whole run either way, so a warm drain reports its rate only.
+   */
+  warmupPerProcess?: number;
 }
 
 export interface DrainResult {
@@ -100,7 +111,9 @@ export async function enqueueAll(sys: SystemAdapter, n: number, startIndex = 0):
 }
 
 export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainResult> {
-  if (!o.preEnqueued) await enqueueAll(sys, o.jobs);
+  const warmup = o.warmupPerProcess ?? 0;
+  const total = o.jobs + warmup * o.processes;
+  if (!o.preEnqueued) await enqueueAll(sys, total);
   let wal: pg.Client | null = null;
   let walStart = 0n;
   if (o.measureWal) {
@@ -109,7 +122,10 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
     walStart = await walLsn(wal);
   }
   const dbStart = wal && process.env.BENCH_WAL_STATS ? await dbStats(wal) : null;
-  const fleet = await Fleet.start(sys.workerSpec(o.concurrency, o.processes), o.fleet);
+  const fleet = await Fleet.start(sys.workerSpec(o.concurrency, o.processes), {
+    ...o.fleet,
+    ...(warmup > 0 ? { recordStarts: true } : {}),
+  });
   const pgCpuStart = o.measureWal ? postgresCpuMicros() : null;
   let workers: WorkerResult[] = [];
   let end = 0;
@@ -124,7 +140,7 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
     if (!(await fleet.waitForCount(1, firstDeadline))) throw new Error('no job started within 30 s');
     busyFrom = machineCpu();
     const capDeadline = Date.now() + o.capMs;
-    const all = await fleet.waitForCount(o.jobs, capDeadline);
+    const all = await fleet.waitForCount(total, capDeadline);
     if (!all) {
       partial = true;
       end = nowMs();
@@ -140,6 +156,7 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
       end = nowMs();
     }
     busyTo = machineCpu();
+    if (wal && process.env.BENCH_BACKEND_CPU) await printBackendCpu(wal, total).catch(() => undefined);
     if (wal) walBytes = Number((await walLsn(wal)) - walStart);
     if (wal && process.env.BENCH_WAL_STATS) await printWalStats(wal, walStart, o.jobs).catch(() => undefined);
   } finally {
@@ -167,10 +184,16 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
   }
   // After the stop, so that backends which ended with their worker are booked to the postmaster.
   const pgCpuEnd = pgCpuStart !== null ? postgresCpuMicros() : null;
-  const first = Math.min(...workers.filter((w) => w.count > 0).map((w) => w.firstStart));
   const startedTotal = workers.reduce((a, w) => a + w.count, 0);
-  // A partial run counts the starts inside the window; a complete one counts the jobs.
-  const counted = partial ? startsAtEnd : o.jobs;
+  let first: number;
+  let counted: number;
+  if (warmup > 0) {
+    ({ first, counted } = warmWindow(workers, warmup, end));
+  } else {
+    first = Math.min(...workers.filter((w) => w.count > 0).map((w) => w.firstStart));
+    // A partial run counts the starts inside the window; a complete one counts the jobs.
+    counted = partial ? startsAtEnd : o.jobs;
+  }
   const elapsedMs = end - first;
   // The first start is the worker process's reading, the end the harness's (see `nowMs`).
   if (!(elapsedMs > 0)) throw clockDisagreement(`a drain window of ${elapsedMs.toFixed(1)} ms`);
@@ -189,6 +212,27 @@ export async function drain(sys: SystemAdapter, o: DrainOptions): Promise<DrainR
     firstStartMs: first,
     endMs: end,
   };
+}
+
+/**
+ * The window of a warm drain: it opens when the last process to get there starts its `warmup`-th
+ * handler, and counts the handler starts from then to `end`. Throws when a process never got there
+ * (the rate would be that of a cold process).
+ */
+export function warmWindow(
+  workers: WorkerResult[],
+  warmup: number,
+  end: number,
+): { first: number; counted: number } {
+  const short = workers.find((w) => w.starts.length < warmup);
+  if (short)
+    throw new Error(
+      `a worker process started ${short.starts.length} handlers, fewer than its warm-up of ${warmup}: enqueue more or warm up less`,
+    );
+  const first = Math.max(...workers.map((w) => w.starts[warmup - 1]!));
+  let counted = 0;
+  for (const w of workers) for (const t of w.starts) if (t > first && t <= end) counted++;
+  return { first, counted };
 }
 
 /** What two deployments draining side by side did together. */

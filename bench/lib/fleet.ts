@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 import type { WorkerSpec } from '../systems/types.js';
 import { sleep } from './common.js';
 
-export type ParentMessage = { type: 'go'; recordLatency: boolean; sampleRss: boolean } | { type: 'stop' };
+export type ParentMessage =
+  { type: 'go'; recordLatency: boolean; sampleRss: boolean; recordStarts: boolean } | { type: 'stop' };
 
 export interface WorkerResult {
   count: number;
@@ -25,6 +26,8 @@ export interface WorkerResult {
   peakRss: number;
   /** CPU time (user + system, µs) the process used from `go` to `stop`: its start-up is not in it. */
   cpuMicros: number;
+  /** nowMs() of every handler start, in order (when the fleet records starts; else empty). */
+  starts: number[];
 }
 
 export type ChildMessage =
@@ -37,6 +40,8 @@ export type ChildMessage =
 export interface FleetOptions {
   recordLatency?: boolean;
   sampleRss?: boolean;
+  /** Record the time of every handler start (`WorkerResult.starts`). */
+  recordStarts?: boolean;
   /** Write a V8 CPU profile of each worker process to this directory. */
   cpuProfDir?: string;
   /** Give up starting after this long. */
@@ -122,6 +127,7 @@ export class Fleet {
           type: 'go',
           recordLatency: options.recordLatency ?? false,
           sampleRss: options.sampleRss ?? false,
+          recordStarts: options.recordStarts ?? false,
         } satisfies ParentMessage);
       await withTimeout(
         Promise.all(waiters.map((w) => w.started)),

@@ -76,12 +76,20 @@ export async function runProcessing(ctx: BenchContext): Promise<void> {
     : ctx.opts.quick
       ? PROCESSING_CASES.filter((c) => c.concurrency === 10 && c.processes <= 2)
       : PROCESSING_CASES;
-  // Drains of another size are cases of their own: neither the targets nor a summary of runs reads
-  // them as the standard ones.
-  const cases =
+  // Drains of another size, or warm ones, are cases of their own: neither the targets nor a summary
+  // of runs reads them as the standard ones.
+  const warmup = ctx.opts.processingWarmup;
+  const sized =
     ctx.opts.processingJobs === null
       ? chosen
       : chosen.map((c) => ({ ...c, name: `${c.name}, ${jobs.toLocaleString('en-US')} jobs` }));
+  const cases =
+    warmup === 0
+      ? sized
+      : sized.map((c) => ({
+          ...c,
+          name: `${c.name}, warm (${warmup.toLocaleString('en-US')} per process first)`,
+        }));
   for (const pc of cases) {
     for (let round = 0; round < ctx.opts.rounds; round++) {
       for (const id of rotate(ctx.systems, round)) {
@@ -98,18 +106,21 @@ export async function runProcessing(ctx: BenchContext): Promise<void> {
               jobs,
               concurrency: pc.concurrency,
               processes: pc.processes,
-              capMs: capMs(ctx.opts.quick, id, jobs),
+              capMs: capMs(ctx.opts.quick, id, jobs + warmup * pc.processes),
               fleet: profDir ? { cpuProfDir: profDir } : {},
-              measureWal: sys.store === 'postgres',
+              // A warm drain's CPU and WAL figures would include its warm-up: its rate only.
+              measureWal: sys.store === 'postgres' && warmup === 0,
+              warmupPerProcess: warmup,
             }),
           );
           if (r.walBytes !== undefined && !r.partial)
             ctx.results.record('processing', pc.name, WAL, id, r.walBytes / jobs / 1024);
           if (r.postgresCpuMicros !== undefined && !r.partial)
             ctx.results.record('processing', pc.name, PG_CPU, id, r.postgresCpuMicros / jobs);
-          if (!r.partial) ctx.results.record('processing', pc.name, WORKER_CPU, id, r.workerCpuMicros / jobs);
+          if (!r.partial && warmup === 0)
+            ctx.results.record('processing', pc.name, WORKER_CPU, id, r.workerCpuMicros / jobs);
           // Cores busy near 100 % mean the CPU per job decides the rate; well below, waits do.
-          if (r.machineBusyPct !== undefined && !r.partial)
+          if (r.machineBusyPct !== undefined && !r.partial && warmup === 0)
             ctx.results.record('processing', pc.name, LOAD_CPU_METRICS.busy, id, r.machineBusyPct);
           const note = r.partial
             ? `partial: not all ${jobs} jobs started within the ${Math.round(capMs(ctx.opts.quick, id, jobs) / 1000)} s cap (rate over the window)`
@@ -169,11 +180,13 @@ async function runTwoSchemas(
           jobs,
           concurrency: pc.concurrency,
           processes: pc.processes,
-          capMs: capMs(ctx.opts.quick, id, jobs),
+          capMs: capMs(ctx.opts.quick, id, jobs + 2 * ctx.opts.processingWarmup * pc.processes),
+          warmupPerProcess: ctx.opts.processingWarmup,
         }),
       ),
     );
-    if (!r.partial) ctx.results.record('processing', pc.name, WORKER_CPU, id, r.workerCpuMicros / jobs);
+    if (!r.partial && ctx.opts.processingWarmup === 0)
+      ctx.results.record('processing', pc.name, WORKER_CPU, id, r.workerCpuMicros / jobs);
     const note = r.partial
       ? 'partial: a deployment did not finish within the time cap (rate over the window)'
       : undefined;

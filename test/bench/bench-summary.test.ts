@@ -60,6 +60,7 @@ function run(taskq: number, graphile: number, extra: SeriesSummary[] = [], quick
       cpuProfDir: null,
       loadRate: null,
       processingJobs: null,
+      processingWarmup: 0,
     },
     systems: [
       { id: 'taskq', title: 'TaskQ defaults', pkg: 'taskq', settings: 'defaults' },
