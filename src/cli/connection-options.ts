@@ -16,6 +16,7 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { validateSchemaName } from '../core/schema-name.js';
 import { notAvailableEnvProblems } from '../settings/setting-fields.js';
 import { SettingNotAvailableError } from '../settings/settings-error.js';
+import { unknownEnvVarWarnings } from '../settings/unknown-env-vars.js';
 import { importUserModule } from './import-user-module.js';
 import { CliExit, type CliIo } from './io.js';
 
@@ -43,7 +44,8 @@ export function checkCliDsn(dsn: string, source: string): string {
 /**
  * Resolves the connection string and schema, failing with an actionable message (exit 2). A
  * variable TaskQ does not implement yet (a credential provider, say) fails it too, as it fails the
- * worker and client loaders: the command would otherwise connect without it, silently.
+ * worker and client loaders: the command would otherwise connect without it, silently. A
+ * `TASKQ_*` variable no part of TaskQ reads gets a warning on stderr, as the worker logs one.
  */
 export function resolveConnection(
   flags: ConnectionFlags,
@@ -53,6 +55,8 @@ export function resolveConnection(
   const unavailable = notAvailableEnvProblems(io.env);
   if (unavailable.length > 0)
     throw new CliExit(2, new SettingNotAvailableError(unavailable, [], 'settings').message);
+  // `TASKQ_SCHEMA=x taskq migrate up` would otherwise migrate the default schema without a word.
+  for (const warning of unknownEnvVarWarnings(io.env)) io.err(`taskq: warning: ${warning}`);
   const raw = flags.dsn ?? io.env.TASKQ_PG_DSN ?? null;
   const source = flags.dsn !== undefined ? '--dsn' : 'TASKQ_PG_DSN';
   let dsn: string | null = null;

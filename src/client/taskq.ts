@@ -66,6 +66,7 @@ import { waitForTerminal } from './wait-for-terminal.js';
 import { explainJob } from './job-explainer.js';
 import type { ExplainOptions, JobExplanation } from './job-explanation.js';
 import { checkResolvedSettingKeys } from '../settings/load-worker-settings.js';
+import { unknownEnvVarWarnings } from '../settings/unknown-env-vars.js';
 
 /** Default byte bound of idempotency keys and scopes. */
 export const DEFAULT_IDEMPOTENCY_KEY_MAX_BYTES = 1024;
@@ -448,14 +449,18 @@ export class TaskQ implements AsyncDisposable {
   /**
    * Opens a client configured by `TASKQ_*` variables of `env` (pass `process.env`; the library never
    * reads it by itself), with `overrides` winning over them. Invalid values throw one
-   * `SettingsError` listing every problem, before anything connects.
+   * `SettingsError` listing every problem, before anything connects. A `TASKQ_*` variable that no
+   * part of TaskQ reads (`TASKQ_SCHEMA` for `TASKQ_SCHEMA_NAME`) is logged as `settings-warning`
+   * through `logger`, with the closest known name.
    */
   static async fromEnv(
     env: Record<string, string | undefined>,
     options: TaskQExtraOptions & { overrides?: TaskQSettingsInput } = {},
   ): Promise<TaskQ> {
     const { overrides, ...extra } = options;
-    return TaskQ.fromSettings(loadTaskQSettings({ env, overrides }), extra);
+    const tq = await TaskQ.fromSettings(loadTaskQSettings({ env, overrides }), extra);
+    for (const warning of unknownEnvVarWarnings(env)) tq.logger.warn({ warning }, 'settings-warning');
+    return tq;
   }
 
   private static redisOf(

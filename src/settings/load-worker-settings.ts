@@ -6,14 +6,13 @@ import {
   describeRule,
   settingName,
   implicitDurationMax,
-  NOT_AVAILABLE_ENV_VARS,
   notAvailableEnvProblems,
   notAvailableRule,
-  SHARED_ENV_VARS,
   WORKER_SETTING_FIELDS,
   type SettingField,
 } from './setting-fields.js';
 import { SettingsError, settingsErrorFor, type SettingProblem } from './settings-error.js';
+import { unknownEnvVarWarnings } from './unknown-env-vars.js';
 import type { WorkerSettings } from './worker-settings.js';
 
 export { SettingNotAvailableError, SettingsError, type SettingProblem } from './settings-error.js';
@@ -96,8 +95,6 @@ export function worstCaseShutdownMs(
 
 const FIELDS: readonly SettingField[] = WORKER_SETTING_FIELDS;
 const FIELD_BY_KEY = new Map<Key, SettingField>(FIELDS.map((f) => [f.key, f]));
-const FIELD_ENV_VARS = new Set<string>(FIELDS.map((f) => f.env));
-const NOT_AVAILABLE_ENV_NAMES = new Set<string>(NOT_AVAILABLE_ENV_VARS.map((v) => v.env));
 
 /**
  * Resolves worker settings: `overrides` beat `env`, which beats the defaults. Every value is
@@ -139,7 +136,7 @@ export function loadWorkerSettings(options: LoadWorkerSettingsOptions = {}): Loa
     problems.push({ setting: settingName(field), source: origin.source, value: origin.raw, rule: broken });
   }
 
-  warnings.push(...envWarnings(env));
+  warnings.push(...unknownEnvVarWarnings(env));
   const budgetWarning = shutdownBudgetWarning(values, ref);
   if (budgetWarning !== undefined) warnings.push(budgetWarning);
 
@@ -610,22 +607,6 @@ function shutdownBudgetWarning(
     `${seconds(SHUTDOWN_TEARDOWN_TAIL_MS)} teardown): a shutdown against a hung backend may be cut short; ` +
     `size the container's stop grace period from ${seconds(worst)}`
   );
-}
-
-function envWarnings(env: Record<string, string | undefined>): string[] {
-  const warnings: string[] = [];
-  for (const name of Object.keys(env).sort()) {
-    if (!name.startsWith('TASKQ_') || env[name] === undefined) continue;
-    if (FIELD_ENV_VARS.has(name) || SHARED_ENV_VARS.includes(name) || NOT_AVAILABLE_ENV_NAMES.has(name))
-      continue; // a not-available variable is a problem, reported by the loader
-    const known = [...FIELD_ENV_VARS, ...SHARED_ENV_VARS, ...NOT_AVAILABLE_ENV_NAMES];
-    const guess = closestName(name, known, Math.max(2, Math.floor(name.length / 8)));
-    warnings.push(
-      `${name} is not a TaskQ setting and is ignored` +
-        (guess === undefined ? '' : ` (did you mean ${guess}?)`),
-    );
-  }
-  return warnings;
 }
 
 function unknownKeyRule(key: string, byName: ReadonlyMap<string, SettingField>, kind: string): string {

@@ -916,15 +916,20 @@ export const SSO_ENV_VARS: readonly string[] = [
 
 /**
  * `TASKQ_*` variables that other programs read (TaskQ's test suite, the reference's example app) or
- * that belong to another part's settings. The worker loader ignores them without a warning.
+ * that belong to another part's settings. The loaders and the CLI ignore them without a warning.
  */
 export const SHARED_ENV_VARS: readonly string[] = [
   'TASKQ_HEALTH_REQUIRE_TOKEN',
   ...SSO_ENV_VARS,
+  // `taskq dev`'s embedded database folder.
+  'TASKQ_DEV_DATA_DIR',
   'TASKQ_EXAMPLE_HOST',
   'TASKQ_EXAMPLE_PORT',
   'TASKQ_TEST_DSN',
   'TASKQ_TEST_REDIS_URL',
+  'TASKQ_TEST_CHROMIUM',
+  'TASKQ_TEST_PG_BINDIR',
+  'TASKQ_TEST_PG_OS_USER',
 ];
 
 /** A `TASKQ_*` variable of the reference that no TaskQ setting holds yet, and why. */

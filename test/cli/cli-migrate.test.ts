@@ -42,6 +42,24 @@ describe('taskq migrate', () => {
     expect(d.stdout.join('\n')).toContain('CREATE TABLE "rendered_here".jobs');
   });
 
+  it('warns on stderr about a TASKQ_* variable it does not read, and goes on with the default', async () => {
+    const cli = io({ TASKQ_PG_DSN: TEST_DSN, TASKQ_SCHEMA: 'mine' });
+    expect(await runCli(['migrate', 'sql'], cli)).toBe(0);
+    expect(cli.stderr).toEqual([
+      'taskq: warning: TASKQ_SCHEMA is not a TaskQ setting and is ignored (did you mean TASKQ_SCHEMA_NAME?)',
+    ]);
+    expect(cli.stdout.join('\n')).toContain('CREATE TABLE "taskq".jobs');
+    // The variables TaskQ reads, a worker's included, pass without a word.
+    const quiet = io({
+      TASKQ_PG_DSN: TEST_DSN,
+      TASKQ_SCHEMA_NAME: 'mine',
+      TASKQ_QUEUES: 'a',
+      TASKQ_DEV_DATA_DIR: '.x',
+    });
+    expect(await runCli(['migrate', 'sql'], quiet)).toBe(0);
+    expect(quiet.stderr).toEqual([]);
+  });
+
   it('fails with a clear message and exit code on bad input', async () => {
     const noDsn = io();
     expect(await runCli(['migrate', 'up'], noDsn)).toBe(2);

@@ -587,6 +587,9 @@ describe('loadWorkerSettings warnings', () => {
     ],
     ['TASKQ_MAX_CONCURENCY', /did you mean TASKQ_MAX_CONCURRENCY\?/],
     ['TASKQ_QUEUE', /did you mean TASKQ_QUEUES\?/],
+    // A dropped last word: the shortest variable that extends the name.
+    ['TASKQ_SCHEMA', /did you mean TASKQ_SCHEMA_NAME\?/],
+    ['TASKQ_REDIS', /did you mean TASKQ_REDIS_URL\?/],
     ['TASKQ_FROBNICATE_EVERYTHING', /^TASKQ_FROBNICATE_EVERYTHING is not a TaskQ setting and is ignored$/],
   ])('warns about %s', (name, warning) => {
     const { warnings } = loadWorkerSettings({ env: { [name]: '1' } });
@@ -597,6 +600,11 @@ describe('loadWorkerSettings warnings', () => {
     const env = {
       TASKQ_EXAMPLE_PORT: '8000',
       TASKQ_TEST_DSN: 'x',
+      TASKQ_TEST_PG_BINDIR: '/usr/lib/postgresql/15/bin',
+      TASKQ_DEV_DATA_DIR: '.taskq-dev',
+      TASKQ_ADMIN_PORT: '8080',
+      TASKQ_SAML_ENTITY_ID: 'taskq',
+      TASKQ_SCHEMA_NAME: 'app',
       PATH: '/bin',
     };
     expect(loadWorkerSettings({ env }).warnings).toEqual([]);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError, loadTaskQSettings, SettingsError, TaskQ } from '../../src/index.js';
 import type { PostgresBackend } from '../../src/backend/postgres/postgres-backend.js';
 import { plain } from '../helpers/actors.js';
+import { recordingLogger } from '../helpers/log-records.js';
 import { migratedSchema, TEST_DSN, type TestSchema } from '../helpers/db.js';
 
 function problemsOf(run: () => unknown): SettingsError {
@@ -144,6 +145,31 @@ describe('TaskQ.fromEnv / fromSettings', () => {
       `SELECT count(*)::int AS n FROM "${db.schema}".jobs WHERE idempotency_key = 'nine-byte'`,
     );
     expect(n.rows[0].n).toBe(0);
+  });
+
+  it('logs a TASKQ_* variable no part of TaskQ reads, naming the closest one', async () => {
+    const { logger, records } = recordingLogger();
+    await using tq = await TaskQ.fromEnv(
+      {
+        TASKQ_PG_DSN: TEST_DSN,
+        TASKQ_SCHEMA_NAME: db.schema,
+        TASKQ_SCHEMA: 'elsewhere',
+        // A worker's variable, and a test suite's, are not a client's mistake.
+        TASKQ_MAX_CONCURRENCY: '4',
+        TASKQ_TEST_DSN: TEST_DSN,
+      },
+      { logger },
+    );
+    expect((tq.backend as PostgresBackend).schema).toBe(db.schema);
+    expect(records.filter((r) => r.msg === 'settings-warning')).toEqual([
+      {
+        level: 'warn',
+        msg: 'settings-warning',
+        obj: {
+          warning: 'TASKQ_SCHEMA is not a TaskQ setting and is ignored (did you mean TASKQ_SCHEMA_NAME?)',
+        },
+      },
+    ]);
   });
 
   it('refuses settings without a DSN, and invalid settings, before connecting', async () => {
