@@ -187,7 +187,7 @@ export {
 } from './cron/cron-declaration.js';
 export { checkCronSpec, type CronSpec } from './cron/cron-spec.js';
 export { DST_STRATEGIES, type DstStrategy } from './cron/dst-strategy.js';
-export { nextFireTimes, nextFireAfter } from './cron/next-fires.js';
+export { nextFireTimes, nextFireAfter, type CronSpecInput } from './cron/next-fires.js';
 export { ActorsClient, type ActorCapacityUpdate } from './client/actors-client.js';
 export {
   ScheduleHandle,

@@ -11,7 +11,7 @@ import { checkKnownKeys } from '../core/closest-name.js';
 import { isUuid, newJobId } from '../core/ids.js';
 import { checkCronSpec } from '../cron/cron-spec.js';
 import type { DstStrategy } from '../cron/dst-strategy.js';
-import { nextFireTimes } from '../cron/next-fires.js';
+import { fireTimesAfter } from '../cron/next-fires.js';
 import { checkFactoryName, checkIdentityKey, checkScheduleName } from '../cron/schedule-fields.js';
 import { nextScheduleSlot } from '../cron/schedule-slot.js';
 import { CRON_FIRE_HISTORY } from '../backend/schedule-types.js';
@@ -346,7 +346,7 @@ export class ScheduleHandle {
     const s = this.current;
     if (s.nextFireAt === null) return [];
     const spec = { expression: s.cronExpr, timezone: s.timezone, dstStrategy: s.dstStrategy };
-    return n === 1 ? [s.nextFireAt] : [s.nextFireAt, ...nextFireTimes(spec, s.nextFireAt, n - 1)];
+    return n === 1 ? [s.nextFireAt] : [s.nextFireAt, ...fireTimesAfter(spec, s.nextFireAt, n - 1)];
   }
 
   /** Its most recent fires (slot, job id), newest first; at most `CRON_FIRE_HISTORY` are kept. */

@@ -2,6 +2,7 @@ import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { checkKnownKeys } from '../core/closest-name.js';
 import { canonicalTimeZone } from './canonical-time-zone.js';
 import { cronPattern } from './cron-pattern.js';
+import { RecentCache } from './recent-cache.js';
 import { DST_STRATEGIES, type DstStrategy } from './dst-strategy.js';
 
 /**
@@ -65,6 +66,8 @@ const SPEC_KEYS: readonly string[] = ['expression', 'timezone', 'dstStrategy'];
 function checkExpression(value: unknown, field: string): string {
   if (typeof value !== 'string') throw new InvalidArgumentError(field, value, `must be ${ACCEPTED_FORMS}`);
   const expression = value.trim();
+  // Checked before: it parsed and fires (a failed check is not remembered; it throws each time).
+  if (firingExpressions.get(expression) === true) return expression;
   let next: Date | null;
   try {
     next = cronPattern(expression).nextRun(NEVER_FIRES_PROBE_FROM);
@@ -79,8 +82,12 @@ function checkExpression(value: unknown, field: string): string {
       'must match at least one date; this expression never fires (e.g. day 30 of February)',
     );
   }
+  firingExpressions.set(expression, true);
   return expression;
 }
+
+/** Expressions that passed `checkExpression` lately: the never-fires probe walks up to years. */
+const firingExpressions = new RecentCache<string, true>(1000);
 
 function checkTimezone(value: unknown, field: string): string {
   if (value === undefined || value === null) return 'UTC';

@@ -1,3 +1,3 @@
 export { DST_STRATEGIES, type DstStrategy } from './dst-strategy.js';
 export { checkCronSpec, type CronSpec } from './cron-spec.js';
-export { nextFireTimes, nextFireAfter } from './next-fires.js';
+export { nextFireTimes, nextFireAfter, type CronSpecInput } from './next-fires.js';

@@ -1,7 +1,8 @@
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { cronPattern } from './cron-pattern.js';
 import { RecentCache } from './recent-cache.js';
-import type { CronSpec } from './cron-spec.js';
+import { checkCronSpec, type CronSpec } from './cron-spec.js';
+import type { DstStrategy } from './dst-strategy.js';
 import { wallTimeInstants } from './wall-time-instants.js';
 import { zoneOffsetAt } from './zone-offsets.js';
 
@@ -33,10 +34,30 @@ const WINDOW_MS = 86_400_000;
  * once. Returns fewer than `n` only for an expression that never fires (which `checkCronSpec`
  * refuses).
  *
- * @param spec a spec returned by `checkCronSpec`.
- * @throws InvalidArgumentError when `after` is not a valid Date or `n` not a non-negative integer.
+ * @param spec an expression, and a zone (default `UTC`) and strategy (default `skip`), checked as
+ *   `checkCronSpec` checks them.
+ * @throws InvalidArgumentError naming `nextFireTimes.spec.<field>` for a bad or unknown field of
+ *   `spec`, or when `after` is not a valid Date or `n` not a non-negative integer.
  */
-export function nextFireTimes(spec: CronSpec, after: Date, n: number): Date[] {
+export function nextFireTimes(spec: CronSpecInput, after: Date, n: number): Date[] {
+  return fireTimesAfter(checkCronSpec(spec, 'nextFireTimes.spec'), after, n);
+}
+
+/**
+ * What {@link nextFireTimes} and {@link nextFireAfter} take: a {@link CronSpec} whose zone and
+ * strategy may be left out.
+ */
+export interface CronSpecInput {
+  expression: string;
+  timezone?: string | null;
+  dstStrategy?: DstStrategy | null;
+}
+
+/**
+ * {@link nextFireTimes} for a spec `checkCronSpec` returned, unchecked: TaskQ's own callers (the
+ * leader's tick, a schedule's preview) hold checked specs and call it for every slot.
+ */
+export function fireTimesAfter(spec: CronSpec, after: Date, n: number): Date[] {
   if (!(after instanceof Date) || Number.isNaN(after.getTime())) {
     throw new InvalidArgumentError('nextFireTimes.after', after, 'must be a valid Date');
   }
@@ -83,19 +104,22 @@ export function nextFireTimes(spec: CronSpec, after: Date, n: number): Date[] {
 }
 
 /**
- * The next fire instant strictly after `after`: `nextFireTimes(spec, after, 1)[0]`. The leader
- * advances a schedule with it from the STORED fire time (not from now), so the phase never drifts
- * and every slot is enumerated exactly once. Recent answers are remembered per (spec, `after`):
- * schedules sharing an expression and zone are usually due at the same stored instant.
+ * The next fire instant strictly after `after`: `nextFireTimes(spec, after, 1)[0]`. Chained from
+ * the previous fire time (not from now), as the leader advances a schedule from its stored slot, it
+ * never drifts and yields every slot once. Recent answers are remembered per (spec, `after`).
  *
- * @throws Error when the expression never fires (`checkCronSpec` refuses such expressions).
+ * @throws InvalidArgumentError naming `nextFireAfter.spec.<field>` for a bad or unknown field of
+ *   `spec`, or when `after` is not a valid Date.
  */
-export function nextFireAfter(spec: CronSpec, after: Date): Date {
+export function nextFireAfter(specInput: CronSpecInput, after: Date): Date {
+  const spec = checkCronSpec(specInput, 'nextFireAfter.spec');
   const afterMs = after instanceof Date ? after.getTime() : Number.NaN;
   const key = `${afterMs}\u0000${spec.dstStrategy}\u0000${spec.timezone}\u0000${spec.expression}`;
   const cached = recentNext.get(key);
   if (cached !== undefined) return new Date(cached);
-  const [next] = nextFireTimes(spec, after, 1);
+  // A checked expression fires at least once, and every slot has a later one (croner has no
+  // end date), so there is always a next one.
+  const [next] = fireTimesAfter(spec, after, 1);
   if (!next) throw new Error(`cron expression ${JSON.stringify(spec.expression)} never fires`);
   recentNext.set(key, next.getTime());
   return next;

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 
 import { checkCronSpec, type CronSpec } from '../../src/cron/cron-spec.js';
 import { DST_STRATEGIES, type DstStrategy } from '../../src/cron/dst-strategy.js';
-import { nextFireAfter, nextFireTimes } from '../../src/cron/next-fires.js';
+import { nextFireAfter, nextFireTimes, type CronSpecInput } from '../../src/cron/next-fires.js';
 import { InvalidArgumentError } from '../../src/errors/invalid-argument-error.js';
 
 const H = 3_600_000;
@@ -233,6 +233,26 @@ describe('named cases', () => {
     expect(() => nextFireTimes(s, new Date(Number.NaN), 1)).toThrow(InvalidArgumentError);
     expect(() => nextFireTimes(s, new Date(0), -1)).toThrow(/nextFireTimes.n/);
     expect(() => nextFireTimes(s, new Date(0), 1.5)).toThrow(/non-negative integer/);
+  });
+
+  it('checks its spec as checkCronSpec does, so a misspelt field is never read as UTC', () => {
+    const berlin = { expression: '0 9 * * *', timeZone: 'Europe/Berlin' } as unknown as CronSpecInput;
+    const after = new Date('2026-01-01T00:00:00Z');
+    expect(() => nextFireTimes(berlin, after, 1)).toThrow(
+      /nextFireTimes\.spec\.timeZone is invalid: .*did you mean timezone\?/,
+    );
+    expect(() => nextFireAfter(berlin, after)).toThrow(/nextFireAfter\.spec\.timeZone/);
+    expect(() => nextFireTimes({ expression: '0 0 30 2 *' }, after, 1)).toThrow(
+      /nextFireTimes\.spec\.expression/,
+    );
+    expect(() => nextFireAfter({ expression: '0 9 * * *', timezone: 'Mars/Olympus' }, after)).toThrow(
+      /nextFireAfter\.spec\.timezone/,
+    );
+    // Left out, the zone is UTC and the strategy `skip`; the zone's spelling is normalised.
+    expect(nextFireTimes({ expression: '0 9 * * *' }, after, 1)).toEqual([new Date('2026-01-01T09:00:00Z')]);
+    expect(nextFireAfter({ expression: '0 9 * * *', timezone: 'europe/berlin' }, after)).toEqual(
+      new Date('2026-01-01T08:00:00Z'),
+    );
   });
 });
 

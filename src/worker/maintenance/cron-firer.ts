@@ -6,7 +6,7 @@ import { payloadJson } from '../../client/payload-json.js';
 import type { AnyActor } from '../../core/actor.js';
 import type { PayloadFactory } from '../../cron/cron-declaration.js';
 import type { CronSpec } from '../../cron/cron-spec.js';
-import { nextFireTimes } from '../../cron/next-fires.js';
+import { fireTimesAfter } from '../../cron/next-fires.js';
 import type { Logger } from '../../obs/logger.js';
 import { LoopService } from '../loop-service.js';
 import type { LeaderElector } from './leader-elector.js';
@@ -221,7 +221,7 @@ class SlotMemo {
     const key = `${spec.expression}\u0000${spec.timezone}\u0000${spec.dstStrategy}\u0000${afterMs}`;
     let next = this.known.get(key);
     if (next === undefined) {
-      next = nextFireTimes(spec, new Date(afterMs), 1)[0] ?? null;
+      next = fireTimesAfter(spec, new Date(afterMs), 1)[0] ?? null;
       this.known.set(key, next);
     }
     return next;
