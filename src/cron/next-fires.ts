@@ -117,8 +117,8 @@ export function nextFireAfter(specInput: CronSpecInput, after: Date): Date {
   const key = `${afterMs}\u0000${spec.dstStrategy}\u0000${spec.timezone}\u0000${spec.expression}`;
   const cached = recentNext.get(key);
   if (cached !== undefined) return new Date(cached);
-  // A checked expression fires at least once, and every slot has a later one (croner has no
-  // end date), so there is always a next one.
+  // A checked expression has a slot after any instant (cron fields repeat every year); the throw
+  // below guards croner, not the input.
   const [next] = fireTimesAfter(spec, after, 1);
   if (!next) throw new Error(`cron expression ${JSON.stringify(spec.expression)} never fires`);
   recentNext.set(key, next.getTime());
