@@ -984,12 +984,8 @@ export class JobRunner {
   }
 
   /**
-   * Calls the handler; with tracing on, inside the attempt's span (the active span while it runs, so
-   * what it enqueues or traces nests under it).
-   */
-  /**
    * Runs the handler in the job's log scope (`jobLogger()`, `currentJob()`) and, when tracing is on,
-   * with the attempt's span active.
+   * with the attempt's span active (so what it enqueues or traces nests under it).
    */
   private callHandler(
     job: ActiveJob,
