@@ -1,3 +1,4 @@
+import { jobsEnqueueCommand } from './jobs-enqueue-command.js';
 import { jobsExplainCommand } from './jobs-explain-command.js';
 import { Command } from 'commander';
 
@@ -64,9 +65,9 @@ async function rowOf(tq: TaskQ, id: string): Promise<JobRow> {
 
 const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 
-/** `taskq jobs list|show|retry|cancel|explain` (docs/cli.md#taskq-jobs). */
+/** `taskq jobs list|show|retry|cancel|explain|enqueue` (docs/cli.md#taskq-jobs). */
 export function jobsCommand(io: CliIo): Command {
-  const cmd = new Command('jobs').description('find, inspect, retry and cancel jobs');
+  const cmd = new Command('jobs').description('enqueue, find, inspect, retry and cancel jobs');
   const json = (value: unknown): void => io.out(JSON.stringify(value, null, 2));
 
   withJson(
@@ -184,6 +185,7 @@ export function jobsCommand(io: CliIo): Command {
   );
 
   cmd.addCommand(jobsExplainCommand(io));
+  cmd.addCommand(jobsEnqueueCommand(io));
   return cmd;
 }
 
