@@ -71,6 +71,9 @@ function optionsOf(flags: EnqueueFlags): EnqueueOptions {
   const options: EnqueueOptions = {};
   if (flags.delay !== undefined && flags.scheduledAt !== undefined)
     throw new CliExit(2, '--delay and --scheduled-at are mutually exclusive: give one');
+  // A scope only scopes a key: alone it would do nothing.
+  if (flags.idempotencyScope !== undefined && flags.idempotencyKey === undefined)
+    throw new CliExit(2, '--idempotency-scope needs --idempotency-key: a scope applies to a key');
   if (flags.queue !== undefined) options.queue = flags.queue;
   if (flags.delay !== undefined)
     options.delay = /^\d+$/.test(flags.delay) ? Number(flags.delay) : flags.delay;

@@ -173,6 +173,10 @@ describe('taskq jobs enqueue', () => {
       ['--payload', '{"text":"x"}', '--delay', '5s', '--scheduled-at', '2099-01-01T00:00:00Z'],
       '--delay and --scheduled-at are mutually exclusive',
     ],
+    [
+      ['--payload', '{"text":"x"}', '--idempotency-scope', 'run-1'],
+      '--idempotency-scope needs --idempotency-key',
+    ],
     [['--payload', '{"text":"x"}', '--queue', ''], '--queue: "" is invalid'],
     [['--payload', '{"text":"x"}', '--identity-key', ''], '--identity-key: "" is invalid'],
   ])('refuses %j: exit 2 naming the flag, nothing written', async (flags, message) => {
