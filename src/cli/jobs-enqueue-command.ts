@@ -5,11 +5,10 @@ import type { AnyActor } from '../core/actor.js';
 import { BackpressureError } from '../errors/backpressure-errors.js';
 import { IdempotencyKeyConflict } from '../errors/idempotency-key-conflict.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { PayloadTooLarge } from '../errors/payload-too-large.js';
-import { PayloadValidationError } from '../errors/payload-validation-error.js';
 import { SchemaNotMigratedError, SchemaTooNewError } from '../errors/schema-errors.js';
 import { openCliClient, PG_CREDENTIAL_PROVIDER_OPTION, type ConnectionFlags } from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
+import { parsePayloadFlag, payloadFlagExit } from './payload-flag.js';
 import { jobJson } from './job-view.js';
 import { loadActorModule } from './worker-command.js';
 
@@ -48,19 +47,6 @@ function flagMessage(err: InvalidArgumentError): string {
   const flag = match ? FLAG_OF_OPTION[match[1]!] : undefined;
   if (flag === undefined || !err.message.startsWith(err.field)) return err.message;
   return `${flag}${err.field.slice(match![0].length)}${err.message.slice(err.field.length)}`;
-}
-
-/** `--payload` as JSON (absent: null, the payload of an actor that takes none), or exit 2. */
-function parsePayload(text: string | undefined): unknown {
-  if (text === undefined) return null;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw new CliExit(
-      2,
-      `--payload: ${JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}...` : text)} is invalid: must be JSON (${(err as Error).message})`,
-    );
-  }
 }
 
 /**
@@ -150,7 +136,8 @@ export function jobsEnqueueCommand(io: CliIo): Command {
       // connection opens: bad input is a usage error whether or not the database is up.
       if (flags.module === undefined)
         throw new CliExit(2, 'pass --module <path>: the module exporting the actor (as for taskq worker)');
-      const payload = parsePayload(flags.payload);
+      // No --payload: null, the payload of an actor that takes none.
+      const payload = parsePayloadFlag(flags.payload) ?? null;
       const options = optionsOf(flags);
       const ref = actorNamed((await loadActorModule(flags.module, io)).actors, name, flags.module);
       const tq = await openCliClient(flags, io);
@@ -167,10 +154,8 @@ export function jobsEnqueueCommand(io: CliIo): Command {
         );
       } catch (err) {
         if (err instanceof InvalidArgumentError) throw new CliExit(2, flagMessage(err));
-        if (err instanceof PayloadTooLarge && err.message.startsWith(err.field))
-          throw new CliExit(2, `--payload${err.message.slice(err.field.length)}`);
-        if (err instanceof PayloadValidationError || err instanceof PayloadTooLarge)
-          throw new CliExit(2, `--payload: ${err.message}`);
+        const payloadExit = payloadFlagExit(err);
+        if (payloadExit) throw payloadExit;
         if (err instanceof SchemaNotMigratedError || err instanceof SchemaTooNewError)
           throw new CliExit(2, err.message);
         // The database's state refused it (maxPending, a singleton's active job, a key another

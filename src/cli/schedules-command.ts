@@ -5,11 +5,10 @@ import { CRON_FIRE_HISTORY } from '../backend/schedule-types.js';
 import type { CreateScheduleOptions, ScheduleHandle, UpdateScheduleOptions } from '../client/schedules.js';
 import type { TaskQ } from '../client/taskq.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { PayloadTooLarge } from '../errors/payload-too-large.js';
-import { PayloadValidationError } from '../errors/payload-validation-error.js';
 import { ScheduleExistsError, ScheduleNotFoundError } from '../errors/schedule-errors.js';
 import { openCliClient, PG_CREDENTIAL_PROVIDER_OPTION, type ConnectionFlags } from './connection-options.js';
 import { CliExit, type CliIo } from './io.js';
+import { parsePayloadFlag, payloadFlagExit } from './payload-flag.js';
 
 interface JsonFlag extends ConnectionFlags {
   json?: boolean;
@@ -58,10 +57,8 @@ async function withClient<T>(flags: ConnectionFlags, io: CliIo, fn: (tq: TaskQ) 
     return await fn(tq);
   } catch (err) {
     if (err instanceof InvalidArgumentError) throw new CliExit(2, flagMessage(err));
-    if (err instanceof PayloadTooLarge && err.message.startsWith(err.field))
-      throw new CliExit(2, `--payload${err.message.slice(err.field.length)}`);
-    if (err instanceof PayloadValidationError || err instanceof PayloadTooLarge)
-      throw new CliExit(2, `--payload: ${err.message}`);
+    const payloadExit = payloadFlagExit(err);
+    if (payloadExit) throw payloadExit;
     if (err instanceof ScheduleNotFoundError || err instanceof ScheduleExistsError)
       throw new CliExit(1, err.message);
     throw err;
@@ -143,19 +140,6 @@ function describeSchedule(s: ScheduleRecord): string[] {
     `  created      ${iso(s.createdAt)}`,
     `  updated      ${iso(s.updatedAt)}`,
   ];
-}
-
-/** `--payload` parsed as JSON, or exit 2 naming the flag. */
-function parsePayload(text: string | undefined): unknown {
-  if (text === undefined) return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw new CliExit(
-      2,
-      `--payload: ${JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}...` : text)} is invalid: must be JSON (${(err as Error).message})`,
-    );
-  }
 }
 
 /** An integer flag in `[min, max]` (default when absent), or exit 2 naming it. */
@@ -263,7 +247,7 @@ export function schedulesCommand(io: CliIo): Command {
     ) => {
       if (flags.payload !== undefined && flags.payloadFactory !== undefined)
         throw new CliExit(2, '--payload and --payload-factory are mutually exclusive: give one');
-      const payload = parsePayload(flags.payload);
+      const payload = parsePayloadFlag(flags.payload);
       const options: CreateScheduleOptions = {
         ...(flags.name === undefined ? {} : { name: flags.name }),
         ...(flags.timezone === undefined ? {} : { timezone: flags.timezone }),
@@ -313,7 +297,7 @@ export function schedulesCommand(io: CliIo): Command {
         throw new CliExit(2, '--payload-factory and --clear-payload-factory are mutually exclusive');
       if (flags.payload !== undefined && flags.payloadFactory !== undefined)
         throw new CliExit(2, '--payload and --payload-factory are mutually exclusive: give one');
-      const payload = parsePayload(flags.payload);
+      const payload = parsePayloadFlag(flags.payload);
       const change: UpdateScheduleOptions = {
         ...(flags.expression === undefined ? {} : { expression: flags.expression }),
         ...(payload === undefined ? {} : { payload }),
