@@ -23,7 +23,6 @@ import type {
 import type { FleetObservation, FleetObservationRequest } from '../fleet-observation.js';
 import type { ActorObservation, ActorObservationRequest } from '../actor-observation.js';
 import type { ExplainFactsRequest, JobExplainFacts } from '../explain-facts.js';
-import { structuralDrift } from '../actor-config-drift.js';
 
 import type { Clock } from '../../core/clock.js';
 import { SystemClock } from '../../core/clock.js';
@@ -79,18 +78,18 @@ import { MemoryTransaction, transactionOf } from './memory-transaction.js';
 import * as maintenance from './memory-maintenance.js';
 import { MemoryLeaderLease } from './memory-leader-lease.js';
 import { DEFAULT_LEADER_LEASE_MS } from '../leader-lease.js';
-import { UNSTARTED_CANCEL_MESSAGE } from './memory-maintenance.js';
 import * as dispatch from './memory-dispatch.js';
-import type { MemoryState, StatusChange } from './memory-state.js';
+import type { MemoryState } from './memory-state.js';
 import { MemoryBatches } from './memory-batches.js';
 import * as cancelProgress from './memory-cancel-progress.js';
+import * as leases from './memory-leases.js';
+import * as operatorConfig from './memory-operator-config.js';
 import * as listing from './memory-listing.js';
 import { assertKeysFree, assertNoRepeatedKey } from '../repeated-key.js';
 import { checkEventIdCursor } from '../cursor.js';
 import { findByKey, gateAndBuild, gateBatch, MemoryGateLocks } from './memory-enqueue.js';
 import { assertNoUniqueGate, gateLockNames, needsGateLock } from '../enqueue-gates.js';
 import { announcedIds } from '../announcements.js';
-import { checkActorCapacity, checkQueueCap, checkQueueMode } from '../operator-config.js';
 import { MemoryRateLimitStore } from '../../ratelimit/stores/memory/memory-rate-limit-store.js';
 import { observeFleet } from './memory-fleet-observation.js';
 import { observeActivity } from './memory-activity-observation.js';
@@ -162,6 +161,7 @@ export class InMemoryBackend implements Backend {
     archive: this.archive,
     archivedAttempts: this.archivedAttempts,
     actorConfig: this.actorConfig,
+    queues: this.queues,
     queueModes: this.queueModes,
     workers: this.workers,
     event: (jobId, kind, detail) => this.event(jobId, kind, detail),
@@ -469,62 +469,11 @@ export class InMemoryBackend implements Backend {
     leaseMs: number,
     details?: ReadonlyMap<string, string>,
   ): Promise<string[]> {
-    const now = this.clock.now();
-    const renewed: string[] = [];
-    for (const id of jobIds) {
-      const r = this.jobs.get(id);
-      if (r && r.status === 'running' && r.lockedByWorker === workerId.toLowerCase()) {
-        r.lockExpiresAt = new Date(now.getTime() + leaseMs);
-        r.lastHeartbeatAt = now;
-        const d = details?.get(id);
-        if (d !== undefined) r.heartbeatDetails = JSON.parse(d) as unknown;
-        renewed.push(id);
-      }
-    }
-    return renewed;
+    return leases.heartbeatJobs(this.maintenanceState, workerId, jobIds, leaseMs, details);
   }
 
   async repend(workerId: string, jobIds: readonly string[]): Promise<number> {
-    let n = 0;
-    let wake = false;
-    const cancelled: string[] = [];
-    const changes: StatusChange[] = [];
-    const now = this.clock.now();
-    for (const id of jobIds) {
-      const r = this.jobs.get(id);
-      if (!r || r.status !== 'running' || r.lockedByWorker !== workerId.toLowerCase()) continue;
-      // A cancel requested before the handler started ends the job (as the reclaim sweep does).
-      const cancel = r.cancelRequestedAt !== null;
-      Object.assign(r, {
-        status: cancel ? 'cancelled' : 'pending',
-        attempt: Math.max(r.attempt - 1, 0),
-        lockedByWorker: null,
-        lockExpiresAt: null,
-        startedAt: null,
-        scheduledAt: cancel ? r.scheduledAt : now,
-        finishedAt: cancel ? now : null,
-      } satisfies Partial<JobRow>);
-      if (cancel)
-        Object.assign(r, {
-          errorClass: 'CancelRequested',
-          errorMessage: UNSTARTED_CANCEL_MESSAGE,
-          errorTraceback: null,
-        } satisfies Partial<JobRow>);
-      this.event(r.id, 'state_change', {
-        from_state: 'running',
-        to_state: r.status,
-        reason: 'drained',
-        worker_id: workerId,
-      });
-      changes.push({ job: r, from: 'running' });
-      if (cancel) cancelled.push(r.id);
-      else wake = true;
-      n++;
-    }
-    this.batches.statusChanged(changes);
-    if (wake) this.emitWake();
-    if (cancelled.length > 0) this.emitDone(cancelled);
-    return n;
+    return leases.repend(this.maintenanceState, workerId, jobIds);
   }
 
   async markStarted(workerId: string, jobIds: readonly string[]): Promise<string[]> {
@@ -550,51 +499,15 @@ export class InMemoryBackend implements Backend {
     actors: readonly ActorStructure[],
     options: ActorConfigSyncOptions,
   ): Promise<ActorConfigDrift[]> {
-    const drifts: ActorConfigDrift[] = [];
-    const reregistered: string[] = [];
-    for (const a of actors) {
-      const metadata = JSON.parse(JSON.stringify(a.metadata)) as Record<string, unknown>;
-      const row = this.actorConfig.get(a.actor);
-      if (!row) {
-        // As on Postgres: finished jobs mean it ran before, so its row was removed since.
-        if ([...this.jobs.values()].some((j) => j.actor === a.actor && !ACTIVE_STATUSES.has(j.status)))
-          reregistered.push(a.actor);
-        this.actorConfig.set(a.actor, {
-          actor: a.actor,
-          queue: a.queue,
-          maxConcurrent: null,
-          maxPending: null,
-          resultTtlMs: null,
-          metadata,
-          updatedAt: this.clock.now(),
-        });
-        continue;
-      }
-      const drifted = structuralDrift(a, row);
-      drifts.push(...drifted);
-      if (options.force && drifted.length > 0)
-        Object.assign(row, { queue: a.queue, metadata, updatedAt: this.clock.now() });
-    }
-    if (reregistered.length > 0) options.reregistered?.(reregistered);
-    return drifts;
+    return operatorConfig.syncActorConfig(this.maintenanceState, actors, options);
   }
 
   async getActorConfigs(actors?: readonly string[]): Promise<ActorConfigRow[]> {
-    return [...this.actorConfig.values()]
-      .filter((r) => !actors || actors.includes(r.actor))
-      .sort((a, b) => (a.actor < b.actor ? -1 : 1))
-      .map(clone);
+    return operatorConfig.getActorConfigs(this.maintenanceState, actors);
   }
 
   async setActorCapacity(actor: string, change: ActorCapacityChange): Promise<ActorConfigRow | null> {
-    const v = checkActorCapacity(actor, change);
-    const row = this.actorConfig.get(actor);
-    if (!row) return null;
-    if (change.maxConcurrent !== undefined) row.maxConcurrent = v.maxConcurrent;
-    if (change.maxPending !== undefined) row.maxPending = v.maxPending;
-    if (change.resultTtlMs !== undefined) row.resultTtlMs = v.resultTtlMs;
-    row.updatedAt = this.clock.now();
-    return clone(row);
+    return operatorConfig.setActorCapacity(this.maintenanceState, actor, change);
   }
 
   async deregisterActor(actor: string, options?: DeregisterOptions): Promise<DeregisterResult> {
@@ -614,27 +527,15 @@ export class InMemoryBackend implements Backend {
   }
 
   async listQueues(): Promise<QueueConfigRow[]> {
-    return [...this.queues.values()].sort((a, b) => (a.name < b.name ? -1 : 1)).map(clone);
+    return operatorConfig.listQueues(this.maintenanceState);
   }
 
   async setQueueMode(queue: string, mode: QueueMode): Promise<QueueConfigRow> {
-    checkQueueMode(queue, mode);
-    this.queueModes.set(queue, mode);
-    return this.upsertQueue(queue, { mode });
+    return operatorConfig.setQueueMode(this.maintenanceState, queue, mode);
   }
 
   async setQueueMaxConcurrent(queue: string, maxConcurrent: number | null): Promise<QueueConfigRow> {
-    return this.upsertQueue(queue, { maxConcurrent: checkQueueCap(queue, maxConcurrent) });
-  }
-
-  private upsertQueue(queue: string, change: Partial<QueueConfigRow>): QueueConfigRow {
-    const row: QueueConfigRow = {
-      ...(this.queues.get(queue) ?? { name: queue, mode: 'strict_fifo', maxConcurrent: null }),
-      ...change,
-      updatedAt: this.clock.now(),
-    };
-    this.queues.set(queue, row);
-    return clone(row);
+    return operatorConfig.setQueueMaxConcurrent(this.maintenanceState, queue, maxConcurrent);
   }
 
   /**

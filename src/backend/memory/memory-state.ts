@@ -6,6 +6,7 @@ import type {
   EventRow,
   JobRow,
   JobStatus,
+  QueueConfigRow,
   QueueMode,
 } from '../types.js';
 
@@ -26,6 +27,8 @@ export interface MemoryState {
   readonly archive: Map<string, JobRow & { archivedAt: Date; expireAt: Date }>;
   readonly archivedAttempts: AttemptRow[];
   readonly actorConfig: Map<string, ActorConfigRow>;
+  /** The `queues` rows: dispatch mode (absent = strict FIFO) and fleet-wide cap per queue. */
+  readonly queues: Map<string, QueueConfigRow>;
   readonly queueModes: Map<string, QueueMode>;
   readonly workers: Map<string, { lastSeenAt: Date }>;
   event(jobId: string, kind: EventKind, detail: Record<string, unknown>): void;
