@@ -46,6 +46,8 @@ export {
   type TaskQExtraOptions,
   type CancelWhereOptions,
   type CancelWherePreview,
+  type RetryWhereOptions,
+  type RetryWherePreview,
 } from './client/taskq.js';
 export { DEFAULT_PAYLOAD_MAX_BYTES } from './client/payload-json.js';
 export {
@@ -146,6 +148,7 @@ export {
   type EventKind,
   type CancelResult,
   type BulkCancelResult,
+  type BulkRetryResult,
   type ActorConfigRow,
   type ActorCapacityChange,
   type DeregisterOptions,

@@ -37,6 +37,7 @@ import type {
   DeregisterOptions,
   DeregisterResult,
   BulkCancelResult,
+  BulkRetryResult,
   ClaimedJob,
   EnqueueArgs,
   EventRow,
@@ -181,6 +182,15 @@ export interface Backend {
   previewCancelWhere(filter: NormalizedJobFilter): Promise<CancelWhereCounts>;
   /** Admin retry: a failed, crashed, cancelled or abandoned job goes back to `pending`. */
   retryJob(jobId: string): Promise<boolean>;
+  /**
+   * Set-based admin retry of every failed, crashed, cancelled or abandoned job matching the filter
+   * (its limit, cursor and ordering are ignored), as {@link retryJob} retries one, in one
+   * transaction. A singleton job that would join another active job of its actor refuses the whole
+   * call (`SingletonCollisionError`) and nothing is retried.
+   */
+  retryWhere(filter: NormalizedJobFilter): Promise<BulkRetryResult>;
+  /** Counts, without changing or locking anything, the jobs {@link retryWhere} would retry now. */
+  previewRetryWhere(filter: NormalizedJobFilter): Promise<number>;
 
   /** Appends an attempt row. */
   writeAttempt(attempt: AttemptRow): Promise<void>;

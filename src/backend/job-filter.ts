@@ -95,7 +95,7 @@ function optionalText(value: unknown, field: string): string | null {
  */
 export function normalizeJobFilter(
   filter: JobFilter = {},
-  purpose: 'list' | 'cancelWhere' = 'list',
+  purpose: 'list' | 'cancelWhere' | 'retryWhere' = 'list',
 ): NormalizedJobFilter {
   if (filter === null || typeof filter !== 'object' || Array.isArray(filter))
     throw new InvalidArgumentError('filter', filter, 'must be an object');
@@ -107,11 +107,11 @@ export function normalizeJobFilter(
         unknownKeyRule(key, FILTER_KEYS, 'a filter field'),
       );
     const value = (filter as Record<string, unknown>)[key];
-    if (purpose === 'cancelWhere' && (PAGING_KEYS as readonly string[]).includes(key) && value !== undefined)
+    if (purpose !== 'list' && (PAGING_KEYS as readonly string[]).includes(key) && value !== undefined)
       throw new InvalidArgumentError(
         `filter.${key}`,
         value,
-        'is not accepted by cancelWhere, which cancels every matching job (it is not paginated); ' +
+        `is not accepted by ${purpose}, which ${purpose === 'cancelWhere' ? 'cancels' : 'retries'} every matching job (it is not paginated); ` +
           'narrow the filter instead, and preview the count with { dryRun: true }',
       );
   }

@@ -264,6 +264,13 @@ export interface BulkCancelResult {
   totalAffected: number;
 }
 
+/** What a bulk admin retry (`retryWhere`) did. */
+export interface BulkRetryResult {
+  /** Failed, crashed, cancelled or abandoned jobs sent back to `pending` with a fresh attempt budget. */
+  retried: number;
+  retriedIds: JobId[];
+}
+
 /** A `actor_config` row: the stored, operator-owned configuration of an actor. */
 export interface ActorConfigRow {
   actor: string;

@@ -13,7 +13,15 @@ import type { ActorRef, AnyActor } from '../core/actor.js';
 import type { Backend, JobPage } from '../backend/backend.js';
 import { normalizeJobFilter, type JobFilter } from '../backend/job-filter.js';
 import { openReloadableClientBackend } from '../backend/open-backend.js';
-import type { BulkCancelResult, CancelResult, EnqueueArgs, EventRow, JobRow } from '../backend/types.js';
+import { RETRYABLE_TERMINAL_STATUSES } from '../backend/state-machine.js';
+import type {
+  BulkCancelResult,
+  BulkRetryResult,
+  CancelResult,
+  EnqueueArgs,
+  EventRow,
+  JobRow,
+} from '../backend/types.js';
 import type { Clock } from '../core/clock.js';
 import { SystemClock } from '../core/clock.js';
 import type { Driver } from '../db/driver.js';
@@ -214,6 +222,25 @@ function clientPoolSource(o: TaskQOptions): Omit<TaskQOptions, 'pgCredentialProv
   };
 }
 
+/** Options of {@link TaskQ.retryWhere}. */
+export interface RetryWhereOptions {
+  /** Retry every retryable job when the filter has no predicate (default false: `EmptyFilterError`). */
+  allowEmptyFilter?: boolean;
+  /** Change nothing; return how many jobs the retry would send back now (default false). */
+  dryRun?: boolean;
+}
+
+/**
+ * What `retryWhere(filter, { dryRun: true })` returns: the count a real call would retry at this
+ * moment (jobs may finish or be pruned before the real call).
+ */
+export interface RetryWherePreview {
+  /** Always true: nothing was changed. */
+  dryRun: true;
+  /** Failed, crashed, cancelled or abandoned jobs that would go back to `pending`. */
+  retried: number;
+}
+
 /** Options of {@link TaskQ.cancelWhere}. */
 export interface CancelWhereOptions {
   /** Cancel every job when the filter has no predicate (default false: `EmptyFilterError`). */
@@ -223,6 +250,23 @@ export interface CancelWhereOptions {
 }
 
 const CANCEL_WHERE_OPTION_KEYS: readonly string[] = ['allowEmptyFilter', 'dryRun'];
+const RETRY_WHERE_OPTION_KEYS: readonly string[] = ['allowEmptyFilter', 'dryRun'];
+
+/** A bulk call's options object: known keys only, each a boolean (or absent). */
+function checkBooleanOptions(options: unknown, keys: readonly string[], method: string): void {
+  if (options === null || typeof options !== 'object')
+    throw new InvalidArgumentError(`${method}.options`, options, 'must be an object');
+  for (const [key, value] of Object.entries(options)) {
+    if (!keys.includes(key))
+      throw new InvalidArgumentError(
+        `${method}.options.${key}`,
+        value,
+        unknownKeyRule(key, keys, `an option of ${method}`),
+      );
+    if (value !== undefined && typeof value !== 'boolean')
+      throw new InvalidArgumentError(`${method}.options.${key}`, value, 'must be a boolean');
+  }
+}
 
 /**
  * What `cancelWhere(filter, reason, { dryRun: true })` returns: the counts a real call would return
@@ -785,18 +829,7 @@ export class TaskQ implements AsyncDisposable {
   ): Promise<BulkCancelResult | CancelWherePreview> {
     this.checkOpen();
     const f = normalizeJobFilter(filter, 'cancelWhere');
-    if (options === null || typeof options !== 'object')
-      throw new InvalidArgumentError('cancelWhere.options', options, 'must be an object');
-    for (const [key, value] of Object.entries(options)) {
-      if (!CANCEL_WHERE_OPTION_KEYS.includes(key))
-        throw new InvalidArgumentError(
-          `cancelWhere.options.${key}`,
-          value,
-          unknownKeyRule(key, CANCEL_WHERE_OPTION_KEYS, 'an option of cancelWhere'),
-        );
-      if (value !== undefined && typeof value !== 'boolean')
-        throw new InvalidArgumentError(`cancelWhere.options.${key}`, value, 'must be a boolean');
-    }
+    checkBooleanOptions(options, CANCEL_WHERE_OPTION_KEYS, 'cancelWhere');
     if (!f.hasPredicates && !options.allowEmptyFilter) throw new EmptyFilterError();
     if (reason !== undefined && reason !== null) {
       if (typeof reason !== 'string')
@@ -809,6 +842,58 @@ export class TaskQ implements AsyncDisposable {
     }
     this.metrics?.cancelRequested('where');
     return this.backend.cancelWhere(f, reason ?? null);
+  }
+
+  /**
+   * Sends every failed, crashed, cancelled or abandoned job matching the filter back to `pending`
+   * with a fresh attempt budget, as {@link retryJob} sends one, in one statement: after an outage,
+   * the jobs it failed. Other statuses in the filter are refused (a retry of them would do
+   * nothing); with no status in it, every retryable status is meant. With `{ dryRun: true }` it
+   * changes nothing and returns how many jobs it would retry now. The filter's `orderBy` is
+   * ignored; `limit` and `cursor` are refused (a bulk retry is not paginated).
+   * @throws EmptyFilterError when the filter has no predicate, unless `allowEmptyFilter` is set;
+   *   InvalidArgumentError for an unknown filter field or option, or a status that cannot be
+   *   retried; SingletonCollisionError when a retried singleton job would join another active job
+   *   of its actor (nothing is retried)
+   */
+  async retryWhere(
+    filter: JobFilter,
+    options: RetryWhereOptions & { dryRun: true },
+  ): Promise<RetryWherePreview>;
+  async retryWhere(
+    filter: JobFilter,
+    options?: RetryWhereOptions & { dryRun?: false },
+  ): Promise<BulkRetryResult>;
+  async retryWhere(
+    filter: JobFilter,
+    options?: RetryWhereOptions,
+  ): Promise<BulkRetryResult | RetryWherePreview>;
+  async retryWhere(
+    filter: JobFilter,
+    options: RetryWhereOptions = {},
+  ): Promise<BulkRetryResult | RetryWherePreview> {
+    this.checkOpen();
+    const f = normalizeJobFilter(filter, 'retryWhere');
+    checkBooleanOptions(options, RETRY_WHERE_OPTION_KEYS, 'retryWhere');
+    if (filter.active === true)
+      throw new InvalidArgumentError(
+        'filter.active',
+        true,
+        'matches no job retryWhere can retry: it retries failed, crashed, cancelled and abandoned jobs',
+      );
+    const notRetryable =
+      filter.status === undefined
+        ? []
+        : (f.statuses ?? []).filter((st) => !RETRYABLE_TERMINAL_STATUSES.has(st));
+    if (notRetryable.length > 0)
+      throw new InvalidArgumentError(
+        'filter.status',
+        filter.status,
+        `${JSON.stringify(notRetryable[0])} cannot be retried: retryWhere retries failed, crashed, cancelled and abandoned jobs`,
+      );
+    if (!f.hasPredicates && !options.allowEmptyFilter) throw new EmptyFilterError('retryWhere');
+    if (options.dryRun) return { dryRun: true, retried: await this.backend.previewRetryWhere(f) };
+    return this.backend.retryWhere(f);
   }
 
   /**

@@ -1,12 +1,13 @@
 import { TaskQError } from './taskq-error.js';
 
-/** `cancelWhere` was called with a filter that matches every job. */
+/** `cancelWhere` or `retryWhere` was called with a filter that matches every job. */
 export class EmptyFilterError extends TaskQError {
-  constructor() {
+  /** @param method the bulk call refused (default `cancelWhere`) */
+  constructor(method: 'cancelWhere' | 'retryWhere' = 'cancelWhere') {
     super(
       'TASKQ_EMPTY_FILTER',
-      'cancelWhere() needs at least one predicate (queue, status, actor, identityKey, batchId, tags or active); ' +
-        'pass { allowEmptyFilter: true } to cancel every job on purpose',
+      `${method}() needs at least one predicate (queue, status, actor, identityKey, batchId, tags or active); ` +
+        `pass { allowEmptyFilter: true } to ${method === 'cancelWhere' ? 'cancel' : 'retry'} every job on purpose`,
     );
   }
 }

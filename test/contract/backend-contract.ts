@@ -760,6 +760,81 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         await client.enqueue(lonely, {});
         await expect(client.retryJob(a.jobId)).rejects.toBeInstanceOf(SingletonCollisionError);
       });
+
+      it('retryWhere retries every retryable job the filter matches, and previews the count', async () => {
+        const a = await client.enqueue(plain, { n: 1 }, { tags: ['outage'] });
+        const b = await client.enqueue(plain, { n: 2 }, { tags: ['outage'] });
+        const other = await client.enqueue(plain, { n: 3 });
+        const waiting = await client.enqueue(plain, { n: 4 }, { tags: ['outage'] });
+        for (const j of [a, b, other]) await client.cancel(j.jobId, 'outage');
+        const waitingEvents = (await waiting.events()).length;
+        expect(await client.retryWhere({ tags: ['outage'] }, { dryRun: true })).toEqual({
+          dryRun: true,
+          retried: 2,
+        });
+        expect(await a.status()).toBe('cancelled');
+        const result = await client.retryWhere({ tags: ['outage'] });
+        expect(result).toEqual({ retried: 2, retriedIds: [a.jobId, b.jobId].sort() });
+        for (const j of [a, b]) {
+          expect(await j.refresh()).toMatchObject({
+            status: 'pending',
+            attempt: 0,
+            errorClass: null,
+            finishedAt: null,
+          });
+          expect((await j.events()).at(-1)?.detail).toMatchObject({
+            to_state: 'pending',
+            reason: 'admin_retry',
+          });
+        }
+        expect(await other.status()).toBe('cancelled');
+        expect(await waiting.status()).toBe('pending');
+        expect((await waiting.events()).length).toBe(waitingEvents);
+        expect(await client.retryWhere({ tags: ['outage'] }, { dryRun: true })).toEqual({
+          dryRun: true,
+          retried: 0,
+        });
+        expect(await client.retryWhere({ status: ['failed', 'cancelled'], actor: plain.name })).toMatchObject(
+          {
+            retried: 1,
+            retriedIds: [other.jobId],
+          },
+        );
+      });
+
+      it('retryWhere refuses filters that retry nothing or everything, writing nothing', async () => {
+        const a = await client.enqueue(plain, { n: 1 });
+        await client.cancel(a.jobId);
+        await expect(client.retryWhere({})).rejects.toThrow(/retryWhere\(\) needs at least one predicate/);
+        await expect(client.retryWhere({ status: ['cancelled', 'pending'] })).rejects.toThrow(
+          /"pending" cannot be retried/,
+        );
+        await expect(client.retryWhere({ active: true })).rejects.toThrow(
+          /matches no job retryWhere can retry/,
+        );
+        await expect(client.retryWhere({ actor: plain.name, limit: 5 })).rejects.toThrow(
+          /is not accepted by retryWhere/,
+        );
+        await expect(
+          client.retryWhere({ actor: plain.name }, { dryRun: 'yes' as unknown as boolean }),
+        ).rejects.toThrow(/retryWhere\.options\.dryRun/);
+        expect(await a.status()).toBe('cancelled');
+        expect(await client.retryWhere({}, { allowEmptyFilter: true })).toMatchObject({ retried: 1 });
+      });
+
+      it('retryWhere of two singleton jobs of one actor refuses and retries nothing', async () => {
+        const a = await client.enqueue(lonely, {});
+        await client.cancel(a.jobId);
+        const b = await client.enqueue(lonely, {});
+        await client.cancel(b.jobId);
+        await expect(client.retryWhere({ actor: lonely.name })).rejects.toBeInstanceOf(
+          SingletonCollisionError,
+        );
+        expect([await a.status(), await b.status()]).toEqual(['cancelled', 'cancelled']);
+        expect(await client.retryWhere({ actor: lonely.name }, { dryRun: true })).toMatchObject({
+          retried: 2,
+        });
+      });
     });
 
     describe('attempts and events', () => {

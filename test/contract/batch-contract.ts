@@ -416,6 +416,21 @@ export function defineBatchContract(name: string, makeHarness: () => Promise<Bat
         await expectCountersMatch(batchId, ids);
       });
 
+      it('uncounts the children a bulk retry re-runs, reopening the batch', async () => {
+        const { batchId, ids } = await batchOf(2);
+        await claim();
+        for (const id of ids) await settle1(fail(id));
+        expect(await row(batchId)).toMatchObject({ status: 'complete', counts: { failed: 2 } });
+        const res = await h.backend.retryWhere(normalizeJobFilter({ batchId }, 'retryWhere'));
+        expect(res.retried).toBe(2);
+        expect(await row(batchId)).toMatchObject({
+          status: 'active',
+          completedAt: null,
+          counts: { failed: 0, pending: 2 },
+        });
+        await expectCountersMatch(batchId, ids);
+      });
+
       it('uncounts a child an admin retry re-runs and reopens the complete batch', async () => {
         const { batchId, ids } = await batchOf(1);
         await claim();

@@ -46,6 +46,7 @@ import type {
   ArchivedJob,
   AttemptRow,
   BulkCancelResult,
+  BulkRetryResult,
   EnqueueArgs,
   EventKind,
   EventRow,
@@ -380,6 +381,14 @@ export class InMemoryBackend implements Backend {
 
   async retryJob(jobId: string): Promise<boolean> {
     return cancelProgress.retryJob(this.maintenanceState, jobId);
+  }
+
+  async retryWhere(filter: NormalizedJobFilter): Promise<BulkRetryResult> {
+    return cancelProgress.retryWhere(this.maintenanceState, filter);
+  }
+
+  async previewRetryWhere(filter: NormalizedJobFilter): Promise<number> {
+    return cancelProgress.previewRetryWhere(this.maintenanceState, filter);
   }
 
   async writeAttempt(a: AttemptRow): Promise<void> {

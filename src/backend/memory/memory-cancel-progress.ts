@@ -7,7 +7,7 @@ import { SingletonCollisionError } from '../../errors/backpressure-errors.js';
 import type { CancelWhereCounts } from '../backend.js';
 import type { NormalizedJobFilter } from '../job-filter.js';
 import { ACTIVE_STATUSES, RETRYABLE_TERMINAL_STATUSES } from '../state-machine.js';
-import type { BulkCancelResult, JobRow, JobStatus } from '../types.js';
+import type { BulkCancelResult, BulkRetryResult, JobRow, JobStatus } from '../types.js';
 import { isActiveSingleton } from './memory-enqueue.js';
 import { matchesFilter } from './memory-listing.js';
 import type { CancelCause, CancelFlag, ProgressSnapshot } from '../worker-types.js';
@@ -204,6 +204,47 @@ export function retryJob(s: MemoryState, jobId: string): boolean {
   ) {
     throw new SingletonCollisionError(r.actor);
   }
+  s.statusChanged([resetForRetry(s, r)]);
+  s.emitWake();
+  return true;
+}
+
+/**
+ * Mirrors `retryWhere`: every retryable job matching the filter, all or nothing. A singleton job
+ * that would make a second active job of its actor (another one active, or two retried) refuses
+ * the call before anything changes, as the singleton index fails the statement.
+ */
+export function retryWhere(s: MemoryState, filter: NormalizedJobFilter): BulkRetryResult {
+  const targets = [...s.jobs.values()].filter(
+    (r) => RETRYABLE_TERMINAL_STATUSES.has(r.status) && matchesFilter(r, filter),
+  );
+  const singletonActors = new Set<string>();
+  for (const r of targets) {
+    if (r.metadata.singleton !== true) continue;
+    if (
+      singletonActors.has(r.actor) ||
+      [...s.jobs.values()].some((o) => o.actor === r.actor && isActiveSingleton(o))
+    )
+      throw new SingletonCollisionError(r.actor);
+    singletonActors.add(r.actor);
+  }
+  const changes = targets.map((r) => resetForRetry(s, r));
+  s.statusChanged(changes);
+  if (targets.length > 0) s.emitWake();
+  const retriedIds = targets.map((r) => r.id).sort();
+  return { retried: retriedIds.length, retriedIds };
+}
+
+/** The dry run of {@link retryWhere}: how many jobs it would retry now. */
+export function previewRetryWhere(s: MemoryState, filter: NormalizedJobFilter): number {
+  let n = 0;
+  for (const r of s.jobs.values())
+    if (RETRYABLE_TERMINAL_STATUSES.has(r.status) && matchesFilter(r, filter)) n++;
+  return n;
+}
+
+/** A retryable job back to pending with a fresh attempt budget, its error, result and cancel state cleared. */
+function resetForRetry(s: MemoryState, r: JobRow): StatusChange {
   const from = r.status;
   Object.assign(r, {
     status: 'pending',
@@ -224,7 +265,5 @@ export function retryJob(s: MemoryState, jobId: string): boolean {
     resultExpiresAt: null,
   } satisfies Partial<JobRow>);
   s.event(r.id, 'state_change', { from_state: from, to_state: 'pending', reason: 'admin_retry' });
-  s.statusChanged([{ job: r, from }]);
-  s.emitWake();
-  return true;
+  return { job: r, from };
 }

@@ -61,6 +61,7 @@ import type {
   ArchivedJob,
   AttemptRow,
   BulkCancelResult,
+  BulkRetryResult,
   ClaimedJob,
   DeregisterOptions,
   DeregisterResult,
@@ -399,11 +400,7 @@ export class PostgresBackend implements Backend {
 
   async cancelWhere(filter: NormalizedJobFilter, reason: string | null): Promise<BulkCancelResult> {
     const values: unknown[] = [reason];
-    const conds = filterConditions(filter, values, this.quoted);
-    const text = this.sql.cancelWhere.replaceAll(
-      '{filter_conditions}',
-      conds.length > 0 ? conds.join(' AND ') : 'TRUE',
-    );
+    const text = this.sql.cancelWhere.replaceAll('{filter_conditions}', this.filterSql(filter, values));
     type Row = { cancelled_ids: string[]; requested_ids: string[]; requested_workers: string[] };
     let rows: Row[];
     try {
@@ -429,10 +426,9 @@ export class PostgresBackend implements Backend {
 
   async previewCancelWhere(filter: NormalizedJobFilter): Promise<CancelWhereCounts> {
     const values: unknown[] = [];
-    const conds = filterConditions(filter, values, this.quoted);
     const text = this.sql.previewCancelWhere.replaceAll(
       '{filter_conditions}',
-      conds.length > 0 ? conds.join(' AND ') : 'TRUE',
+      this.filterSql(filter, values),
     );
     type Row = { cancelled_directly: number; cancel_requested: number };
     let rows: Row[];
@@ -456,6 +452,38 @@ export class PostgresBackend implements Backend {
       throw translateUnique(err, row?.actor ?? '');
     }
     return Number(rows[0]?.retried ?? 0) > 0;
+  }
+
+  async retryWhere(filter: NormalizedJobFilter): Promise<BulkRetryResult> {
+    const values: unknown[] = [];
+    const text = this.sql.retryWhere.replaceAll('{filter_conditions}', this.filterSql(filter, values));
+    let rows: { retried_ids: string[] }[];
+    try {
+      rows = (await this.driver.query<{ retried_ids: string[] }>(text, values)).rows;
+    } catch (err) {
+      // The singleton index names the actor whose second active job the retry would have made.
+      const actor = /\(actor\)=\((.*)\)/.exec((err as { detail?: string }).detail ?? '')?.[1] ?? '';
+      throw this.translate(translateUnique(err, actor));
+    }
+    const retriedIds = rows[0]?.retried_ids ?? [];
+    if (retriedIds.length > 0) await this.announcer.send({ wake: true });
+    return { retried: retriedIds.length, retriedIds };
+  }
+
+  async previewRetryWhere(filter: NormalizedJobFilter): Promise<number> {
+    const values: unknown[] = [];
+    const text = this.sql.previewRetryWhere.replaceAll('{filter_conditions}', this.filterSql(filter, values));
+    try {
+      return Number((await this.driver.query<{ retried: number }>(text, values)).rows[0]?.retried ?? 0);
+    } catch (err) {
+      throw this.translate(err);
+    }
+  }
+
+  /** The filter's predicates as SQL (TRUE for none), their values appended to `values`. */
+  private filterSql(filter: NormalizedJobFilter, values: unknown[]): string {
+    const conds = filterConditions(filter, values, this.quoted);
+    return conds.length > 0 ? conds.join(' AND ') : 'TRUE';
   }
 
   async writeAttempt(a: AttemptRow): Promise<void> {

@@ -66,6 +66,46 @@ notify AS (
 SELECT (SELECT count(*) FROM upd)::int AS retried, (SELECT count(*) FROM ev)::int AS events,
        (SELECT count(*) FROM notify)::int AS notified;
 
+-- name: retryWhere
+-- Set-based admin retry: every failed, crashed, cancelled or abandoned job matching the filter goes
+-- back to pending as `retryJob` sends one (the filter placeholder is replaced by the predicate list,
+-- whose values are bound parameters from $1 on). The ids reach the lock as one array and the lock
+-- rechecks the status, for the reason cancelWhere gives. A singleton job that would make a second
+-- active job of its actor fails the statement on the singleton index: nothing is retried.
+WITH matching AS (
+  SELECT j.id FROM {schema}.jobs j
+  WHERE {filter_conditions} AND j.status IN ('failed', 'crashed', 'cancelled', 'abandoned')
+),
+target AS (
+  SELECT j.id, j.status FROM {schema}.jobs j
+  WHERE j.id = ANY (ARRAY(SELECT id FROM matching)) AND j.status IN ('failed', 'crashed', 'cancelled', 'abandoned')
+  FOR UPDATE
+),
+upd AS (
+  UPDATE {schema}.jobs AS j
+  SET status = 'pending', attempt = 0, scheduled_at = clock_timestamp(), started_at = NULL, finished_at = NULL,
+      last_heartbeat_at = NULL, locked_by_worker = NULL, lock_expires_at = NULL, cancel_requested_at = NULL,
+      cancel_phase = 0, error_class = NULL, error_message = NULL, error_traceback = NULL, result = NULL,
+      result_size_bytes = NULL, result_expires_at = NULL
+  FROM target t
+  WHERE j.id = t.id
+  RETURNING j.id, t.status::text AS from_status
+),
+ev AS (
+  INSERT INTO {schema}.job_event_log (job_id, kind, detail)
+  SELECT id, 'state_change', jsonb_build_object('from_state', from_status, 'to_state', 'pending', 'reason', 'admin_retry')
+  FROM upd
+  RETURNING 1
+)
+SELECT coalesce((SELECT array_agg(id::text ORDER BY id) FROM upd), '{}') AS retried_ids,
+       (SELECT count(*) FROM ev)::int AS events;
+
+-- name: previewRetryWhere
+-- The dry run of retryWhere: how many jobs it would retry now, counted without changing or locking
+-- anything. The filter placeholder is replaced as in retryWhere, its values bound from $1 on.
+SELECT count(*)::int AS retried FROM {schema}.jobs j
+WHERE {filter_conditions} AND j.status IN ('failed', 'crashed', 'cancelled', 'abandoned');
+
 -- name: cancelWhere
 -- Set-based cancel of every active job matching the filter (the filter placeholder below is replaced by
 -- the predicate list, whose values are bound parameters from $2 on). Pending and scheduled jobs end
