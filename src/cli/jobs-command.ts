@@ -114,27 +114,50 @@ export function jobsCommand(io: CliIo): Command {
     });
   });
 
-  withConnection(
-    cmd
-      .command('retry <id>')
-      .description(
-        'send a failed, crashed, cancelled or abandoned job back to pending with a fresh attempt budget',
-      ),
-  ).action(async (id: string, flags: ConnectionFlags) => {
-    await withClient(flags, io, async (tq) => {
-      const before = await rowOf(tq, id);
-      if (await tq.retryJob(before.id)) {
-        io.out(`job ${before.id}: ${before.status} → pending (attempts start again from 1)`);
-        return;
-      }
-      const now = (await tq.getRow(before.id)) ?? before;
-      throw new CliExit(
-        1,
-        `job ${now.id} is ${now.status}: only ${[...RETRYABLE_TERMINAL_STATUSES].join(', ')} jobs can be retried` +
-          (now.status === 'running' ? ' (cancel it first, or wait for it to finish)' : ''),
-      );
-    });
-  });
+  withJson(
+    withJobFilterFlags(
+      cmd
+        .command('retry [id]')
+        .description(
+          'send a failed, crashed, cancelled or abandoned job back to pending with a fresh attempt budget, or with --where every such job matching the filters',
+        )
+        .option(
+          '--where',
+          'retry every failed, crashed, cancelled or abandoned job matching the filter flags',
+        )
+        .option('--yes', 'do not ask for confirmation (retry --where)'),
+    ),
+  ).action(
+    async (id: string | undefined, flags: JsonFlag & JobFilterFlags & { where?: boolean; yes?: boolean }) => {
+      const filterGiven = Object.keys(jobFilterOf(flags)).length > 0;
+      if (id !== undefined && flags.where)
+        throw new CliExit(2, 'give a job id or --where with filters, not both');
+      if (id === undefined && !flags.where)
+        throw new CliExit(
+          2,
+          'give a job id, or --where with filter flags (e.g. --where --actor send_email --status failed)',
+        );
+      if (id !== undefined && (filterGiven || flags.yes || flags.json))
+        throw new CliExit(
+          2,
+          'filter flags, --yes and --json go with --where; to retry one job give only its id',
+        );
+      if (id === undefined) return retryWhere(io, flags, json);
+      await withClient(flags, io, async (tq) => {
+        const before = await rowOf(tq, id);
+        if (await tq.retryJob(before.id)) {
+          io.out(`job ${before.id}: ${before.status} → pending (attempts start again from 1)`);
+          return;
+        }
+        const now = (await tq.getRow(before.id)) ?? before;
+        throw new CliExit(
+          1,
+          `job ${now.id} is ${now.status}: only ${[...RETRYABLE_TERMINAL_STATUSES].join(', ')} jobs can be retried` +
+            (now.status === 'running' ? ' (cancel it first, or wait for it to finish)' : ''),
+        );
+      });
+    },
+  );
 
   withJson(
     withJobFilterFlags(
@@ -190,6 +213,45 @@ export function jobsCommand(io: CliIo): Command {
 }
 
 /** `taskq jobs cancel --where …`: preview, confirm (or `--yes`), cancel, print the counts. */
+/**
+ * `retry --where`: counts what the filters match, asks (or takes `--yes`), then retries them in one
+ * statement. Without a filter it exits 2: retrying every finished job is not something to type by
+ * accident.
+ */
+async function retryWhere(
+  io: CliIo,
+  flags: JsonFlag & JobFilterFlags & { yes?: boolean },
+  json: (value: unknown) => void,
+): Promise<void> {
+  const filter = jobFilterOf(flags);
+  if (Object.keys(filter).length === 0)
+    throw new CliExit(
+      2,
+      'retry --where needs at least one filter (--queue, --status, --actor, --identity-key, --batch-id, --tag or --finished)',
+    );
+  await withClient(flags, io, async (tq) => {
+    const { retried } = await tq.retryWhere(filter, { dryRun: true });
+    if (retried === 0) {
+      if (flags.json) return json({ dryRun: false, retried: 0, retriedIds: [] });
+      return io.out('no failed, crashed, cancelled or abandoned job matches: nothing to retry');
+    }
+    const what = plural(retried, 'failed, crashed, cancelled or abandoned job');
+    if (!flags.yes) {
+      if (!io.interactive || !io.ask)
+        throw new CliExit(
+          2,
+          `refusing to retry without confirmation: matches ${what}; no terminal to ask on, pass --yes to retry them`,
+        );
+      io.err(`matches ${what}`);
+      const answer = await io.ask(`type yes to retry ${plural(retried, 'job')}: `);
+      if (answer.trim() !== 'yes') throw new CliExit(1, 'not confirmed: nothing retried');
+    }
+    const r = await tq.retryWhere(filter);
+    if (flags.json) return json({ dryRun: false, ...r });
+    io.out(`retried ${plural(r.retried, 'job')}: back to pending, attempts start again from 1`);
+  });
+}
+
 async function cancelWhere(
   io: CliIo,
   flags: JsonFlag & JobFilterFlags & { reason?: string; yes?: boolean },

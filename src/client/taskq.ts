@@ -888,8 +888,8 @@ export class TaskQ implements AsyncDisposable {
     if (notRetryable.length > 0)
       throw new InvalidArgumentError(
         'filter.status',
-        filter.status,
-        `${JSON.stringify(notRetryable[0])} cannot be retried: retryWhere retries failed, crashed, cancelled and abandoned jobs`,
+        notRetryable[0],
+        'cannot be retried: retryWhere retries failed, crashed, cancelled and abandoned jobs',
       );
     if (!f.hasPredicates && !options.allowEmptyFilter) throw new EmptyFilterError('retryWhere');
     if (options.dryRun) return { dryRun: true, retried: await this.backend.previewRetryWhere(f) };

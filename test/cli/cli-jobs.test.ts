@@ -362,6 +362,70 @@ describe('taskq jobs retry', () => {
 
     expect((await run(['jobs', 'retry', '00000000-0000-4000-8000-000000000000'])).code).toBe(1);
   });
+
+  it('retries by filter with --yes: only failed, crashed, cancelled or abandoned matches', async () => {
+    const failed = await insertJob({ queue: 'cl_rbulk', status: 'failed', errorClass: 'Smtp' });
+    const cancelled = await insertJob({ queue: 'cl_rbulk', status: 'cancelled' });
+    await insertJob({ queue: 'cl_rbulk', status: 'succeeded' });
+    await insertJob({ queue: 'cl_rbulk', status: 'pending' });
+    const elsewhere = await insertJob({ queue: 'cl_rbulk_other', status: 'failed' });
+    const r = await runJson<{ retried: number; retriedIds: string[] }>(
+      'jobs',
+      'retry',
+      '--where',
+      '--queue',
+      'cl_rbulk',
+      '--yes',
+    );
+    expect(r).toMatchObject({ dryRun: false, retried: 2, retriedIds: [failed, cancelled].sort() });
+    expect(await statusOf(failed)).toBe('pending');
+    expect(await statusOf(cancelled)).toBe('pending');
+    expect(await statusOf(elsewhere)).toBe('failed');
+    expect(await countWhere(`queue = 'cl_rbulk' AND status = 'succeeded'`)).toBe(1);
+    const again = await run(['jobs', 'retry', '--where', '--queue', 'cl_rbulk', '--yes']);
+    expect(again).toMatchObject({
+      code: 0,
+      out: 'no failed, crashed, cancelled or abandoned job matches: nothing to retry',
+    });
+  });
+
+  it('retry --where asks on a terminal and refuses without one: nothing retried unless confirmed', async () => {
+    for (let i = 0; i < 2; i++) await insertJob({ queue: 'cl_rask', status: 'failed' });
+    const script = await run(['jobs', 'retry', '--where', '--queue', 'cl_rask']);
+    expect(script.code).toBe(2);
+    expect(script.err).toContain('refusing to retry without confirmation: matches 2 failed, crashed');
+    const no = await run(['jobs', 'retry', '--where', '--queue', 'cl_rask'], { answers: ['no'] });
+    expect(no.code).toBe(1);
+    expect(no.asked).toEqual(['type yes to retry 2 jobs: ']);
+    expect(await countWhere(`queue = 'cl_rask' AND status = 'failed'`)).toBe(2);
+    const yes = await run(['jobs', 'retry', '--where', '--queue', 'cl_rask'], { answers: ['yes'] });
+    expect(yes).toMatchObject({
+      code: 0,
+      out: 'retried 2 jobs: back to pending, attempts start again from 1',
+    });
+    expect(await countWhere(`queue = 'cl_rask' AND status = 'pending'`)).toBe(2);
+  });
+
+  it.each([
+    [['jobs', 'retry'], 'give a job id, or --where'],
+    [['jobs', 'retry', '--where'], 'retry --where needs at least one filter'],
+    [['jobs', 'retry', '00000000-0000-4000-8000-000000000000', '--where', '--queue', 'q'], 'not both'],
+    [['jobs', 'retry', '00000000-0000-4000-8000-000000000000', '--queue', 'q'], 'go with --where'],
+    [
+      ['jobs', 'retry', '--where', '--queue', 'cl_rbad', '--status', 'pending', '--yes'],
+      '--status: "pending" is invalid: cannot be retried',
+    ],
+    [
+      ['jobs', 'retry', '--where', '--queue', 'cl_rbad', '--active', '--yes'],
+      '--active: true is invalid: matches no job',
+    ],
+  ])('retry refuses %j with exit 2', async (argv, message) => {
+    const failed = await insertJob({ queue: 'cl_rbad', status: 'failed' });
+    const r = await run(argv);
+    expect(r.code, r.err).toBe(2);
+    expect(r.err).toContain(message);
+    expect(await statusOf(failed)).toBe('failed');
+  });
 });
 
 describe('taskq jobs cancel', () => {

@@ -807,7 +807,7 @@ export function defineBackendContract(name: string, makeHarness: () => Promise<C
         await client.cancel(a.jobId);
         await expect(client.retryWhere({})).rejects.toThrow(/retryWhere\(\) needs at least one predicate/);
         await expect(client.retryWhere({ status: ['cancelled', 'pending'] })).rejects.toThrow(
-          /"pending" cannot be retried/,
+          /"pending" is invalid: cannot be retried/,
         );
         await expect(client.retryWhere({ active: true })).rejects.toThrow(
           /matches no job retryWhere can retry/,
