@@ -2,23 +2,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 import { EmptyFilterError } from '../errors/client-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
-import { one, sendPage, type AdminRouteContext } from './admin-route-context.js';
+import { sendPage, type AdminRouteContext } from './admin-route-context.js';
+import { expectedCount, filterQueryOf } from './bulk-action-form.js';
 import { cancelPreviewPage } from './cancel-where-page.js';
-import { FILTER_KEYS, filterQueryString, jobFilterOf, narrowsJobs, type JobsQuery } from './jobs-page.js';
+import { filterQueryString, jobFilterOf, narrowsJobs, type JobsQuery } from './jobs-page.js';
 
 /** Why an empty filter is refused: cancelling "everything" is never one click away. */
 const EMPTY_FILTER =
   'Choose at least one filter (status, queue, actor, tag, batch or identity key) first: the UI never cancels every job at once.';
-
-/** The selecting filter fields of a query string or a form body. */
-function queryOf(values: Record<string, unknown>): JobsQuery {
-  const query: JobsQuery = {};
-  for (const key of FILTER_KEYS) {
-    const value = one(values[key]);
-    if (value !== undefined) query[key] = value;
-  }
-  return query;
-}
 
 /**
  * Cancel-by-filter from the jobs list: `GET /jobs/cancel-preview?<filters>` shows how many jobs
@@ -53,23 +44,16 @@ export function registerCancelWhereRoutes(app: FastifyInstance, rc: AdminRouteCo
 
   app.get('/jobs/cancel-preview', async (request, reply) => {
     if (rc.mayAct(request, reply, 'cancel jobs') === undefined) return reply;
-    return preview(request, reply, queryOf(request.query as Record<string, unknown>), 200, null);
+    return preview(request, reply, filterQueryOf(request.query as Record<string, unknown>), 200, null);
   });
 
   app.post('/jobs/cancel-where', { preHandler: app.csrfProtection }, async (request, reply) => {
     const user = rc.mayAct(request, reply, 'cancel jobs');
     if (user === undefined) return reply;
     const body = (request.body ?? {}) as Record<string, unknown>;
-    const query = queryOf(body);
+    const query = filterQueryOf(body);
     if (!narrowsJobs(query)) return preview(request, reply, query, 400, null);
-    const expectedText = one(body.expected);
-    if (expectedText === undefined || !/^\d{1,9}$/.test(expectedText))
-      throw new InvalidArgumentError(
-        'expected',
-        body.expected ?? null,
-        'must be the previewed count (a whole number)',
-      );
-    const expected = Number(expectedText);
+    const expected = expectedCount(body);
     const filter = jobFilterOf(query);
     // More jobs match than the operator confirmed: show the new count and ask again, cancel nothing.
     const now = await rc.o.tq.cancelWhere(filter, null, { dryRun: true });

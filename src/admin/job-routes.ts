@@ -10,6 +10,7 @@ import { one, sendPage, type AdminRouteContext } from './admin-route-context.js'
 import { jobPage } from './job-page.js';
 import { jobState, jobStateStream, StreamSlots } from './job-state-stream.js';
 import { registerCancelWhereRoutes } from './cancel-where-routes.js';
+import { registerRetryWhereRoutes } from './retry-where-routes.js';
 import { jobFilterOf, jobsPage, type JobsQuery } from './jobs-page.js';
 
 /** Rows per page of the jobs list. */
@@ -21,8 +22,9 @@ const JOBS_PAGE_SIZE = 50;
  */
 export function registerJobRoutes(app: FastifyInstance, rc: AdminRouteContext): void {
   const { base } = rc;
-  // Its static paths (/jobs/cancel-preview, /jobs/cancel-where) win over /jobs/:id.
+  // Their static paths (/jobs/cancel-preview, /jobs/retry-where, ...) win over /jobs/:id.
   registerCancelWhereRoutes(app, rc);
+  registerRetryWhereRoutes(app, rc);
   app.get('/jobs', async (request, reply) => {
     const q = request.query as Record<string, unknown>;
     const query: JobsQuery = {
@@ -39,8 +41,8 @@ export function registerJobRoutes(app: FastifyInstance, rc: AdminRouteContext): 
     const c = await rc.page(request, reply);
     const user = rc.userOf(request);
     const extras = {
-      canCancel: rc.o.actionsEnabled && (user === null || user.actions),
-      notice: cancelNotice(q),
+      canAct: rc.o.actionsEnabled && (user === null || user.actions),
+      notice: cancelNotice(q) ?? retryNotice(q),
     };
     try {
       const filter: JobFilter = { ...jobFilterOf(query), limit: JOBS_PAGE_SIZE };
@@ -215,6 +217,13 @@ function cancelNotice(q: Record<string, unknown>): string | null {
     `Cancelled ${Number(cancelled)} matching job${cancelled === '1' ? '' : 's'} at once` +
     `; cancel requested for ${asked} running job${asked === 1 ? '' : 's'}.`
   );
+}
+
+/** The outcome of a retry-by-filter, from the redirect's `retried` count (a whole number, else nothing). */
+function retryNotice(q: Record<string, unknown>): string | null {
+  const retried = one(q.retried);
+  if (retried === undefined || !/^\d{1,9}$/.test(retried)) return null;
+  return `Retried ${Number(retried)} matching job${retried === '1' ? '' : 's'}: pending again with a fresh attempt budget.`;
 }
 
 /** Outcomes of actions, shown once on the job page after the redirect (fixed texts, not echoed input). */

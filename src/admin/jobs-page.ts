@@ -80,8 +80,8 @@ export function filterQueryString(query: JobsQuery): string {
 
 /** What the jobs list shows besides its rows. */
 export interface JobsPageExtras {
-  /** Offer "Cancel matching…" (actions enabled and the user may act). */
-  canCancel?: boolean;
+  /** Offer "Cancel matching…" and "Retry matching…" (actions enabled and the user may act). */
+  canAct?: boolean;
   /** A one-line outcome of the action that led here (a fixed text with counts). */
   notice?: string | null;
 }
@@ -147,15 +147,19 @@ export function jobsPage(
       >
       <button type="submit">Filter</button>
       ${
-        !extras.canCancel
+        !extras.canAct
           ? ''
           : !narrowsJobs(query)
             ? html`<span class="muted"
-                >Filter (status, queue, actor, tag, batch or identity key) to cancel matching jobs.</span
+                >Filter (status, queue, actor, tag, batch or identity key) to cancel or retry matching
+                jobs.</span
               >`
             : html`<a class="button" id="cancel-matching" href="${ctx.base}/jobs/cancel-preview?${selecting}"
-                >Cancel matching…</a
-              >`
+                  >Cancel matching…</a
+                >
+                <a class="button" id="retry-matching" href="${ctx.base}/jobs/retry-preview?${selecting}"
+                  >Retry matching…</a
+                >`
       }
     </form>
     <form class="filters" method="get" action="${ctx.base}/lookup">

@@ -377,6 +377,84 @@ describe('cancel by filter', () => {
   });
 });
 
+describe('retry by filter', () => {
+  /** `n` jobs of `work`, cancelled: retryable. */
+  async function cancelledJobs(n: number): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) ids.push((await tq.enqueue(work, { i })).jobId);
+    await tq.cancelWhere({ actor: work.name });
+    return ids;
+  }
+
+  it('previews a count that equals the number retried, counted in the database', async () => {
+    await cancelledJobs(3);
+    await tq.enqueue(work, { i: 9 }); // pending: not retried, not counted
+    const list = await app.inject({ url: '/admin/jobs?actor=sp_work', headers: { 'x-user': 'ops' } });
+    expect(list.body).toContain('/admin/jobs/retry-preview?actor=sp_work');
+    const preview = await app.inject({
+      url: '/admin/jobs/retry-preview?actor=sp_work',
+      headers: { 'x-user': 'ops' },
+    });
+    expect(preview.statusCode).toBe(200);
+    const shown = Number(/id="retry-count" data-count="(\d+)"/.exec(preview.body)?.[1]);
+    expect(shown).toBe(await jobCount(`actor = 'sp_work' AND status = 'cancelled'`));
+    expect(shown).toBe(3);
+    const res = await post(app, '/admin/jobs/retry-where', '/admin/jobs/retry-preview?actor=sp_work', {
+      actor: 'sp_work',
+      expected: String(shown),
+    });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe('/admin/jobs?actor=sp_work&retried=3');
+    expect(await jobCount(`actor = 'sp_work' AND status = 'pending'`)).toBe(4);
+    expect(await jobCount(`status = 'cancelled'`)).toBe(0);
+    const done = await app.inject({ url: res.headers.location as string, headers: { 'x-user': 'ops' } });
+    expect(done.body).toContain('Retried 3 matching jobs');
+    expect(records.find((r) => r.msg === 'admin-action')?.obj).toMatchObject({
+      user: 'ops',
+      action: 'retry-where',
+      filter: { actor: 'sp_work' },
+      previewed: 3,
+      retried: 3,
+    });
+  });
+
+  it('asks again when more jobs match than were confirmed, and refuses a status it cannot retry; nothing retried', async () => {
+    await cancelledJobs(2);
+    const more = await post(app, '/admin/jobs/retry-where', '/admin/jobs', {
+      actor: work.name,
+      expected: '1',
+    });
+    expect(more.statusCode).toBe(409);
+    expect(more.body).toContain('2 jobs match now, more than the 1 you confirmed');
+    const pending = await app.inject({
+      url: '/admin/jobs/retry-preview?actor=sp_work&status=pending',
+      headers: { 'x-user': 'ops' },
+    });
+    expect(pending.statusCode).toBe(400);
+    expect(pending.body).toContain('cannot be retried');
+    const empty = await app.inject({ url: '/admin/jobs/retry-preview', headers: { 'x-user': 'ops' } });
+    expect(empty.statusCode).toBe(400);
+    expect(empty.body).toContain('the UI never retries every job at once');
+    const viewer = await post(
+      app,
+      '/admin/jobs/retry-where',
+      '/admin/jobs',
+      { actor: work.name, expected: '2' },
+      'viewer',
+    );
+    expect(viewer.statusCode).toBe(403);
+    const noCsrf = await app.inject({
+      method: 'POST',
+      url: '/admin/jobs/retry-where',
+      headers: { 'x-user': 'ops', 'content-type': 'application/x-www-form-urlencoded' },
+      payload: 'actor=sp_work&expected=2',
+    });
+    expect(noCsrf.statusCode).toBe(403);
+    expect(await jobCount(`status = 'cancelled'`)).toBe(2);
+    expect(records.filter((r) => r.msg === 'admin-action')).toEqual([]);
+  });
+});
+
 describe('archived jobs', () => {
   it('answers 200 with an archived banner, the archived row and its attempts', async () => {
     const job = await tq.enqueue(work, { secret: 'kept-in-archive' });
