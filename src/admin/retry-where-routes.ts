@@ -1,11 +1,9 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 
-import { EmptyFilterError } from '../errors/client-errors.js';
-import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { SingletonCollisionError } from '../errors/backpressure-errors.js';
-import { sendPage, type AdminRouteContext } from './admin-route-context.js';
-import { expectedCount, filterQueryOf } from './bulk-action-form.js';
-import { filterQueryString, jobFilterOf, narrowsJobs, type JobsQuery } from './jobs-page.js';
+import type { AdminRouteContext } from './admin-route-context.js';
+import { bulkPreview, expectedCount, filterQueryOf } from './bulk-action-form.js';
+import { filterQueryString, jobFilterOf, narrowsJobs } from './jobs-page.js';
 import { retryPreviewPage } from './retry-where-page.js';
 
 /** Why an empty filter is refused: retrying "everything" is never one click away. */
@@ -22,27 +20,11 @@ const EMPTY_FILTER =
 export function registerRetryWhereRoutes(app: FastifyInstance, rc: AdminRouteContext): void {
   const { base } = rc;
 
-  /** Answers the preview page (status `status`), or a 400 with the API's message for a bad filter. */
-  async function preview(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    query: JobsQuery,
-    status: number,
-    problem: string | null,
-  ): Promise<FastifyReply> {
-    const c = await rc.page(request, reply);
-    if (!narrowsJobs(query)) return sendPage(reply, 400, retryPreviewPage(c, query, null, EMPTY_FILTER));
-    try {
-      const counts = await rc.o.tq.retryWhere(jobFilterOf(query), { dryRun: true });
-      return sendPage(reply, status, retryPreviewPage(c, query, counts, problem));
-    } catch (err) {
-      if (err instanceof InvalidArgumentError)
-        return sendPage(reply, 400, retryPreviewPage(c, query, null, err.message));
-      if (err instanceof EmptyFilterError)
-        return sendPage(reply, 400, retryPreviewPage(c, query, null, EMPTY_FILTER));
-      throw err;
-    }
-  }
+  const preview = bulkPreview(rc, {
+    page: retryPreviewPage,
+    dryRun: (filter) => rc.o.tq.retryWhere(filter, { dryRun: true }),
+    emptyFilter: EMPTY_FILTER,
+  });
 
   app.get('/jobs/retry-preview', async (request, reply) => {
     if (rc.mayAct(request, reply, 'retry jobs') === undefined) return reply;
