@@ -77,7 +77,7 @@ describe.skipIf(unavailable !== null)(
     });
 
     it('filters failed jobs, previews the count, confirms and sees them pending again', async () => {
-    await db.pool.query(`TRUNCATE "${db.schema}".jobs`);
+      await db.pool.query(`TRUNCATE "${db.schema}".jobs`);
       const failed = await Promise.all([8, 9, 10].map((i) => tq.enqueue(work, { i })));
       const waiting = await tq.enqueue(work, { i: 11 });
       await db.pool.query(
