@@ -249,8 +249,8 @@ export interface CancelWhereOptions {
   dryRun?: boolean;
 }
 
-const CANCEL_WHERE_OPTION_KEYS: readonly string[] = ['allowEmptyFilter', 'dryRun'];
-const RETRY_WHERE_OPTION_KEYS: readonly string[] = ['allowEmptyFilter', 'dryRun'];
+/** The options of `cancelWhere` and `retryWhere`. */
+const BULK_OPTION_KEYS: readonly string[] = ['allowEmptyFilter', 'dryRun'];
 
 /** A bulk call's options object: known keys only, each a boolean (or absent). */
 function checkBooleanOptions(options: unknown, keys: readonly string[], method: string): void {
@@ -829,7 +829,7 @@ export class TaskQ implements AsyncDisposable {
   ): Promise<BulkCancelResult | CancelWherePreview> {
     this.checkOpen();
     const f = normalizeJobFilter(filter, 'cancelWhere');
-    checkBooleanOptions(options, CANCEL_WHERE_OPTION_KEYS, 'cancelWhere');
+    checkBooleanOptions(options, BULK_OPTION_KEYS, 'cancelWhere');
     if (!f.hasPredicates && !options.allowEmptyFilter) throw new EmptyFilterError();
     if (reason !== undefined && reason !== null) {
       if (typeof reason !== 'string')
@@ -874,15 +874,15 @@ export class TaskQ implements AsyncDisposable {
   ): Promise<BulkRetryResult | RetryWherePreview> {
     this.checkOpen();
     const f = normalizeJobFilter(filter, 'retryWhere');
-    checkBooleanOptions(options, RETRY_WHERE_OPTION_KEYS, 'retryWhere');
-    if (filter.active === true)
+    checkBooleanOptions(options, BULK_OPTION_KEYS, 'retryWhere');
+    if ((filter as JobFilter | undefined)?.active === true)
       throw new InvalidArgumentError(
         'filter.active',
         true,
         'matches no job retryWhere can retry: it retries failed, crashed, cancelled and abandoned jobs',
       );
     const notRetryable =
-      filter.status === undefined
+      (filter as JobFilter | undefined)?.status === undefined
         ? []
         : (f.statuses ?? []).filter((st) => !RETRYABLE_TERMINAL_STATUSES.has(st));
     if (notRetryable.length > 0)

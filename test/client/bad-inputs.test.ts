@@ -1,7 +1,7 @@
 /**
  * Every invalid input is a typed TaskQError naming the field and the rule, and nothing is written.
  *
- * One table of bad inputs to enqueue, batches, list, cancelWhere and cursors runs against the
+ * One table of bad inputs to enqueue, batches, list, cancelWhere, retryWhere and cursors runs against the
  * Postgres backend (counting the rows of jobs and job_events before and after each case) and the
  * in-memory backend (the same counts through the Backend). Settings and connection strings follow,
  * on Postgres only. Each case checks the error's class and code (and, for InvalidArgumentError, its
@@ -71,7 +71,7 @@ const forge = (raw: string): string => Buffer.from(raw, 'utf8').toString('base64
 
 const bigString = (bytes: number): string => 'x'.repeat(bytes);
 
-/** The table shared by both backends: enqueue, batches, list, cancelWhere, cursors. */
+/** The table shared by both backends: enqueue, batches, list, cancelWhere, retryWhere, cursors. */
 const CASES: BadInput[] = [
   // --- enqueue: payloads -------------------------------------------------------------------------
   {
@@ -391,6 +391,44 @@ const CASES: BadInput[] = [
   {
     name: 'cancelWhere: no predicate',
     run: (tq) => tq.cancelWhere({}),
+    cls: EmptyFilterError,
+    code: 'TASKQ_EMPTY_FILTER',
+  },
+  // --- retryWhere ---------------------------------------------------------------------------------
+  {
+    name: 'retryWhere: tag for tags (would have retried the whole queue)',
+    run: (tq) => tq.retryWhere({ queue: 'bad_q', tag: ['t2'] } as never),
+    ...arg('filter.tag', /did you mean tags\?/),
+  },
+  {
+    name: 'retryWhere: a limit',
+    run: (tq) => tq.retryWhere({ queue: 'bad_q', limit: 1 }),
+    ...arg('filter.limit', /not accepted by retryWhere.*not paginated/),
+  },
+  {
+    name: 'retryWhere: dryrun for dryRun (would have retried)',
+    run: (tq) => tq.retryWhere({ queue: 'bad_q' }, { dryrun: true } as never),
+    ...arg('retryWhere.options.dryrun', /did you mean dryRun\?/),
+  },
+  {
+    name: 'retryWhere: a status it cannot retry',
+    run: (tq) => tq.retryWhere({ queue: 'bad_q', status: ['failed', 'running'] }),
+    ...arg('filter.status', /cannot be retried/),
+  },
+  {
+    name: 'retryWhere: active jobs',
+    run: (tq) => tq.retryWhere({ queue: 'bad_q', active: true }),
+    ...arg('filter.active', /matches no job retryWhere can retry/),
+  },
+  {
+    name: 'retryWhere: no predicate',
+    run: (tq) => tq.retryWhere({}),
+    cls: EmptyFilterError,
+    code: 'TASKQ_EMPTY_FILTER',
+  },
+  {
+    name: 'retryWhere: no filter at all',
+    run: (tq) => tq.retryWhere(undefined as never),
     cls: EmptyFilterError,
     code: 'TASKQ_EMPTY_FILTER',
   },
