@@ -94,10 +94,11 @@ import type {
   SettleWithChildrenResult,
   WorkerRegistration,
 } from '../worker-types.js';
-import { cursorForRow, filterConditions } from './filter-sql.js';
+import { cursorForRow } from './filter-sql.js';
 import { listStages, RARE_TAG_ROWS, rareTagsProbe } from './list-sql.js';
 import { Dispatcher } from './pg-dispatch.js';
 import { enqueueMany, enqueueOne, translateUnique, type EnqueueWake } from './pg-enqueue.js';
+import * as bulk from './pg-bulk-actions.js';
 import { DERIVED_STATEMENTS, deriveStatement, type PgOps, type StatementName } from './pg-ops.js';
 import { subscribe } from './pg-sessions.js';
 import { fenced, openLeaderSession, readLeaderLease } from './pg-leader-lease.js';
@@ -399,48 +400,16 @@ export class PostgresBackend implements Backend {
   }
 
   async cancelWhere(filter: NormalizedJobFilter, reason: string | null): Promise<BulkCancelResult> {
-    const values: unknown[] = [reason];
-    const text = this.sql.cancelWhere.replaceAll('{filter_conditions}', this.filterSql(filter, values));
-    type Row = { cancelled_ids: string[]; requested_ids: string[]; requested_workers: string[] };
-    let rows: Row[];
-    try {
-      rows = (await this.driver.query<Row>(text, values)).rows;
-    } catch (err) {
-      throw this.translate(err);
-    }
-    const cancelledIds = rows[0]?.cancelled_ids ?? [];
-    const cancelRequestedIds = rows[0]?.requested_ids ?? [];
-    const workers = rows[0]?.requested_workers ?? [];
+    const { requestedWorkers, ...result } = await bulk.cancelWhere(this.ops, this.quoted, filter, reason);
     await this.announcer.send({
-      done: cancelledIds,
-      cancels: cancelRequestedIds.map((jobId, i) => ({ jobId, workerId: workers[i]! })),
+      done: result.cancelledIds,
+      cancels: result.cancelRequestedIds.map((jobId, i) => ({ jobId, workerId: requestedWorkers[i]! })),
     });
-    return {
-      cancelledDirectly: cancelledIds.length,
-      cancelRequested: cancelRequestedIds.length,
-      cancelledIds,
-      cancelRequestedIds,
-      totalAffected: cancelledIds.length + cancelRequestedIds.length,
-    };
+    return result;
   }
 
   async previewCancelWhere(filter: NormalizedJobFilter): Promise<CancelWhereCounts> {
-    const values: unknown[] = [];
-    const text = this.sql.previewCancelWhere.replaceAll(
-      '{filter_conditions}',
-      this.filterSql(filter, values),
-    );
-    type Row = { cancelled_directly: number; cancel_requested: number };
-    let rows: Row[];
-    try {
-      rows = (await this.driver.query<Row>(text, values)).rows;
-    } catch (err) {
-      throw this.translate(err);
-    }
-    return {
-      cancelledDirectly: Number(rows[0]?.cancelled_directly ?? 0),
-      cancelRequested: Number(rows[0]?.cancel_requested ?? 0),
-    };
+    return bulk.previewCancelWhere(this.ops, this.quoted, filter);
   }
 
   async retryJob(jobId: string): Promise<boolean> {
@@ -455,35 +424,13 @@ export class PostgresBackend implements Backend {
   }
 
   async retryWhere(filter: NormalizedJobFilter): Promise<BulkRetryResult> {
-    const values: unknown[] = [];
-    const text = this.sql.retryWhere.replaceAll('{filter_conditions}', this.filterSql(filter, values));
-    let rows: { retried_ids: string[] }[];
-    try {
-      rows = (await this.driver.query<{ retried_ids: string[] }>(text, values)).rows;
-    } catch (err) {
-      // The singleton index names the actor whose second active job the retry would have made.
-      const actor = /\(actor\)=\((.*)\)/.exec((err as { detail?: string }).detail ?? '')?.[1] ?? '';
-      throw this.translate(translateUnique(err, actor));
-    }
-    const retriedIds = rows[0]?.retried_ids ?? [];
-    if (retriedIds.length > 0) await this.announcer.send({ wake: true });
-    return { retried: retriedIds.length, retriedIds };
+    const result = await bulk.retryWhere(this.ops, this.quoted, filter);
+    if (result.retried > 0) await this.announcer.send({ wake: true });
+    return result;
   }
 
   async previewRetryWhere(filter: NormalizedJobFilter): Promise<number> {
-    const values: unknown[] = [];
-    const text = this.sql.previewRetryWhere.replaceAll('{filter_conditions}', this.filterSql(filter, values));
-    try {
-      return Number((await this.driver.query<{ retried: number }>(text, values)).rows[0]?.retried ?? 0);
-    } catch (err) {
-      throw this.translate(err);
-    }
-  }
-
-  /** The filter's predicates as SQL (TRUE for none), their values appended to `values`. */
-  private filterSql(filter: NormalizedJobFilter, values: unknown[]): string {
-    const conds = filterConditions(filter, values, this.quoted);
-    return conds.length > 0 ? conds.join(' AND ') : 'TRUE';
+    return bulk.previewRetryWhere(this.ops, this.quoted, filter);
   }
 
   async writeAttempt(a: AttemptRow): Promise<void> {
