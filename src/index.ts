@@ -44,11 +44,13 @@ export {
   type TaskQOptions,
   type TaskQClientOptions,
   type TaskQExtraOptions,
-  type CancelWhereOptions,
-  type CancelWherePreview,
-  type RetryWhereOptions,
-  type RetryWherePreview,
 } from './client/taskq.js';
+export type {
+  CancelWhereOptions,
+  CancelWherePreview,
+  RetryWhereOptions,
+  RetryWherePreview,
+} from './client/bulk-options.js';
 export { DEFAULT_PAYLOAD_MAX_BYTES } from './client/payload-json.js';
 export {
   loadTaskQSettings,

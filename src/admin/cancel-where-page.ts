@@ -1,4 +1,4 @@
-import type { CancelWherePreview } from '../client/taskq.js';
+import type { CancelWherePreview } from '../client/bulk-options.js';
 import { bulkActionForm, bulkActionPage } from './bulk-action-page.js';
 import { html } from './html.js';
 import type { JobsQuery } from './jobs-page.js';

@@ -12,8 +12,15 @@ import type pg from 'pg';
 import type { ActorRef, AnyActor } from '../core/actor.js';
 import type { Backend, JobPage } from '../backend/backend.js';
 import { normalizeJobFilter, type JobFilter } from '../backend/job-filter.js';
+import {
+  checkBulkOptions,
+  checkRetryableFilter,
+  type CancelWhereOptions,
+  type CancelWherePreview,
+  type RetryWhereOptions,
+  type RetryWherePreview,
+} from './bulk-options.js';
 import { openReloadableClientBackend } from '../backend/open-backend.js';
-import { RETRYABLE_TERMINAL_STATUSES } from '../backend/state-machine.js';
 import type {
   BulkCancelResult,
   BulkRetryResult,
@@ -36,7 +43,7 @@ import { EmptyFilterError, TaskQStateError } from '../errors/client-errors.js';
 import { InvalidArgumentError } from '../errors/invalid-argument-error.js';
 import { JobNotFoundError } from '../errors/job-errors.js';
 import { isUuid } from '../core/ids.js';
-import { checkKnownKeys, unknownKeyRule } from '../core/closest-name.js';
+import { checkKnownKeys } from '../core/closest-name.js';
 import { checkInt, checkStorableText } from '../core/text-checks.js';
 import type { Logger } from '../obs/logger.js';
 import { silentLogger } from '../obs/logger.js';
@@ -220,67 +227,6 @@ function clientPoolSource(o: TaskQOptions): Omit<TaskQOptions, 'pgCredentialProv
       sessionSettings: TASKQ_SESSION_SETTINGS,
     }),
   };
-}
-
-/** Options of {@link TaskQ.retryWhere}. */
-export interface RetryWhereOptions {
-  /** Retry every retryable job when the filter has no predicate (default false: `EmptyFilterError`). */
-  allowEmptyFilter?: boolean;
-  /** Change nothing; return how many jobs the retry would send back now (default false). */
-  dryRun?: boolean;
-}
-
-/**
- * What `retryWhere(filter, { dryRun: true })` returns: the count a real call would retry at this
- * moment (jobs may finish or be pruned before the real call).
- */
-export interface RetryWherePreview {
-  /** Always true: nothing was changed. */
-  dryRun: true;
-  /** Failed, crashed, cancelled or abandoned jobs that would go back to `pending`. */
-  retried: number;
-}
-
-/** Options of {@link TaskQ.cancelWhere}. */
-export interface CancelWhereOptions {
-  /** Cancel every job when the filter has no predicate (default false: `EmptyFilterError`). */
-  allowEmptyFilter?: boolean;
-  /** Change nothing; return how many jobs the cancel would change now (default false). */
-  dryRun?: boolean;
-}
-
-/** The options of `cancelWhere` and `retryWhere`. */
-const BULK_OPTION_KEYS: readonly string[] = ['allowEmptyFilter', 'dryRun'];
-
-/** A bulk call's options object: known keys only, each a boolean (or absent). */
-function checkBooleanOptions(options: unknown, keys: readonly string[], method: string): void {
-  if (options === null || typeof options !== 'object')
-    throw new InvalidArgumentError(`${method}.options`, options, 'must be an object');
-  for (const [key, value] of Object.entries(options)) {
-    if (!keys.includes(key))
-      throw new InvalidArgumentError(
-        `${method}.options.${key}`,
-        value,
-        unknownKeyRule(key, keys, `an option of ${method}`),
-      );
-    if (value !== undefined && typeof value !== 'boolean')
-      throw new InvalidArgumentError(`${method}.options.${key}`, value, 'must be a boolean');
-  }
-}
-
-/**
- * What `cancelWhere(filter, reason, { dryRun: true })` returns: the counts a real call would return
- * at this moment (jobs may start, finish or arrive before the real call).
- */
-export interface CancelWherePreview {
-  /** Always true: nothing was changed. */
-  dryRun: true;
-  /** Pending or scheduled jobs that would end `cancelled` at once. */
-  cancelledDirectly: number;
-  /** Running jobs, not yet asked, that would be asked to cancel. */
-  cancelRequested: number;
-  /** `cancelledDirectly + cancelRequested`. */
-  totalAffected: number;
 }
 
 /** What {@link TaskQ.fromSettings} and {@link TaskQ.fromEnv} take besides the settings. */
@@ -829,7 +775,7 @@ export class TaskQ implements AsyncDisposable {
   ): Promise<BulkCancelResult | CancelWherePreview> {
     this.checkOpen();
     const f = normalizeJobFilter(filter, 'cancelWhere');
-    checkBooleanOptions(options, BULK_OPTION_KEYS, 'cancelWhere');
+    checkBulkOptions(options, 'cancelWhere');
     if (!f.hasPredicates && !options.allowEmptyFilter) throw new EmptyFilterError();
     if (reason !== undefined && reason !== null) {
       if (typeof reason !== 'string')
@@ -874,23 +820,8 @@ export class TaskQ implements AsyncDisposable {
   ): Promise<BulkRetryResult | RetryWherePreview> {
     this.checkOpen();
     const f = normalizeJobFilter(filter, 'retryWhere');
-    checkBooleanOptions(options, BULK_OPTION_KEYS, 'retryWhere');
-    if ((filter as JobFilter | undefined)?.active === true)
-      throw new InvalidArgumentError(
-        'filter.active',
-        true,
-        'matches no job retryWhere can retry: it retries failed, crashed, cancelled and abandoned jobs',
-      );
-    const notRetryable =
-      (filter as JobFilter | undefined)?.status === undefined
-        ? []
-        : (f.statuses ?? []).filter((st) => !RETRYABLE_TERMINAL_STATUSES.has(st));
-    if (notRetryable.length > 0)
-      throw new InvalidArgumentError(
-        'filter.status',
-        notRetryable[0],
-        'cannot be retried: retryWhere retries failed, crashed, cancelled and abandoned jobs',
-      );
+    checkBulkOptions(options, 'retryWhere');
+    checkRetryableFilter(filter, f);
     if (!f.hasPredicates && !options.allowEmptyFilter) throw new EmptyFilterError('retryWhere');
     if (options.dryRun) return { dryRun: true, retried: await this.backend.previewRetryWhere(f) };
     return this.backend.retryWhere(f);
